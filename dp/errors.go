@@ -1,0 +1,27 @@
+package dp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrInvalidParameter is wrapped by every error about a privacy or noise
+// parameter (NaN, ±Inf, out of range).
+var ErrInvalidParameter = errors.New("dp: invalid parameter")
+
+// checkPositive rejects NaN, ±Inf and values ≤ 0.
+func checkPositive(name string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+		return fmt.Errorf("%w: %s = %v, want a finite number > 0", ErrInvalidParameter, name, v)
+	}
+	return nil
+}
+
+// checkDelta rejects δ outside (0, 1).
+func checkDelta(name string, v float64) error {
+	if math.IsNaN(v) || v <= 0 || v >= 1 {
+		return fmt.Errorf("%w: %s = %v, want 0 < %s < 1", ErrInvalidParameter, name, v, name)
+	}
+	return nil
+}
