@@ -1,0 +1,39 @@
+# synth — make targets. CGO is required (DuckDB is embedded through cgo).
+GO      ?= go
+BIN     ?= bin/synth
+PKGS    ?= ./...
+export CGO_ENABLED = 1
+
+.PHONY: all build test test-short bench lint demo clean
+
+all: build
+
+## build: compile the synth binary into bin/
+build:
+	$(GO) build -o $(BIN) ./cmd/synth
+
+## test: vet and run every test (the command CI runs)
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -shuffle=on $(PKGS)
+
+## test-short: the quick subset (heavy statistical tests skip under -short)
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+## bench: run every benchmark once (benchmarks may read ../shared/data)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## lint: gofmt and go vet (and staticcheck when installed)
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	@if command -v staticcheck >/dev/null 2>&1; then staticcheck $(PKGS); else echo "staticcheck not installed; skipped"; fi
+
+## demo: release a built-in skewed two-table instance (no input files, no server)
+demo:
+	$(GO) run ./cmd/synth demo
+
+clean:
+	rm -rf bin out

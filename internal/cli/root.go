@@ -1,0 +1,153 @@
+// Package cli implements the synth command line on top of the library
+// packages. It parses flags, calls the libraries and prints; the libraries
+// never import it.
+//
+// Exit codes are mapped in one place, [ExitCode]: 0 success, 1 runtime or
+// data error, 2 usage or spec error. Data goes to stdout, diagnostics and
+// logs to stderr.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/synth-dp/synth/spec"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitRuntime = 1
+	ExitUsage   = 2
+)
+
+// UsageError marks a problem with flags or arguments; it maps to exit
+// code 2 and prints the usage hint.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usageErrorf(format string, a ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, a...)}
+}
+
+// globalOptions are the flags every command shares.
+type globalOptions struct {
+	engine   string
+	seed     uint64
+	seedSet  bool
+	logLevel string
+	quiet    bool
+
+	stdout, stderr io.Writer
+	logger         *slog.Logger
+}
+
+// Main runs the CLI with args (without the program name) and returns the
+// process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root, opts := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "synth: %v\n", err)
+	code := ExitCode(err)
+	if code == ExitUsage {
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(stderr, "Run 'synth --help' for usage.")
+		}
+	}
+	_ = opts
+	return code
+}
+
+// ExitCode maps an error to the process exit code.
+func ExitCode(err error) int {
+	var ue *UsageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid):
+		return ExitUsage
+	default:
+		return ExitRuntime
+	}
+}
+
+func newRootCmd(stdout, stderr io.Writer) (*cobra.Command, *globalOptions) {
+	opts := &globalOptions{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "synth",
+		Short: "Differentially private synthetic data for multi-table databases",
+		Long: `synth releases differentially private (DP) synthetic data for multi-table
+relational databases. Point it at a spec (YAML) that declares the tables,
+their public domains, the join, the released columns, a workload of queries
+that must stay accurate, and a privacy budget (ε, δ); it writes one Parquet
+file anybody may query offline, plus a privacy report.
+
+Private data is read only through aggregate SQL queries run by an embedded
+DuckDB engine. Runs draw noise from crypto/rand; --seed makes a run
+reproducible and marks it "not private (seeded)".`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			opts.seedSet = cmd.Flags().Changed("seed")
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(opts.logLevel)); err != nil {
+				return usageErrorf("--log-level %q: want debug, info, warn or error", opts.logLevel)
+			}
+			if opts.quiet {
+				lvl = slog.LevelError
+			}
+			opts.logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+			return nil
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &UsageError{Err: err}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&opts.engine, "engine", "duckdb", `SQL engine: "duckdb" (embedded, in memory) or "duckdb:PATH" (a database file)`)
+	pf.Uint64Var(&opts.seed, "seed", 0, "seed the noise for a reproducible run (the output is marked not private)")
+	pf.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	pf.BoolVarP(&opts.quiet, "quiet", "q", false, "print errors only")
+
+	root.AddCommand(newVersionCmd(opts), newInspectCmd(opts))
+	return root, opts
+}
+
+// noArgs rejects positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), strings.Join(args, " "))
+	}
+	return nil
+}
+
+// requireFlag returns a usage error when a required string flag is empty.
+func requireFlag(name, value string) error {
+	if value == "" {
+		return usageErrorf("--%s is required", name)
+	}
+	return nil
+}
+
+// checkFormat validates a --format value.
+func checkFormat(format string) error {
+	if format != "text" && format != "json" {
+		return usageErrorf("--format %q: want text or json", format)
+	}
+	return nil
+}
