@@ -44,3 +44,198 @@ func PerStepEpsilon(eps, delta float64, k int) (float64, error) {
 	}
 	return math.Max(basic, lo), nil
 }
+
+// BasicComposition returns the (Σεᵢ, Σδᵢ) guarantee of running mechanisms
+// with the given guarantees in sequence, adaptively, on the same data
+// (Dwork–Roth 2014, Thm. 3.16; Ghazi et al. cite it as basic composition).
+// It returns an error if any budget is invalid or none is given.
+func BasicComposition(budgets ...Budget) (Budget, error) {
+	if len(budgets) == 0 {
+		return Budget{}, fmt.Errorf("%w: no budgets to compose", ErrInvalidParameter)
+	}
+	var out Budget
+	for _, b := range budgets {
+		if err := b.Validate(); err != nil {
+			return Budget{}, err
+		}
+		out.Epsilon += b.Epsilon
+		out.Delta += b.Delta
+	}
+	return out, nil
+}
+
+// ParallelComposition returns the guarantee of running the mechanisms on
+// disjoint parts of the data, where a neighbour changes only one part:
+// (maxᵢ εᵢ, maxᵢ δᵢ) (McSherry, PINQ, SIGMOD 2009, Thm. 4; used by Ghazi et
+// al. Lemma 4.1 for the sub-instances of a partition). Disjointness is the
+// caller's claim: when a tuple may fall in up to k parts, use
+// [GroupPrivacy] with k instead. [Ledger.SplitParallel] charges such a
+// share once.
+func ParallelComposition(budgets ...Budget) (Budget, error) {
+	if len(budgets) == 0 {
+		return Budget{}, fmt.Errorf("%w: no budgets to compose", ErrInvalidParameter)
+	}
+	var out Budget
+	for _, b := range budgets {
+		if err := b.Validate(); err != nil {
+			return Budget{}, err
+		}
+		out.Epsilon = math.Max(out.Epsilon, b.Epsilon)
+		out.Delta = math.Max(out.Delta, b.Delta)
+	}
+	return out, nil
+}
+
+// GroupPrivacy returns the guarantee of an (ε, δ)-DP mechanism for
+// instances that differ in up to k neighbouring steps: (k·ε, k·e^((k−1)ε)·δ)
+// (Dwork–Roth 2014, Thm. 2.2 for δ = 0; Vadhan 2017, Lemma 2.2 for δ > 0;
+// Qiu et al. Lemma 2.4; Ghazi et al. Lemma 4.11). The δ term grows
+// exponentially in k·ε; an error is returned if it reaches 1 or overflows.
+func GroupPrivacy(b Budget, k int) (Budget, error) {
+	if err := b.Validate(); err != nil {
+		return Budget{}, err
+	}
+	if k < 1 {
+		return Budget{}, fmt.Errorf("%w: group size k = %d, want ≥ 1", ErrInvalidParameter, k)
+	}
+	kf := float64(k)
+	d := b.Delta
+	if d > 0 {
+		d = kf * math.Exp((kf-1)*b.Epsilon) * b.Delta
+		if math.IsInf(d, 0) || math.IsNaN(d) || d >= 1 {
+			return Budget{}, fmt.Errorf("%w: group privacy for k = %d gives delta = %v ≥ 1", ErrInvalidParameter, k, d)
+		}
+	}
+	return Budget{Epsilon: kf * b.Epsilon, Delta: d}, nil
+}
+
+// RhoGaussian returns ρ = Δ²/(2σ²): the Gaussian mechanism N(0, σ²) on a
+// value of L2 sensitivity Δ is ρ-zCDP (Bun–Steinke, TCC 2016, Prop. 1.6);
+// the same holds for the discrete Gaussian N_ℤ(0, σ²) on integer values
+// (Canonne–Kamath–Steinke 2020, Thm. 4).
+func RhoGaussian(sens, sigma float64) (float64, error) {
+	if err := checkPositive("sensitivity", sens); err != nil {
+		return 0, err
+	}
+	if err := checkPositive("sigma", sigma); err != nil {
+		return 0, err
+	}
+	return sens * sens / (2 * sigma * sigma), nil
+}
+
+// SigmaForRho returns σ = Δ/√(2ρ), the Gaussian noise that makes a value of
+// L2 sensitivity Δ ρ-zCDP (inverse of [RhoGaussian]).
+func SigmaForRho(sens, rho float64) (float64, error) {
+	if err := checkPositive("sensitivity", sens); err != nil {
+		return 0, err
+	}
+	if err := checkPositive("rho", rho); err != nil {
+		return 0, err
+	}
+	return sens / math.Sqrt(2*rho), nil
+}
+
+// RhoPure returns ε²/2: an ε-DP mechanism is (ε²/2)-zCDP (Bun–Steinke 2016,
+// Prop. 1.4), which lets pure-DP steps (Laplace, exponential mechanism)
+// join a zCDP composition.
+func RhoPure(eps float64) (float64, error) {
+	if err := checkPositive("epsilon", eps); err != nil {
+		return 0, err
+	}
+	return eps * eps / 2, nil
+}
+
+// ComposeRho returns Σρᵢ: zCDP composes additively under adaptive
+// composition (Bun–Steinke 2016, Lemma 2.3).
+func ComposeRho(rhos ...float64) (float64, error) {
+	if len(rhos) == 0 {
+		return 0, fmt.Errorf("%w: no rho to compose", ErrInvalidParameter)
+	}
+	s := 0.0
+	for _, r := range rhos {
+		if err := checkPositive("rho", r); err != nil {
+			return 0, err
+		}
+		s += r
+	}
+	return s, nil
+}
+
+// RhoToEpsilonSimple returns ε = ρ + 2·√(ρ·ln(1/δ)): a ρ-zCDP mechanism is
+// (ε, δ)-DP for every δ > 0 (Bun–Steinke 2016, Prop. 1.3). [RhoToEpsilon]
+// is never worse.
+func RhoToEpsilonSimple(rho, delta float64) (float64, error) {
+	if err := checkPositive("rho", rho); err != nil {
+		return 0, err
+	}
+	if err := checkDelta("delta", delta); err != nil {
+		return 0, err
+	}
+	return rho + 2*math.Sqrt(rho*math.Log(1/delta)), nil
+}
+
+// RhoToEpsilon returns the ε for which a ρ-zCDP mechanism is (ε, δ)-DP by
+// the conversion of Canonne, Kamath and Steinke 2020 (Prop. 12 / Cor. 13):
+// ε = inf_{α>1} αρ + (ln(1/δ) + (α−1)·ln(1−1/α) − ln α)/(α−1).
+// Every α > 1 gives a valid ε, so the function minimises over α by a
+// golden-section search on ln(α−1) and returns the minimum of what it found
+// and [RhoToEpsilonSimple]: an inexact minimisation is only less tight,
+// never unsafe.
+func RhoToEpsilon(rho, delta float64) (float64, error) {
+	simple, err := RhoToEpsilonSimple(rho, delta)
+	if err != nil {
+		return 0, err
+	}
+	l1d := math.Log(1 / delta)
+	at := func(u float64) float64 { // u = ln(α − 1)
+		am1 := math.Exp(u)
+		a := 1 + am1
+		return a*rho + (l1d+am1*math.Log1p(-1/a)-math.Log(a))/am1
+	}
+	lo, hi := -30.0, 30.0
+	phi := (math.Sqrt(5) - 1) / 2
+	c, d := hi-phi*(hi-lo), lo+phi*(hi-lo)
+	fc, fd := at(c), at(d)
+	for i := 0; i < 200; i++ {
+		if fc < fd {
+			hi, d, fd = d, c, fc
+			c = hi - phi*(hi-lo)
+			fc = at(c)
+		} else {
+			lo, c, fc = c, d, fd
+			d = lo + phi*(hi-lo)
+			fd = at(d)
+		}
+	}
+	best := math.Min(fc, fd)
+	if math.IsNaN(best) || best > simple {
+		return simple, nil
+	}
+	return best, nil
+}
+
+// RhoForBudget returns the largest ρ whose [RhoToEpsilon] conversion at δ
+// is at most ε (to a relative 1e-12, rounded down): the zCDP budget a
+// mechanism may spend inside an (ε, δ) share. δ must be > 0.
+func RhoForBudget(b Budget) (float64, error) {
+	if err := b.Validate(); err != nil {
+		return 0, err
+	}
+	if err := checkDelta("delta", b.Delta); err != nil {
+		return 0, err
+	}
+	conv := func(r float64) float64 { e, _ := RhoToEpsilon(r, b.Delta); return e }
+	lo, hi := 0.0, b.Epsilon // RhoToEpsilon(ρ) ≥ ρ, so ρ ≤ ε
+	for i := 0; i < 200 && hi-lo > 1e-12*hi; i++ {
+		mid := lo + (hi-lo)/2
+		if conv(mid) <= b.Epsilon {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 {
+		return 0, fmt.Errorf("%w: no positive rho fits (ε=%v, δ=%v)", ErrInvalidParameter, b.Epsilon, b.Delta)
+	}
+	return lo, nil
+}

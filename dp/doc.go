@@ -1,13 +1,54 @@
 // Package dp holds the noise and accounting primitives every synth
-// mechanism stands on: the randomness [Source], Laplace and truncated
-// Laplace noise, the exponential mechanism, composition rules and the
-// privacy ledger.
+// mechanism stands on: the randomness [Source], the samplers, composition
+// rules, the privacy ledger and its report.
 //
 // # Randomness
 //
 // Noise is drawn only from a [Source]. [NewSource] keys a ChaCha8 generator
 // from crypto/rand; [NewSeededSource] is reproducible and marks a run not
-// private. Nothing here reads math/rand globals.
+// private ([PrivacySeeded]). Nothing here reads math/rand globals. Sources
+// are not safe for concurrent use: give each goroutine its own.
+//
+// # Samplers
+//
+//   - [Laplace]: Lap(b); ε-DP for L1 sensitivity Δ with b = Δ/ε.
+//   - [TLap] with [Tau]: truncated shifted Laplace on [0, 2τ]; (ε, δ)-DP,
+//     never lowers the value (Ghazi et al. §2).
+//   - [Gaussian] with [SigmaAnalytic] (Balle–Wang 2018) or [SigmaClassical]
+//     (Dwork–Roth Thm. A.1); (ε, δ)-DP for L2 sensitivity Δ; ρ-zCDP with
+//     [SigmaForRho].
+//   - [Exponential]: the exponential mechanism; ε-DP for score sensitivity Δ.
+//   - [AboveThreshold] and [AboveThresholdJumpStart]: the sparse vector
+//     technique (Dong–Sun–Yi Lemma 3.8 and Alg. 3); ε-DP.
+//   - [Cauchy]: the general Cauchy distribution (γ = 4) for smooth
+//     sensitivity (Nissim–Raskhodnikova–Smith 2007); ε-DP with
+//     [CauchyBeta] and [CauchyNoiseScale].
+//   - [DiscreteLaplace] / [NewDiscreteLaplace] and [DiscreteGaussian] /
+//     [NewDiscreteGaussian]: exact integer samplers of Canonne–Kamath–
+//     Steinke 2020 (Algs. 1–3), with [BernoulliExp]; ε-DP and ρ-zCDP.
+//
+// # Floating-point safety
+//
+// Mironov (CCS 2012) showed that textbook floating-point Laplace samplers
+// leak through the low-order bits of their output. Only the discrete
+// samplers ([DiscreteLaplace], [DiscreteGaussian], [BernoulliExp]) are safe
+// against this: they use integer arithmetic on random words and their
+// output is exactly distributed. [Laplace], [TLap], [Gaussian] and [Cauchy]
+// compute in float64 and are NOT hardened; [Exponential] and the SVT
+// release only an index, so the low-bit attack does not apply directly, but
+// their noise is still a float64 approximation. Release integer statistics
+// through the discrete samplers where an adversary sees the raw output.
+//
+// # Composition and accounting
+//
+// [BasicComposition], [ParallelComposition], [GroupPrivacy],
+// [AdvancedEpsilon] / [PerStepEpsilon] (advanced composition), and zCDP:
+// [RhoGaussian], [RhoPure], [ComposeRho], [RhoToEpsilon] (Canonne–Kamath–
+// Steinke conversion), [RhoToEpsilonSimple] (Bun–Steinke), [RhoForBudget].
+// A [Ledger] is a run's budget as a state machine: each [Spend] names the
+// mechanism, its (ε, δ) or ρ and the composition rule; a spend that would
+// exceed the total is refused and changes nothing, so mechanisms charge
+// before they read data. [Ledger.Report] builds the JSON privacy [Report].
 //
 // # Parameters
 //
@@ -15,4 +56,10 @@
 // [ErrInvalidParameter] for NaN, ±Inf, ε ≤ 0 or δ outside its range.
 // Samplers called with parameters a mechanism has already validated panic
 // on programmer error, as documented on each.
+//
+// # Not implemented
+//
+// Snapping or grid-based float Laplace (Mironov's fix), Rényi-DP
+// accounting, privacy amplification by subsampling, and the monotone-query
+// variant of SVT with smaller noise (Lyu et al. 2017).
 package dp

@@ -9,6 +9,11 @@ import "math"
 // variate — which is exact and numerically stable for scores of any
 // magnitude. Scores that are NaN or −Inf are never selected unless all are.
 // It panics on an empty slice or non-positive ε or Δ (programmer error).
+//
+// Floating-point safety: the Gumbel noise is float64; only the index is
+// released, so Mironov's low-order-bit attack (CCS 2012) does not apply
+// directly, but the selection probabilities are those of the float64
+// approximation.
 func Exponential(src Source, scores []float64, eps, sens float64) int {
 	if len(scores) == 0 {
 		panic("dp: Exponential over no candidates")

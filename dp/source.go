@@ -47,9 +47,10 @@ func NewSeededSource(seed uint64) Source {
 }
 
 // Uniform returns a uniform float64 in the open interval (0, 1), on the grid
-// (k + 1/2)/2⁵³.
+// (k + 1/2)/2⁵², k = 0 … 2⁵²−1, symmetric about 1/2. (A 53-bit grid would
+// round its top point (2⁵³ − 1/2)/2⁵³ up to 1.)
 func Uniform(src Source) float64 {
-	return (float64(src.Uint64()>>11) + 0.5) / (1 << 53)
+	return (float64(src.Uint64()>>12) + 0.5) / (1 << 52)
 }
 
 // uniformSigned returns a uniform value in (−1/2, 1/2), never 0.
