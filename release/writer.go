@@ -1,0 +1,447 @@
+package release
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/synth-dp/synth/spec"
+)
+
+// BatchRows is the number of rows of one Arrow record batch: the writer
+// buffers at most this many rows before it hands them to Parquet and checks
+// its context again.
+const BatchRows = 64 << 10
+
+// rowGroupRows is the number of rows of one Parquet row group. parquet-go
+// holds a row group's (compressed) pages in memory until the group is
+// flushed, so this bounds the writer's memory together with [BatchRows].
+const rowGroupRows = 1 << 20
+
+// ErrCellOrder is wrapped by the error of [Writer.Add] when a cell does not
+// come after the previous one.
+var ErrCellOrder = errors.New("release: cells not in increasing order")
+
+// ErrWriterDone is returned by [Writer.Add] and [Writer.Finish] after the
+// writer was finished, closed or aborted.
+var ErrWriterDone = errors.New("release: writer already finished, closed or aborted")
+
+// Writer writes the released table to a Parquet file, atomically.
+//
+// Counts arrive by [Writer.Add] in increasing cell order; each count n of a
+// cell becomes n identical rows holding the cell's representative values
+// ([Decoder.Value]). Rows are built in Arrow record batches of at most
+// [BatchRows] rows and written as Parquet row groups of at most 2^20 rows,
+// so memory does not grow with the output.
+//
+// The file's columns are the released columns in release order, all
+// required (never null), with these types:
+//
+//	spec type    Arrow    Parquet
+//	categorical  utf8     BYTE_ARRAY, STRING logical type (dictionary encoded)
+//	boolean      bool     BOOLEAN
+//	integer      int64    INT64, INTEGER(64, signed) logical type (dictionary)
+//	numeric      float64  DOUBLE (dictionary)
+//	date         date32   INT32, DATE logical type (dictionary)
+//
+// Pages are compressed with zstd. The file-level key-value metadata holds
+// the pairs given to [NewWriter], among them [MetadataKey].
+//
+// The rows written depend only on the counts (DP outputs) and the public
+// domain: writing is post-processing.
+//
+// A Writer is used by one goroutine: Add any number of times, then Close
+// (or Finish and commit the file with a [Group]), and `defer w.Abort()` to
+// clean up on every error path. Not safe for concurrent use.
+type Writer struct {
+	dec   *Decoder
+	file  *File
+	pw    *parquet.Writer
+	alloc memory.Allocator
+	rb    *array.RecordBuilder
+
+	batch   int           // rows per batch
+	pending int           // rows in rb
+	rows    []parquet.Row // conversion buffer, reused across batches
+	bins    []int
+	last    int64 // last cell added, -1 before the first
+	total   int64
+	err     error // sticky: the first error, after which the file is gone
+	done    bool  // finished, closed or aborted
+}
+
+// NewWriter creates the temporary file for path and prepares to write the
+// universe over cols (see [NewDecoder] for names and cols). metadata is
+// written as file-level key-value metadata; it must hold [MetadataKey]
+// ("synth.privacy") with the privacy report as valid JSON, and no empty
+// key.
+func NewWriter(path string, names []string, cols []*spec.Column, metadata map[string]string) (*Writer, error) {
+	return newWriter(path, names, cols, metadata, BatchRows)
+}
+
+// newWriter is NewWriter with a batch size, for tests.
+func newWriter(path string, names []string, cols []*spec.Column, metadata map[string]string, batch int) (*Writer, error) {
+	dec, err := NewDecoder(names, cols)
+	if err != nil {
+		return nil, err
+	}
+	report, ok := metadata[MetadataKey]
+	if !ok {
+		return nil, fmt.Errorf("release: metadata lacks the privacy report %q", MetadataKey)
+	}
+	if !json.Valid([]byte(report)) {
+		return nil, fmt.Errorf("release: privacy report %q is not valid JSON", MetadataKey)
+	}
+	opts := []parquet.WriterOption{
+		parquetSchema(dec),
+		parquet.Compression(&parquet.Zstd),
+		parquet.MaxRowsPerRowGroup(rowGroupRows),
+	}
+	keys := make([]string, 0, len(metadata))
+	for k := range metadata {
+		if k == "" {
+			return nil, errors.New("release: empty metadata key")
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		opts = append(opts, parquet.KeyValueMetadata(k, metadata[k]))
+	}
+	config, err := parquet.NewWriterConfig(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("release: parquet writer configuration: %w", err)
+	}
+
+	f, err := CreateFile(path, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	alloc := memory.NewGoAllocator()
+	w := &Writer{
+		dec:   dec,
+		file:  f,
+		pw:    parquet.NewWriter(f, config),
+		alloc: alloc,
+		rb:    array.NewRecordBuilder(alloc, arrowSchema(dec)),
+		batch: batch,
+		rows:  make([]parquet.Row, batch),
+		last:  -1,
+	}
+	// One backing array for all conversion rows: row r is vals[r·m : r·m+m].
+	m := dec.NumColumns()
+	vals := make([]parquet.Value, batch*m)
+	for r := range w.rows {
+		w.rows[r] = vals[r*m : r*m : (r+1)*m]
+	}
+	w.rb.Reserve(batch)
+	return w, nil
+}
+
+// arrowSchema is the Arrow schema of the released table.
+func arrowSchema(dec *Decoder) *arrow.Schema {
+	fields := make([]arrow.Field, dec.NumColumns())
+	for j := range fields {
+		var t arrow.DataType
+		switch dec.Type(j) {
+		case spec.Categorical:
+			t = arrow.BinaryTypes.String
+		case spec.Boolean:
+			t = arrow.FixedWidthTypes.Boolean
+		case spec.Integer:
+			t = arrow.PrimitiveTypes.Int64
+		case spec.Numeric:
+			t = arrow.PrimitiveTypes.Float64
+		case spec.Date:
+			t = arrow.FixedWidthTypes.Date32
+		}
+		fields[j] = arrow.Field{Name: dec.Name(j), Type: t, Nullable: false}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// Schema returns the Parquet schema of the file the writer of names and
+// cols produces (see [Writer] for the types), named "synth". It is what
+// golden tests and `synth inspect` compare against.
+func Schema(names []string, cols []*spec.Column) (*parquet.Schema, error) {
+	dec, err := NewDecoder(names, cols)
+	if err != nil {
+		return nil, err
+	}
+	return parquetSchema(dec), nil
+}
+
+// parquetSchema is the Parquet schema of the released table.
+func parquetSchema(dec *Decoder) *parquet.Schema {
+	g := parquet.Group{}
+	order := make([]string, dec.NumColumns())
+	for j := range order {
+		var n parquet.Node
+		switch dec.Type(j) {
+		case spec.Categorical:
+			n = parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
+		case spec.Boolean:
+			n = parquet.Leaf(parquet.BooleanType)
+		case spec.Integer:
+			n = parquet.Encoded(parquet.Int(64), &parquet.RLEDictionary)
+		case spec.Numeric:
+			n = parquet.Encoded(parquet.Leaf(parquet.DoubleType), &parquet.RLEDictionary)
+		case spec.Date:
+			n = parquet.Encoded(parquet.Date(), &parquet.RLEDictionary)
+		}
+		order[j] = dec.Name(j)
+		g[order[j]] = parquet.Required(n)
+	}
+	return parquet.NewSchema("synth", newOrderedGroup(g, order))
+}
+
+// orderedGroup is a Parquet group whose fields keep the release order;
+// [parquet.Group] sorts them by name. The Parquet column index of a field is
+// its position in Fields, which is the release order.
+type orderedGroup struct {
+	parquet.Group
+	fields []parquet.Field
+}
+
+func newOrderedGroup(g parquet.Group, order []string) orderedGroup {
+	fields := g.Fields()
+	rank := make(map[string]int, len(order))
+	for i, name := range order {
+		rank[name] = i
+	}
+	slices.SortFunc(fields, func(a, b parquet.Field) int { return rank[a.Name()] - rank[b.Name()] })
+	return orderedGroup{Group: g, fields: fields}
+}
+
+// Fields returns the fields in release order.
+func (g orderedGroup) Fields() []parquet.Field { return g.fields }
+
+// String prints the group in release order.
+func (g orderedGroup) String() string {
+	var b strings.Builder
+	parquet.PrintSchema(&b, "", g)
+	return b.String()
+}
+
+// Add appends count rows of cell. Cells must come in strictly increasing
+// order; a count of 0 writes nothing. Add checks ctx before it starts and
+// after every batch, so a cancelled context stops it within [BatchRows]
+// rows.
+//
+// On error (ctx done, a cell out of range or out of order, a negative
+// count, an I/O error) the writer is aborted: the temporary file is
+// removed, and this and every later call of Add, Finish and Close return
+// the same error.
+func (w *Writer) Add(ctx context.Context, cell, count int64) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.done {
+		return ErrWriterDone
+	}
+	if err := ctx.Err(); err != nil {
+		return w.fail(fmt.Errorf("release: writing %s: %w", w.file.Path(), err))
+	}
+	if count < 0 {
+		return w.fail(fmt.Errorf("release: cell %d has a negative count %d", cell, count))
+	}
+	bins, err := w.dec.Bins(cell, w.bins)
+	if err != nil {
+		return w.fail(err)
+	}
+	if cell <= w.last {
+		return w.fail(fmt.Errorf("%w: cell %d after cell %d", ErrCellOrder, cell, w.last))
+	}
+	w.bins, w.last = bins, cell
+	for count > 0 {
+		n := min(count, int64(w.batch-w.pending))
+		w.appendRows(int(n))
+		count -= n
+		w.total += n
+		if w.pending == w.batch {
+			if err := w.flush(); err != nil {
+				return w.fail(err)
+			}
+			if err := ctx.Err(); err != nil {
+				return w.fail(fmt.Errorf("release: writing %s: %w", w.file.Path(), err))
+			}
+		}
+	}
+	return nil
+}
+
+// appendRows appends n copies of the row of w.bins to the record builder.
+func (w *Writer) appendRows(n int) {
+	for j, b := range w.bins {
+		c := &w.dec.cols[j]
+		switch fb := w.rb.Field(j).(type) {
+		case *array.StringBuilder:
+			v := c.strs[b]
+			for range n {
+				fb.Append(v)
+			}
+		case *array.BooleanBuilder:
+			v := b == 1
+			for range n {
+				fb.Append(v)
+			}
+		case *array.Int64Builder:
+			v := c.ints[b]
+			for range n {
+				fb.Append(v)
+			}
+		case *array.Float64Builder:
+			v := c.floats[b]
+			for range n {
+				fb.Append(v)
+			}
+		case *array.Date32Builder:
+			v := arrow.Date32(c.days[b])
+			for range n {
+				fb.Append(v)
+			}
+		}
+	}
+	w.pending += n
+}
+
+// flush turns the pending rows into an Arrow record and writes it.
+func (w *Writer) flush() error {
+	if w.pending == 0 {
+		return nil
+	}
+	rec := w.rb.NewRecord()
+	defer rec.Release()
+	w.pending = 0
+	w.rb.Reserve(w.batch)
+	return w.writeRecord(rec)
+}
+
+// writeRecord converts an Arrow record to Parquet rows (required flat
+// columns: repetition and definition levels 0, column index = position) and
+// writes them.
+func (w *Writer) writeRecord(rec arrow.Record) error {
+	n := int(rec.NumRows())
+	rows := w.rows[:n]
+	for r := range rows {
+		rows[r] = rows[r][:0]
+	}
+	for j, col := range rec.Columns() {
+		switch a := col.(type) {
+		case *array.String:
+			data, offs := a.ValueBytes(), a.ValueOffsets()
+			base := offs[0]
+			for r := range rows {
+				v := data[offs[r]-base : offs[r+1]-base]
+				rows[r] = append(rows[r], parquet.ByteArrayValue(v).Level(0, 0, j))
+			}
+		case *array.Boolean:
+			for r := range rows {
+				rows[r] = append(rows[r], parquet.BooleanValue(a.Value(r)).Level(0, 0, j))
+			}
+		case *array.Int64:
+			for r, v := range a.Int64Values() {
+				rows[r] = append(rows[r], parquet.Int64Value(v).Level(0, 0, j))
+			}
+		case *array.Float64:
+			for r, v := range a.Float64Values() {
+				rows[r] = append(rows[r], parquet.DoubleValue(v).Level(0, 0, j))
+			}
+		case *array.Date32:
+			for r, v := range a.Date32Values() {
+				rows[r] = append(rows[r], parquet.Int32Value(int32(v)).Level(0, 0, j))
+			}
+		default:
+			return fmt.Errorf("release: column %q: unexpected Arrow type %s", rec.ColumnName(j), col.DataType())
+		}
+	}
+	if _, err := w.pw.WriteRows(rows); err != nil {
+		return fmt.Errorf("release: writing %s: %w", w.file.Path(), err)
+	}
+	return nil
+}
+
+// fail records err, aborts and returns err.
+func (w *Writer) fail(err error) error {
+	w.err = err
+	w.abort()
+	return err
+}
+
+// Rows returns the number of rows added so far.
+func (w *Writer) Rows() int64 { return w.total }
+
+// Finish writes the pending rows and the Parquet footer and syncs the
+// temporary file, without making it visible: the returned [File] is then
+// committed with [File.Commit] or, together with the sidecar report, by a
+// [Group]. After Finish, Add fails, Close commits and Abort removes the
+// file.
+func (w *Writer) Finish() (*File, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	if w.done {
+		return nil, ErrWriterDone
+	}
+	if err := w.flush(); err != nil {
+		return nil, w.fail(err)
+	}
+	if err := w.pw.Close(); err != nil {
+		return nil, w.fail(fmt.Errorf("release: writing %s: %w", w.file.Path(), err))
+	}
+	if err := w.file.Finish(); err != nil {
+		return nil, w.fail(err)
+	}
+	w.done = true
+	w.rb.Release()
+	return w.file, nil
+}
+
+// Close finishes the file (see [Writer.Finish]) if needed and renames it
+// onto its final path. On error nothing appears under the final path and
+// the temporary file is removed. Close returns the writer's earlier error,
+// if any, [ErrWriterDone] after Abort, and nil when called again after
+// success.
+func (w *Writer) Close() error {
+	if w.err != nil {
+		return w.err
+	}
+	switch w.file.state {
+	case fileCommitted:
+		return nil
+	case fileAborted:
+		return ErrWriterDone
+	}
+	if !w.done {
+		if _, err := w.Finish(); err != nil {
+			return err
+		}
+	}
+	if err := w.file.Commit(); err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+// Abort stops the writer and removes its temporary file; nothing appears
+// under the final path and an earlier file there is left untouched. Later
+// calls of Add, Finish and Close fail. Abort does nothing after a
+// successful Close, so `defer w.Abort()` is safe.
+func (w *Writer) Abort() { w.abort() }
+
+// abort removes the temporary file and releases the buffers.
+func (w *Writer) abort() {
+	if !w.done {
+		w.done = true
+		w.rb.Release()
+	}
+	w.file.Abort()
+}
