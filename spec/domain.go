@@ -62,7 +62,8 @@ func (c *Column) Edges() []float64 {
 	return e
 }
 
-// dateIndex is the number of whole granules from min to d.
+// dateIndex is the index of d's calendar day, month or year counted from
+// min's.
 func dateIndex(d, min time.Time, g Granularity) int {
 	switch g {
 	case Month:
@@ -74,17 +75,25 @@ func dateIndex(d, min time.Time, g Granularity) int {
 	}
 }
 
-// DateBinStart returns the first day of date bin i.
+// DateBinStart returns the first day of date bin i that lies in the
+// domain. Month and year bins are calendar months and years, so bin 0
+// starts at DateMin even when DateMin is not the first day of its month or
+// year; every later bin starts on the first day of its month or year.
 func (c *Column) DateBinStart(i int) time.Time {
+	var d time.Time
 	switch c.Granularity {
 	case Month:
 		y, m := c.DateMin.Year(), int(c.DateMin.Month())-1+i
-		return time.Date(y+m/12, time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC)
+		d = time.Date(y+m/12, time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC)
 	case Year:
-		return time.Date(c.DateMin.Year()+i, 1, 1, 0, 0, 0, 0, time.UTC)
+		d = time.Date(c.DateMin.Year()+i, 1, 1, 0, 0, 0, 0, time.UTC)
 	default:
 		return c.DateMin.AddDate(0, 0, i)
 	}
+	if d.Before(c.DateMin) {
+		return c.DateMin
+	}
+	return d
 }
 
 // ErrOutOfDomain is wrapped by [Column.Bin] when a value lies outside the
@@ -93,8 +102,11 @@ var ErrOutOfDomain = fmt.Errorf("spec: value outside the declared domain")
 
 // Bin maps a raw value (as text) to its cell index in [0, Size()). It is the
 // Go reference of the binning the engine does in SQL, used by oracles and
-// tests. It does not apply the out-of-domain policy: values outside the
-// domain return an error wrapping [ErrOutOfDomain].
+// tests. Categorical values match exactly; booleans are read by
+// [strconv.ParseBool] (false is cell 0); integer columns accept only whole
+// numbers; dates are YYYY-MM-DD. It does not apply the out-of-domain
+// policy: values outside the domain (and key columns) return an error
+// wrapping [ErrOutOfDomain].
 func (c *Column) Bin(raw string) (int, error) {
 	switch c.Type {
 	case Categorical:
@@ -114,6 +126,9 @@ func (c *Column) Bin(raw string) (int, error) {
 	case Integer, Numeric:
 		x, err := strconv.ParseFloat(raw, 64)
 		if err != nil || math.IsNaN(x) || x < c.Min || x > c.Max {
+			break
+		}
+		if c.Type == Integer && x != math.Trunc(x) {
 			break
 		}
 		e := c.Edges()

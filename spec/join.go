@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/synth-dp/synth/hypergraph"
 )
@@ -63,8 +64,21 @@ func (s *Spec) UniverseSize() (int64, bool) {
 // Hypergraph builds the join hypergraph: the join equalities are closed
 // under transitivity, every class of equal columns becomes one attribute,
 // named by the smallest table.column in it, and every table becomes a
-// relation over the attributes its columns hold.
+// relation over the attributes its columns hold (public tables are marked
+// public). It fails, with an [*Error] wrapping [ErrInvalid], when two
+// columns of one table are equated (directly or through other tables) or
+// when the tables are not all connected by the join. [Parse] checks this
+// already, so it never fails on a spec Parse returned.
 func (s *Spec) Hypergraph() (*hypergraph.Hypergraph, error) {
+	h, err := s.buildHypergraph()
+	if err != nil {
+		return nil, &Error{File: s.File, Key: "join", Err: err}
+	}
+	return h, nil
+}
+
+// buildHypergraph is [Spec.Hypergraph] with errors that name no place.
+func (s *Spec) buildHypergraph() (*hypergraph.Hypergraph, error) {
 	parent := map[ColumnRef]ColumnRef{}
 	var find func(ColumnRef) ColumnRef
 	find = func(r ColumnRef) ColumnRef {
@@ -112,11 +126,11 @@ func (s *Spec) Hypergraph() (*hypergraph.Hypergraph, error) {
 			}
 		}
 		if i < 0 {
-			return nil, fmt.Errorf("spec: join column %s: no table %q", r, r.Table)
+			return nil, fmt.Errorf("join column %s: no table %q", r, r.Table)
 		}
 		attr := name[find(r)]
 		if prev, ok := rels[i].Attrs[attr]; ok && prev != r.Column {
-			return nil, fmt.Errorf("spec: join columns %s.%s and %s are equated within one table; use one of them", r.Table, prev, r)
+			return nil, fmt.Errorf("join columns %s.%s and %s are equated within one table (through the join's transitive closure); use one of them", r.Table, prev, r)
 		}
 		rels[i].Attrs[attr] = r.Column
 	}
@@ -125,7 +139,7 @@ func (s *Spec) Hypergraph() (*hypergraph.Hypergraph, error) {
 		return nil, err
 	}
 	if len(s.Tables) > 1 && len(h.Components(h.All())) > 1 {
-		return nil, fmt.Errorf("spec: join: tables %v are not connected by join equalities (a cross product is not supported)", h.Names(h.Components(h.All())[1]))
+		return nil, fmt.Errorf("table(s) %s not connected to %s by join equalities (a cross product is not supported)", strings.Join(h.Names(h.Components(h.All())[1]), ", "), h.Relation(0).Name)
 	}
 	return h, nil
 }

@@ -1,13 +1,15 @@
 package spec
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 )
 
 // ColumnType is the declared type of a column.
 type ColumnType string
 
-// The column types. Only key columns may be join columns' only role; every
+// The column types. Key columns only serve joins and primary keys; every
 // other type declares a public domain.
 const (
 	// Key columns hold identifiers used in joins. They are never released
@@ -46,9 +48,12 @@ type Granularity string
 
 // The date granularities.
 const (
-	Day   Granularity = "day"
+	// Day bins hold one day each. It is the default.
+	Day Granularity = "day"
+	// Month bins hold one calendar month each.
 	Month Granularity = "month"
-	Year  Granularity = "year"
+	// Year bins hold one calendar year each.
+	Year Granularity = "year"
 )
 
 // Method is the release algorithm.
@@ -62,12 +67,18 @@ const (
 	Uniformized Method = "uniformized"
 )
 
-// Spec is a validated release specification. Paths in it are absolute (or
-// as given when the spec was parsed from memory without a directory).
+// Spec is a validated release specification, built by [Load] or [Parse].
+// Paths in it are absolute: relative paths of the spec file resolve against
+// the file's folder, or against the current directory when the spec was
+// parsed from memory without a name. URLs (anything with "://") are kept as
+// written.
 type Spec struct {
-	// File is the path the spec was read from; empty when parsed from
-	// memory.
+	// File is the path the spec was read from, as given to [Load] or
+	// [Parse]; empty when parsed from memory.
 	File string
+	// SDVMetadata is the SDV metadata file the spec names, as written in
+	// the spec; empty when there is none.
+	SDVMetadata string
 	// Privacy is the budget of the whole run.
 	Privacy Privacy
 	// Tables lists the input tables in declaration order.
@@ -81,12 +92,24 @@ type Spec struct {
 	Workload Workload
 	// Output is where a release is written.
 	Output Output
+
+	raw []byte // the spec file's bytes, for Digest
 }
 
-// Privacy is the (ε, δ) budget of a run.
+// Digest is the SHA-256 (hex) of the spec file's bytes as read by [Load] or
+// [Parse], for the privacy report. It does not cover the SDV metadata file
+// or the data. A Spec built by hand digests the empty input.
+func (s *Spec) Digest() string {
+	sum := sha256.Sum256(s.raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// Privacy is the (ε, δ) budget of a run: ε > 0 and 0 ≤ δ < 1, both finite.
 type Privacy struct {
+	// Epsilon is ε of the whole run.
 	Epsilon float64
-	Delta   float64
+	// Delta is δ of the whole run; 0 asks for pure ε-DP.
+	Delta float64
 }
 
 // Table is one input relation.
@@ -95,11 +118,13 @@ type Table struct {
 	Name string
 	// Source is the data file, CSV or Parquet.
 	Source string
-	// Format is "csv" or "parquet", from the spec or the file extension.
+	// Format is "csv" or "parquet", from the spec or the file extension
+	// (.csv, .parquet or .pq, optionally followed by .gz or .zst).
 	Format string
 	// Public tables never change between neighbouring instances.
 	Public bool
-	// PrimaryKey lists the primary key columns (possibly empty).
+	// PrimaryKey lists the primary key columns (possibly empty). Each is a
+	// declared column.
 	PrimaryKey []string
 	// Columns lists the declared columns in declaration order. Columns of
 	// the file that are not declared are ignored.
@@ -121,34 +146,47 @@ type Column struct {
 	// one bin per integer.
 	Bins int
 	// BinEdges are explicit increasing bin edges e0 < e1 < ... < ek of an
-	// integer or numeric column: k bins [e_i, e_{i+1}), the last one closed.
-	// Then Min = e0 and Max = ek.
+	// integer or numeric column: k bins [e_i, e_{i+1}). For a numeric
+	// column the last bin is closed, Min = e0 and Max = ek; for an integer
+	// column the edges are whole numbers, every bin is half-open, Min = e0
+	// and Max = ek − 1 (edges [1, 10, 25, 51] cover 1..50).
 	BinEdges []float64
 	// DateMin and DateMax bound a date column (inclusive, UTC midnight).
 	DateMin, DateMax time.Time
-	// Granularity is a date column's bin width.
+	// Granularity is a date column's bin width. Month and year bins are
+	// calendar months and years, so the first and last bins hold only the
+	// part of their month or year inside [DateMin, DateMax].
 	Granularity Granularity
-	// OutOfDomain is the policy for values outside the domain.
+	// OutOfDomain is the policy for values outside the domain; empty for
+	// key columns, OutOfDomainError by default for the others.
 	OutOfDomain OutOfDomain
 }
 
 // ColumnRef names a column of a table.
 type ColumnRef struct {
-	Table  string
+	// Table is the table's name.
+	Table string
+	// Column is the column's name in the table.
 	Column string
 }
 
 // String renders the reference as table.column.
 func (r ColumnRef) String() string { return r.Table + "." + r.Column }
 
-// JoinEq is one join equality Left = Right.
+// JoinEq is one join equality Left = Right between columns of two different
+// tables. Equalities from relationships read child foreign key = parent
+// primary key.
 type JoinEq struct {
+	// Left and Right are the equated columns.
 	Left, Right ColumnRef
 }
 
-// Release names the method and the released columns.
+// Release names the method and the released columns: at least one,
+// distinct, none of type key.
 type Release struct {
-	Method  Method
+	// Method is the release algorithm; JoinAsOne by default.
+	Method Method
+	// Columns lists the released columns in release order.
 	Columns []ColumnRef
 }
 
@@ -169,26 +207,44 @@ type Workload struct {
 // (integer, numeric or date, in bin units), for every cell of the marginal
 // over By.
 type RangeQuery struct {
+	// Column is the released ordered column the ranges run over.
 	Column ColumnRef
-	By     []ColumnRef
+	// By lists released columns whose every cell gets its own ranges;
+	// empty for plain ranges.
+	By []ColumnRef
 }
 
 // NumericQuery is sum(Sum) over the join rows satisfying Where.
 type NumericQuery struct {
-	Sum   ColumnRef
+	// Sum is a declared integer or numeric column. It need not be
+	// released: the numerical-query mechanisms (Qiu et al.) carry it
+	// through their universe reduction.
+	Sum ColumnRef
+	// Where is a conjunction of conditions on released columns; empty
+	// sums over every row.
 	Where []Condition
 }
 
-// Condition restricts a column: to a closed interval [Lo, Hi] for ordered
-// columns, or to a set of values for categorical and boolean columns.
+// Condition restricts a column: to a closed interval [Lo, Hi] for integer
+// and numeric columns, to [DateLo, DateHi] for date columns, or to a set of
+// values for categorical and boolean columns (booleans as "true" and
+// "false").
 type Condition struct {
+	// Column is the released column the condition restricts.
 	Column ColumnRef
+	// Lo and Hi bound an integer or numeric column's condition
+	// (inclusive).
 	Lo, Hi float64
+	// DateLo and DateHi bound a date column's condition (inclusive, UTC
+	// midnight).
+	DateLo, DateHi time.Time
+	// Values lists the accepted values of a categorical or boolean column.
 	Values []string
 }
 
 // Output is where a release is written.
 type Output struct {
-	// Path is the output folder.
+	// Path is the output folder; empty when the spec has no output
+	// section.
 	Path string
 }

@@ -1,0 +1,105 @@
+// Package spec reads and validates the YAML release specification of synth
+// (DESIGN.md §5): the input tables and the public domains of their columns,
+// the join, the privacy budget, the released columns, the workload of
+// queries that must stay accurate, and the output.
+//
+// [Load] and [Parse] return a [*Spec] whose every value has been checked, or
+// the first problem found as an [*Error] that names the file, the line and
+// the key path (tables[0].columns.age.bins) and wraps [ErrInvalid].
+//
+// # Format
+//
+//	privacy: {epsilon: 1.0, delta: 1e-6}   # required; ε > 0, 0 ≤ δ < 1, finite
+//	sdv_metadata: metadata.json             # optional, see below
+//	tables:                                 # required, at least one
+//	  - name: orders                        # unique, no '.'
+//	    source: ../data/orders.csv          # required; relative to the spec's folder
+//	    format: csv                         # csv | parquet; default from the extension
+//	    public: false                       # default false
+//	    primary_key: o_orderkey             # a column or a list of columns
+//	    columns:                            # ordered; undeclared file columns are ignored
+//	      o_orderkey: {type: key}
+//	      o_custkey: {type: key}
+//	      o_orderpriority: {type: categorical, values: [1-URGENT, 2-HIGH, 3-MEDIUM]}
+//	      o_totalprice: {type: numeric, min: 0, max: 600000, bins: 32, out_of_domain: clamp}
+//	      o_shippriority: {type: integer, min: 0, max: 9}            # one bin per integer
+//	      l_quantity: {type: integer, bin_edges: [1, 10, 25, 51]}   # bins [1,10) [10,25) [25,51)
+//	      o_orderdate: {type: date, min: 1992-01-01, max: 1998-12-31, granularity: year}
+//	      flag: {type: boolean, out_of_domain: drop}
+//	join: ["orders.o_custkey = customer.c_custkey"]   # table.column = table.column
+//	relationships:                          # SDV style, turned into join equalities
+//	  - {parent_table_name: customer, parent_primary_key: c_custkey,
+//	     child_table_name: orders, child_foreign_key: o_custkey}
+//	release:                                # required
+//	  method: join-as-one                   # or uniformized; default join-as-one
+//	  columns: [o_orderpriority, customer.c_mktsegment]
+//	workload:                               # optional
+//	  marginals: [[o_orderpriority, c_mktsegment], [l_quantity]]
+//	  ranges: [{column: l_quantity, by: [o_orderpriority]}]
+//	  numeric: [{sum: o_totalprice, where: {o_orderpriority: [1-URGENT], l_quantity: [1, 10]}}]
+//	output: {path: out/orders}              # optional; relative to the spec's folder
+//
+// Column types and their keys:
+//
+//   - key: no other key. Identifiers for joins and primary keys; never
+//     released.
+//   - categorical: values (required, non-empty, distinct, no empty value;
+//     matched against the data's text exactly).
+//   - boolean: nothing else; two cells, false then true.
+//   - integer: min and max (whole numbers, min < max) with optional bins
+//     (equal-width bins over [min, max+1); without bins one bin per
+//     integer), or bin_edges (whole numbers, strictly increasing, at least
+//     two; bins [e_i, e_{i+1}), so max = e_k − 1).
+//   - numeric: min and max (min < max) with bins (required), or bin_edges
+//     (bins [e_i, e_{i+1}), the last closed, so max = e_k).
+//   - date: min and max (YYYY-MM-DD, min ≤ max) and granularity (day, month
+//     or year; default day). Month and year bins are calendar months and
+//     years.
+//
+// Every non-key type takes out_of_domain: error (default), drop, or clamp
+// (integer, numeric and date only). A column has at most [MaxColumnSize]
+// cells, and the product of the released columns' sizes must not overflow
+// (see [Spec.UniverseSize]).
+//
+// A column reference is the bare column name when exactly one table
+// declares it, else table.column; join strings always use table.column.
+// Join equalities relate two different tables, with columns of the same
+// type; their transitive closure must not equate two columns of one table,
+// and it must connect every table (no cross products). Released columns are
+// distinct and not keys. Workload marginals, ranges (whose column must be
+// integer, numeric or date) and numeric-query conditions use released
+// columns only; a numeric query sums any declared integer or numeric
+// column. A condition is [lo, hi] for integer, numeric and date columns,
+// and a list of values for categorical and boolean columns.
+//
+// # Strictness
+//
+// An unknown key anywhere is an error naming it and where it is; so are
+// duplicate keys, keys that do not belong to a column's type, NaN and ±Inf
+// (.nan, .inf), numbers written as strings and the YAML 1.1 booleans yes/no.
+// Aliases (*name) are followed; merge keys (<<) are not supported. A file
+// must hold exactly one YAML document.
+//
+// # SDV metadata
+//
+// sdv_metadata names an SDV multi-table metadata JSON file
+// (METADATA_SPEC_VERSION "V1" or "MULTI_TABLE_V1"; its tables'
+// primary_key, columns.*.sdtype, and relationships are read, everything
+// else is ignored). For each table listed under tables: that the metadata
+// also describes, the metadata supplies the primary key, and its id
+// columns, primary keys and relationship columns are declared as keys
+// unless the spec declares them; a column the spec declares must be in the
+// metadata and agree with its sdtype (id → key, categorical → categorical,
+// numerical → integer or numeric, datetime → date, boolean → boolean); the
+// spec may omit type where the sdtype decides it. Relationships between
+// listed tables become join equalities (child foreign key = parent primary
+// key); tables and relationships the spec does not list are ignored. The
+// spec still gives every source and every public domain: SDV metadata holds
+// no domains, and domains must never be read from the data.
+//
+// # Not done here
+//
+// Parse does not open the table sources: a missing file or a column absent
+// from it is reported by the engine when it loads the data, as are values
+// outside the declared domains.
+package spec
