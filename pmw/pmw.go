@@ -1,0 +1,485 @@
+package pmw
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/synth-dp/synth/dp"
+)
+
+// Cell is one non-empty cell of the true histogram of the join over the
+// universe: Count join tuples fall in cell Index. It is private data.
+type Cell struct {
+	Index int64
+	Count int64
+}
+
+// Measurement is one round's public output: the query selected by the
+// exponential mechanism and its noisy answer m_t = q_t(J) + Lap(Δ̃/ε₀).
+type Measurement struct {
+	// Round is t, from 1.
+	Round int
+	// Family and Query locate q_t: fams[Family], query index Query.
+	Family, Query int
+	// Query description, e.g. "marginal(a,b)[a=3,b=7]".
+	Describe string
+	// Value is m_t (not clamped).
+	Value float64
+}
+
+// Result is the output of [Run]. Everything exported is a DP output or a
+// public parameter.
+type Result struct {
+	// Universe is the universe the weights live on.
+	Universe *Universe
+	// NHat is n̂ = |J| + TLap^{τ(ε/2, δ/2, Δ̃)}_{2Δ̃/ε}, the DP join size.
+	NHat float64
+	// Rounds is T and Eps0 the per-step ε₀ of the rounds.
+	Rounds int
+	Eps0   float64
+	// Weights is the average of the iterates A_1..A_T: a non-negative
+	// dense histogram over the universe (len |X|) summing to n̂ up to
+	// rounding.
+	Weights []float64
+	// Measurements lists the selected queries and their noisy answers.
+	Measurements []Measurement
+	// Seeded reports that the source was seeded: the run is not private.
+	Seeded bool
+
+	// roundErr[t] is max_q |q(A_t) − q(J)| for t = 0..T−1: internal
+	// diagnostics on the TRUE data for tests, never published.
+	roundErr []float64
+}
+
+// Run releases a synthetic histogram of the join J over the universe u by
+// private multiplicative weights: PMW_{ε,δ,Δ̃}(J, Q, T) of DESIGN.md §4,
+// the algorithm of Hardt–Ligett–McSherry (2012) run on the join result as
+// in Ghazi et al. (Alg. 2 and App. A). hist is the sparse true histogram of
+// J (cells out of range or negative counts are errors; repeated cells add
+// up); Q is the union of the families' queries.
+//
+// # Guarantee
+//
+// Under the tuple-DP neighbour relation (add or remove one tuple of one
+// private relation), if a neighbour changes J by at most cfg.Sensitivity =
+// Δ̃ tuples, Run is (ε, δ)-DP (Ghazi et al. Thm. A.1), for any number of
+// queries, each with values in [−1, 1]:
+//
+//   - n̂ = |J| + TLap^{τ(ε/2, δ/2, Δ̃)}_{2Δ̃/ε} is (ε/2, δ/2)-DP (|J| has
+//     sensitivity Δ̃) and never below |J|;
+//   - conditioned on n̂, each of the T rounds selects q_t by the
+//     exponential mechanism with score |q(A_{t−1}) − q(J)| (sensitivity Δ̃)
+//     and measures m_t = q_t(J) + Lap(Δ̃/ε₀): 2T ε₀-DP steps, with ε₀ =
+//     dp.PerStepEpsilon(ε/2, δ/2, 2T) (the better of basic and advanced
+//     composition), together (ε/2, δ/2)-DP;
+//   - basic composition of the two halves gives (ε, δ).
+//
+// Everything after the measurements — the multiplicative updates
+// A_t(x) ∝ A_{t−1}(x)·exp(q_t(x)·(m_t − q_t(A_{t−1}))/(2n̂)) rescaled to
+// total n̂, the re-application of past measurements (cfg.Reapply), the
+// clamping of m_t to [−n̂, n̂] for the update (which keeps the exponent in
+// [−1, 1] as the utility proof assumes), and the averaging of A_1..A_T — is
+// post-processing. Utility (App. A): with probability 1 − 1/poly(|Q|) every
+// query is answered within O(n̂·√(log|X|/T) + Δ̃·√T·log|Q|·√log(1/δ)/ε).
+//
+// When cfg.Ledger is set, Run checks that (ε, δ) remain, charges the two
+// halves before reading hist, and publishes n̂. The exponential mechanism
+// and Laplace noise use float64 samplers (see [dp.Laplace]).
+//
+// # Cost
+//
+// Memory: 16 bytes per cell (float64 weights and running average) plus
+// per-worker marginal tables; an estimate above the universe's cap is
+// refused with [ErrTooLarge]. Time per round: O(|Q|) for the scores and
+// the selection, a pass over the selected query's support for the update,
+// and the answers: one fused pass over the dense array for all
+// marginal-like families (O(|X|·#tables), not O(|X|·|Q|)) — or, when the
+// updated support is at most |X|/8 cells, the tables are patched by two
+// passes over that support instead (a full pass still runs every 16
+// rounds to bound rounding drift). The average of the iterates is kept
+// lazily on the updated cells only and finished by one pass at the end.
+// ctx is checked between rounds.
+func Run(ctx context.Context, src dp.Source, u *Universe, fams []Family, hist []Cell, cfg Config) (*Result, error) {
+	e, err := newEngine(src, u, fams, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if l := cfg.Ledger; l != nil {
+		if err := e.charge(l); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.init(hist); err != nil {
+		return nil, err
+	}
+	if cfg.Ledger != nil {
+		cfg.Ledger.Publish("pmw: n̂ (noisy join size)", e.nhat)
+	}
+	for t := 0; t < e.rounds; t++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("pmw: stopped before round %d: %w", t+1, err)
+		}
+		e.round()
+	}
+	return e.result(), nil
+}
+
+// engine is the state of one PMW run.
+//
+// Weights are kept unnormalised: A_t = n̂·w/Z with Z = Σ w, so an update
+// rescales nothing outside the query's support. The average of the
+// iterates is kept lazily: with R_t = Σ_{s ≤ t} 1/Z_s, the invariant
+//
+//	V_t(x) := Σ_{s ≤ t} w_s(x)/Z_s = S(x) + w_t(x)·R_t
+//
+// holds if every change of w(x) during round t adds (w_old − w_new)·R_{t−1}
+// to S(x): untouched cells need no work. The output average is
+// (n̂/T)·V_T(x).
+type engine struct {
+	src    dp.Source
+	u      *Universe
+	fams   []Queries
+	cfg    Config
+	rounds int
+	eps0   float64
+	tau    float64
+
+	plan    *passPlan
+	projOf  []int // per family: projection index in plan, −1 for none
+	scratch [][]float64
+	famOff  []int // famOff[f] = first concatenated query index of family f
+	nq      int
+
+	fresh      bool // scratch[0] holds the tables of the current w
+	sinceFull  int  // rounds since the last full pass
+	base, step []int
+
+	truth, ans, scores []float64
+	w, s               []float64
+	z, r               float64
+	nhat               float64
+	meas               []Measurement
+	roundErr           []float64
+}
+
+func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return nil, fmt.Errorf("%w: nil randomness source", ErrInvalidInput)
+	}
+	if u == nil {
+		return nil, fmt.Errorf("%w: nil universe", ErrInvalidInput)
+	}
+	if len(fams) == 0 {
+		return nil, fmt.Errorf("%w: no query families", ErrInvalidInput)
+	}
+	e := &engine{src: src, u: u, cfg: cfg, rounds: cfg.rounds(), projOf: make([]int, len(fams))}
+	var projs []*projection
+	byKey := map[string]int{}
+	for i, ff := range fams {
+		if ff == nil {
+			return nil, fmt.Errorf("%w: family %d is nil", ErrInvalidInput, i)
+		}
+		f, err := ff.Bind(u)
+		if err != nil {
+			return nil, fmt.Errorf("pmw: family %d: %w", i, err)
+		}
+		e.fams = append(e.fams, f)
+		if f.Len() == 0 {
+			return nil, fmt.Errorf("%w: family %d (%s) has no queries", ErrInvalidInput, i, f.Name())
+		}
+		e.famOff = append(e.famOff, e.nq)
+		e.nq += f.Len()
+		e.projOf[i] = -1
+		if p := f.proj(); p != nil {
+			k := p.key()
+			j, ok := byKey[k]
+			if !ok {
+				j = len(projs)
+				byKey[k] = j
+				projs = append(projs, p)
+			}
+			e.projOf[i] = j
+		}
+	}
+	e.plan = newPassPlan(u, projs)
+	workers := cfg.workers()
+	// Memory: dense state, per-worker tables, true tables, per-query
+	// arrays, inner-block offsets.
+	need := u.MemoryEstimate() + int64(workers+1)*8*int64(e.plan.tableLen) + 3*8*int64(e.nq)
+	for _, off := range e.plan.innerOff {
+		need += 4 * int64(len(off))
+	}
+	if need > u.memCap {
+		return nil, &TooLargeError{Columns: u.names, Sizes: u.sizes, Cells: u.size, Bytes: need, Cap: u.memCap}
+	}
+	e.scratch = make([][]float64, workers)
+	for i := range e.scratch {
+		e.scratch[i] = make([]float64, e.plan.tableLen)
+	}
+	var err error
+	eps, delta := cfg.Epsilon/2, cfg.Delta/2
+	if e.tau, err = dp.Tau(eps, delta, cfg.Sensitivity); err != nil {
+		return nil, fmt.Errorf("pmw: n̂: %w", err)
+	}
+	if e.eps0, err = dp.PerStepEpsilon(eps, delta, 2*e.rounds); err != nil {
+		return nil, fmt.Errorf("pmw: rounds: %w", err)
+	}
+	return e, nil
+}
+
+// charge records the budget split in the ledger, refusing before any
+// charge when (ε, δ) do not remain.
+func (e *engine) charge(l *dp.Ledger) error {
+	rem := l.Remaining()
+	if rem.Epsilon < e.cfg.Epsilon*(1-1e-12) || rem.Delta < e.cfg.Delta*(1-1e-12) {
+		return fmt.Errorf("pmw: %w: needs (ε=%g, δ=%g) but (ε=%g, δ=%g) remain",
+			dp.ErrBudgetExceeded, e.cfg.Epsilon, e.cfg.Delta, rem.Epsilon, rem.Delta)
+	}
+	half := dp.Budget{Epsilon: e.cfg.Epsilon / 2, Delta: e.cfg.Delta / 2}
+	if err := l.Charge("pmw: noisy join size n̂ (truncated Laplace)", half,
+		fmt.Sprintf("TLap with τ(ε/2, δ/2, Δ̃) = %g and scale 2Δ̃/ε on |J| of sensitivity Δ̃; "+
+			"basic composition with the rounds (Ghazi et al. App. A)", e.tau),
+		map[string]any{"T": e.rounds, "eps0": e.eps0, "sensitivity": e.cfg.Sensitivity, "tau": e.tau}); err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	if err := l.Charge("pmw: rounds (exponential mechanism + Laplace measurement)", half,
+		fmt.Sprintf("%d ε₀-DP steps (selection and measurement in each of T = %d rounds), ε₀ = %g from "+
+			"the better of basic and advanced composition to (ε/2, δ/2) (dp.PerStepEpsilon); "+
+			"conditioned on n̂ (Ghazi et al. App. A)", 2*e.rounds, e.rounds, e.eps0),
+		map[string]any{"T": e.rounds, "eps0": e.eps0, "sensitivity": e.cfg.Sensitivity, "queries": e.nq}); err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	return nil
+}
+
+// init reads the true histogram, draws n̂ and sets A_0 uniform.
+func (e *engine) init(hist []Cell) error {
+	u := e.u
+	e.truth = make([]float64, e.nq)
+	trueTab := make([]float64, e.plan.tableLen)
+	var sparse map[int64]float64
+	needSparse := false
+	for i := range e.fams {
+		needSparse = needSparse || e.projOf[i] < 0
+	}
+	if needSparse {
+		sparse = make(map[int64]float64, len(hist))
+	}
+	var n int64
+	d := make([]int, len(u.sizes))
+	for _, h := range hist {
+		if h.Index < 0 || h.Index >= u.size {
+			return fmt.Errorf("%w: histogram cell %d outside the universe [0, %d)", ErrInvalidInput, h.Index, u.size)
+		}
+		if h.Count < 0 {
+			return fmt.Errorf("%w: histogram cell %d has negative count %d", ErrInvalidInput, h.Index, h.Count)
+		}
+		if h.Count == 0 {
+			continue
+		}
+		if n > math.MaxInt64-h.Count {
+			return fmt.Errorf("%w: histogram total overflows int64", ErrInvalidInput)
+		}
+		n += h.Count
+		c := float64(h.Count)
+		u.Decode(h.Index, d)
+		for p, pr := range e.plan.projs {
+			trueTab[e.plan.tableOff[p]+pr.index(d)] += c
+		}
+		if sparse != nil {
+			sparse[h.Index] += c
+		}
+	}
+	for i, f := range e.fams {
+		out := e.truth[e.famOff[i] : e.famOff[i]+f.Len()]
+		if p := e.projOf[i]; p >= 0 {
+			f.finish(trueTab[e.plan.tableOff[p]:e.plan.tableOff[p]+e.plan.projs[p].size], out)
+		} else {
+			f.directSparse(sparse, out)
+		}
+	}
+	e.nhat = float64(n)
+	if !e.cfg.testExactN {
+		e.nhat += dp.TLap(e.src, e.tau, 2*e.cfg.Sensitivity/e.cfg.Epsilon)
+	}
+	e.ans = make([]float64, e.nq)
+	e.scores = make([]float64, e.nq)
+	e.w = make([]float64, u.size)
+	for i := range e.w {
+		e.w[i] = 1
+	}
+	e.s = make([]float64, u.size)
+	e.z = float64(u.size)
+	return nil
+}
+
+// refreshEvery bounds the rounds between two full passes while the
+// tables are kept incrementally, so float rounding in the deltas cannot
+// accumulate.
+const refreshEvery = 16
+
+// incrementalShare: an update of a support of at most |X|/incrementalShare
+// cells patches the tables (two passes over the support) instead of
+// leaving them to the next full pass.
+const incrementalShare = 8
+
+// answers fills e.ans with q(w) for every query. The marginal tables come
+// from one fused pass over w (which also refreshes Z = Σ w exactly) unless
+// they were kept up to date incrementally by the last updates.
+func (e *engine) answers() {
+	if !e.fresh || e.sinceFull >= refreshEvery {
+		e.z = e.plan.run(e.w, e.scratch)
+		e.fresh, e.sinceFull = true, 0
+	}
+	e.sinceFull++
+	tab := e.scratch[0]
+	for i, f := range e.fams {
+		out := e.ans[e.famOff[i] : e.famOff[i]+f.Len()]
+		if p := e.projOf[i]; p >= 0 {
+			f.finish(tab[e.plan.tableOff[p]:e.plan.tableOff[p]+e.plan.projs[p].size], out)
+		} else {
+			f.direct(e.w, out)
+		}
+	}
+}
+
+// round runs one PMW round: answer, select, measure, update.
+func (e *engine) round() {
+	e.answers()
+	scale := e.nhat / e.z
+	maxErr := 0.0
+	for i, a := range e.ans {
+		s := math.Abs(scale*a - e.truth[i])
+		e.scores[i] = s
+		maxErr = math.Max(maxErr, s)
+	}
+	e.roundErr = append(e.roundErr, maxErr)
+	qi := dp.Exponential(e.src, e.scores, e.eps0, e.cfg.Sensitivity)
+	fi := sort.Search(len(e.famOff), func(k int) bool { return e.famOff[k] > qi }) - 1
+	m := e.truth[qi] + dp.Laplace(e.src, e.cfg.Sensitivity/e.eps0)
+	e.meas = append(e.meas, Measurement{Round: len(e.meas) + 1, Family: fi, Query: qi - e.famOff[fi],
+		Describe: e.fams[fi].Describe(qi - e.famOff[fi]), Value: m})
+	if e.cfg.Reapply {
+		for _, mt := range e.meas {
+			f := e.fams[mt.Family]
+			e.apply(f, mt.Query, mt.Value, e.nhat/e.z*f.sum(e.w, mt.Query))
+		}
+	} else {
+		e.apply(e.fams[fi], qi-e.famOff[fi], m, scale*e.ans[qi])
+	}
+	e.r += 1 / e.z
+	e.renormalise()
+}
+
+// apply does one multiplicative update with measurement m of query i of f,
+// whose answer on the current A is cur.
+func (e *engine) apply(f Queries, i int, m, cur float64) {
+	if !(e.nhat > 0) {
+		return // n̂ = 0: A is identically 0, nothing to update
+	}
+	m = math.Max(-e.nhat, math.Min(e.nhat, m))
+	eta := (m - cur) / (2 * e.nhat)
+	if eta == 0 {
+		return
+	}
+	incr := e.fresh && len(e.plan.projs) > 0 && f.supportSize(i) <= e.u.size/incrementalShare
+	if incr {
+		e.patch(f, i, -1)
+	} else {
+		e.fresh = false
+	}
+	e.z += f.update(e.w, e.s, i, eta, e.r)
+	if incr {
+		e.patch(f, i, 1)
+	}
+}
+
+// patch adds sign·w(x) into every projection table for the cells x of
+// q_i's support: called with −1 before and +1 after an update, it keeps
+// the tables equal to those of the current w at the cost of two passes
+// over the support instead of one over the universe.
+func (e *engine) patch(f Queries, i int, sign float64) {
+	pl := e.plan
+	tab := e.scratch[0]
+	if e.base == nil {
+		e.base, e.step = make([]int, len(pl.projs)), make([]int, len(pl.projs))
+	}
+	base, step, w := e.base, e.step, e.w
+	f.runs(i, func(start, stride int64, n int, d []int, col int) {
+		for p, pr := range pl.projs {
+			base[p] = pl.tableOff[p] + pr.index(d)
+			step[p] = pr.stride[col]
+		}
+		for p, b := range base {
+			st := step[p]
+			x := start
+			for k := 0; k < n; k++ {
+				tab[b] += sign * w[x]
+				b += st
+				x += stride
+			}
+		}
+	})
+}
+
+// renormalise rescales w when Z drifts far from |X| (possible only after
+// many re-applied updates), keeping V = S + w·R unchanged.
+func (e *engine) renormalise() {
+	ratio := e.z / float64(e.u.size)
+	if ratio > 1e-100 && ratio < 1e100 {
+		return
+	}
+	c := 1 / ratio
+	for i := range e.w {
+		e.w[i] *= c
+	}
+	e.z *= c
+	e.r /= c
+}
+
+// result finishes the average (n̂/T)·(S + w·R) into S and returns it.
+func (e *engine) result() *Result {
+	k := e.nhat / float64(len(e.meas))
+	if len(e.meas) == 0 {
+		k = 0
+	}
+	r := e.r
+	w, s := e.w, e.s
+	parallelChunks(len(s), e.cfg.workers(), func(lo, hi int) {
+		ss, ww := s[lo:hi], w[lo:hi]
+		for i := range ss {
+			v := k * (ss[i] + ww[i]*r)
+			if v < 0 {
+				v = 0 // cancellation can leave −ε where V is mathematically ≥ 0
+			}
+			ss[i] = v
+		}
+	})
+	e.w = nil
+	return &Result{Universe: e.u, NHat: e.nhat, Rounds: len(e.meas), Eps0: e.eps0, Weights: s,
+		Measurements: e.meas, Seeded: e.src.Seeded(), roundErr: e.roundErr}
+}
+
+// parallelChunks runs fn over [0, n) split into contiguous chunks.
+func parallelChunks(n, workers int, fn func(lo, hi int)) {
+	if n < parallelCells || workers <= 1 {
+		fn(0, n)
+		return
+	}
+	done := make(chan struct{}, workers)
+	for k := 0; k < workers; k++ {
+		lo, hi := n*k/workers, n*(k+1)/workers
+		go func() {
+			fn(lo, hi)
+			done <- struct{}{}
+		}()
+	}
+	for k := 0; k < workers; k++ {
+		<-done
+	}
+}
