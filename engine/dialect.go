@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/synth-dp/synth/spec"
+)
+
+// dialect holds everything that differs between SQL engines. Callers build
+// every statement through it, so that a second engine (PostgreSQL) needs a
+// new implementation and no change elsewhere. Expressions are SQL text;
+// every identifier passes through ident and every literal through str,
+// float or date.
+type dialect interface {
+	// name is the engine's name in messages.
+	name() string
+	// ident quotes an identifier.
+	ident(name string) string
+	// str renders a string literal.
+	str(s string) string
+	// float renders a DOUBLE literal that parses back to exactly f.
+	float(f float64) string
+	// date renders a DATE literal (UTC calendar day of t).
+	date(t time.Time) string
+
+	// source returns a SELECT reading the named columns of a file as text
+	// (VARCHAR), in file order, plus the expression giving the 1-based data
+	// row of each result row once the SELECT is stored in a table. kind is
+	// the map from the file's column names to their types, from columns.
+	source(t *spec.Table, cols []string, kind map[string]string) (sel string, row string)
+	// columns returns a statement listing the file's columns: its result
+	// rows hold (column_name, column_type) first.
+	columns(t *spec.Table) string
+
+	// replaceTable creates (or replaces) a table, temporary or not, from a
+	// query.
+	replaceTable(name, query string, temp bool) string
+
+	// matches is a full-match regular expression test.
+	matches(expr, re string) string
+	// toDouble parses text to a DOUBLE, NULL when it does not parse.
+	toDouble(expr string) string
+	// finite tests that a DOUBLE is neither infinite nor NaN.
+	finite(expr string) string
+	// toDate parses text to a DATE, NULL when it does not parse.
+	toDate(expr string) string
+	// toBigint converts a DOUBLE holding an integer, or canonical integer
+	// text, to a 64-bit integer.
+	toBigint(expr string) string
+	// toText converts any value to text.
+	toText(expr string) string
+	// floorInt is ⌊expr⌋ as a 64-bit integer.
+	floorInt(expr string) string
+	// categoryIndex is the 0-based position of expr in values, NULL when
+	// absent.
+	categoryIndex(expr string, values []string) string
+	// dateIndex is the number of whole granules from min to the DATE expr,
+	// exactly as spec.Column.Bin counts them.
+	dateIndex(expr string, min time.Time, g spec.Granularity) string
+	// bigint is the type name of a 64-bit integer, double of a float,
+	// text of a string.
+	bigint() string
+	double() string
+	text() string
+	boolean() string
+	dateType() string
+}
+
+// duckDB is the [dialect] of DuckDB 1.5.
+type duckDB struct{}
+
+var _ dialect = duckDB{}
+
+func (duckDB) name() string { return "duckdb" }
+
+func (duckDB) ident(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+func (duckDB) str(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+func (d duckDB) float(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "CAST('inf' AS DOUBLE)"
+	case math.IsInf(f, -1):
+		return "CAST('-inf' AS DOUBLE)"
+	case math.IsNaN(f):
+		return "CAST('nan' AS DOUBLE)"
+	}
+	// A bare 0.1 is a DECIMAL in DuckDB; go through text to get the double
+	// that strconv would produce.
+	return "CAST(" + d.str(strconv.FormatFloat(f, 'g', -1, 64)) + " AS DOUBLE)"
+}
+
+func (duckDB) date(t time.Time) string {
+	return "DATE '" + t.UTC().Format(time.DateOnly) + "'"
+}
+
+func (d duckDB) columns(t *spec.Table) string {
+	return "DESCRIBE SELECT * FROM " + d.reader(t, false)
+}
+
+// reader is the table function reading t's source.
+func (d duckDB) reader(t *spec.Table, rowNumbers bool) string {
+	if format(t) == "parquet" {
+		if rowNumbers {
+			return "read_parquet(" + d.str(t.Source) + ", file_row_number = true)"
+		}
+		return "read_parquet(" + d.str(t.Source) + ")"
+	}
+	// Every option the sniffer could guess wrong is fixed: a file whose
+	// first rows hold no quote would otherwise be read without quoting.
+	return "read_csv(" + d.str(t.Source) +
+		", header = true, all_varchar = true, delim = ',', quote = '\"', escape = '\"')"
+}
+
+func (d duckDB) source(t *spec.Table, cols []string, kind map[string]string) (string, string) {
+	sel := make([]string, 0, len(cols)+1)
+	if format(t) == "parquet" {
+		sel = append(sel, "file_row_number + 1 AS "+d.ident(rowColumn))
+		for _, c := range cols {
+			q := d.ident(c)
+			ty := strings.ToUpper(kind[c])
+			var e string
+			switch {
+			case ty == "VARCHAR":
+				e = q
+			case strings.HasPrefix(ty, "TIMESTAMP"):
+				// A timestamp at midnight is a date; anything else is
+				// reported as it prints.
+				e = "CASE WHEN CAST(" + q + " AS DATE) = " + q + " THEN CAST(CAST(" + q + " AS DATE) AS VARCHAR) ELSE CAST(" + q + " AS VARCHAR) END"
+			default:
+				e = "CAST(" + q + " AS VARCHAR)"
+			}
+			sel = append(sel, e+" AS "+q)
+		}
+		return "SELECT " + strings.Join(sel, ", ") + " FROM " + d.reader(t, true), d.ident(rowColumn)
+	}
+	for _, c := range cols {
+		sel = append(sel, d.ident(c))
+	}
+	// read_csv has no row-number column; the staging table keeps the file
+	// order (preserve_insertion_order is set when the engine opens), so the
+	// row id of a freshly created table is the record number minus one.
+	return "SELECT " + strings.Join(sel, ", ") + " FROM " + d.reader(t, false), "(rowid + 1)"
+}
+
+func (d duckDB) replaceTable(name, query string, temp bool) string {
+	if temp {
+		return "CREATE OR REPLACE TEMP TABLE " + d.ident(name) + " AS " + query
+	}
+	return "CREATE OR REPLACE TABLE " + d.ident(name) + " AS " + query
+}
+
+func (duckDB) matches(expr, re string) string {
+	return "regexp_full_match(" + expr + ", " + duckDB{}.str(re) + ")"
+}
+
+func (duckDB) toDouble(expr string) string { return "TRY_CAST(" + expr + " AS DOUBLE)" }
+func (duckDB) finite(expr string) string   { return "isfinite(" + expr + ")" }
+func (duckDB) toDate(expr string) string   { return "TRY_CAST(" + expr + " AS DATE)" }
+func (duckDB) toBigint(expr string) string { return "CAST(" + expr + " AS BIGINT)" }
+func (duckDB) toText(expr string) string   { return "CAST(" + expr + " AS VARCHAR)" }
+func (duckDB) floorInt(expr string) string { return "CAST(floor(" + expr + ") AS BIGINT)" }
+
+func (d duckDB) categoryIndex(expr string, values []string) string {
+	lits := make([]string, len(values))
+	for i, v := range values {
+		lits[i] = d.str(v)
+	}
+	return "(list_position([" + strings.Join(lits, ", ") + "], " + expr + ") - 1)"
+}
+
+func (d duckDB) dateIndex(expr string, min time.Time, g spec.Granularity) string {
+	min = min.UTC()
+	switch g {
+	case spec.Month:
+		return fmt.Sprintf("((year(%s) - %d) * 12 + month(%s) - %d)", expr, min.Year(), expr, int(min.Month()))
+	case spec.Year:
+		return fmt.Sprintf("(year(%s) - %d)", expr, min.Year())
+	default:
+		return "date_diff('day', " + d.date(min) + ", " + expr + ")"
+	}
+}
+
+func (duckDB) bigint() string   { return "BIGINT" }
+func (duckDB) double() string   { return "DOUBLE" }
+func (duckDB) text() string     { return "VARCHAR" }
+func (duckDB) boolean() string  { return "BOOLEAN" }
+func (duckDB) dateType() string { return "DATE" }
+
+// format is the table's source format, from the spec or the extension.
+func format(t *spec.Table) string {
+	f := strings.ToLower(t.Format)
+	if f == "" {
+		if strings.HasSuffix(strings.ToLower(t.Source), ".parquet") {
+			return "parquet"
+		}
+		return "csv"
+	}
+	return f
+}

@@ -1,0 +1,52 @@
+// Package engine is synth's access to a SQL engine: it loads the input
+// tables of a [spec.Spec] into the engine, checks every value against its
+// public domain, bins the released columns, and computes the statistics the
+// mechanisms need — degrees of join values, join sizes, the boundary counts
+// T_E of residual sensitivity and the histogram of the join over the
+// released universe — as generated aggregate SQL (DESIGN.md §1: private data
+// is touched only through aggregate queries).
+//
+// # Engines
+//
+// [Open] connects to DuckDB, embedded through database/sql, in memory or in
+// a database file. Extensions are never installed or loaded automatically,
+// so the engine never reaches the network. Everything engine-specific —
+// identifier quoting, the file readers, parsing, the categorical and date
+// bin expressions — sits behind a small internal dialect, so that a server
+// engine (PostgreSQL is planned) can be added without changing callers.
+// Every identifier in generated SQL is quoted and every literal escaped.
+//
+// # Loading
+//
+// [Engine.Load] reads CSV files with DuckDB's read_csv, every column as
+// text, and Parquet files with read_parquet, every column cast to text, so
+// that each value is checked by the same SQL: parsing (TRY_CAST after a
+// full-match pattern of the accepted syntax), integrality, range, category
+// list, boolean and date syntax. What happens to a value outside its domain
+// follows the column's out_of_domain policy (error, clamp, drop); an error
+// is a [*DataError] naming file, row, column and value. Each engine table
+// holds [RowColumn], the key columns, the typed non-key columns and, per
+// non-key column, [BinColumn] with its cell index in [0, Size()), equal to
+// what [spec.Column.Bin] returns for the same value.
+//
+// # Statistics
+//
+// The statistics methods take a [hypergraph.Hypergraph] whose relation
+// names are loaded tables and whose attributes map to their key columns.
+// Joins are natural joins with bag semantics; a NULL key joins nothing.
+// Counts of a join grouped by some variables are computed by sum-product
+// variable elimination in SQL: every relation is first aggregated by the
+// variables that matter outside it, and attributes are then summed out one
+// by one, which on an acyclic join is Yannakakis-style bottom-up
+// aggregation.
+//
+// # Not implemented
+//
+// PostgreSQL and other server engines; reading from URLs (the DuckDB httpfs
+// extension is deliberately never loaded); CSV dialects other than
+// comma-separated with a header row and double quotes; glob patterns in
+// sources (a path holding *, ? or [ is read by DuckDB as a pattern).
+//
+// An [Engine] is safe for concurrent use, but [Engine.Load] must not run
+// while statistics are computed over the tables it replaces.
+package engine

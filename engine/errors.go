@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrUnsupported is wrapped by errors about an engine, data source or
+// feature this package does not (yet) support, such as a DSN scheme other
+// than duckdb.
+var ErrUnsupported = errors.New("engine: unsupported")
+
+// ErrInvalid is wrapped by errors about invalid arguments to the statistics
+// methods: unknown relations or attributes, an empty or disconnected set of
+// relations, histogram sizes that do not match the columns.
+var ErrInvalid = errors.New("engine: invalid argument")
+
+// ErrData is wrapped by every error caused by the contents of an input file:
+// a value outside its column's declared domain ([*DataError]), a declared
+// column the file lacks, a file that cannot be read.
+var ErrData = errors.New("engine: bad input data")
+
+// DataError is a value outside its column's declared domain. Row is the
+// 1-based data row of the file: for a CSV file the record number with the
+// header not counted, for a Parquet file the row index plus one.
+type DataError struct {
+	// File is the table's source as given in the spec.
+	File string
+	// Row is the 1-based data row.
+	Row int64
+	// Column is the declared column's name.
+	Column string
+	// Value is the raw value as text; empty for an empty (NULL) value.
+	Value string
+	// Problem says what is wrong: "is empty", "is not a number", "is not an
+	// integer", "is out of range", "is not a declared category", "is not a
+	// boolean (true/false/t/f/1/0)" or "is not a date (YYYY-MM-DD)".
+	Problem string
+	// Expected describes the declared domain, e.g. "numeric in [0, 600000]".
+	Expected string
+}
+
+// Error renders the error as
+//
+//	testdata/tpch/orders.csv: row 17, column o_totalprice: value "abc" is not a number (expected numeric in [0, 600000])
+func (e *DataError) Error() string {
+	if e.Problem == problemEmpty {
+		return fmt.Sprintf("%s: row %d, column %s: value is empty (expected %s)", e.File, e.Row, e.Column, e.Expected)
+	}
+	return fmt.Sprintf("%s: row %d, column %s: value %q %s (expected %s)", e.File, e.Row, e.Column, e.Value, e.Problem, e.Expected)
+}
+
+// Unwrap returns [ErrData].
+func (e *DataError) Unwrap() error { return ErrData }
+
+// The problems a [DataError] reports; the SQL checks return the short codes.
+const (
+	problemEmpty = "is empty"
+)
+
+// problems maps the reason codes of the SQL domain checks to
+// [DataError.Problem].
+var problems = map[string]string{
+	codeEmpty:    problemEmpty,
+	codeNumber:   "is not a number",
+	codeInteger:  "is not an integer",
+	codeRange:    "is out of range",
+	codeCategory: "is not a declared category",
+	codeBoolean:  "is not a boolean (true/false/t/f/1/0)",
+	codeDate:     "is not a date (YYYY-MM-DD)",
+}
+
+// The reason codes the SQL domain checks produce.
+const (
+	codeEmpty    = "empty"
+	codeNumber   = "number"
+	codeInteger  = "integer"
+	codeRange    = "range"
+	codeCategory = "category"
+	codeBoolean  = "boolean"
+	codeDate     = "date"
+)

@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"context"
+	"encoding/csv"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "seed of the random test instances (0: from the clock)")
+
+// testSeed returns the seed of a randomized test, logged so that a failure
+// reproduces with -seed.
+func testSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
+	return seed
+}
+
+// openTest opens an in-memory engine closed at the end of the test.
+func openTest(t testing.TB) *Engine {
+	t.Helper()
+	e, err := Open(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// writeCSV writes a CSV file with a header into dir and returns its path.
+func writeCSV(t testing.TB, dir, name string, header []string, rows [][]string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := csv.NewWriter(f)
+	if err := w.Write(header); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteAll(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func day(s string) time.Time {
+	d, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}

@@ -1,0 +1,566 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/synth-dp/synth/spec"
+)
+
+// Names of the columns Load adds to every engine table. Declared columns
+// may not start with [ReservedPrefix].
+const (
+	// ReservedPrefix starts every column name the engine adds.
+	ReservedPrefix = "_synth_"
+	// RowColumn holds the 1-based data row of the source file.
+	RowColumn = rowColumn
+	rowColumn = ReservedPrefix + "row"
+	binPrefix = ReservedPrefix + "bin_"
+	// stagePrefix starts the temporary tables the sources are read into.
+	stagePrefix = ReservedPrefix + "stage_"
+)
+
+// BinColumn returns the name of the engine column holding the cell index in
+// [0, Size()) of a loaded non-key column.
+func BinColumn(column string) string { return binPrefix + column }
+
+// Regular expressions the text of a value must fully match. They accept
+// what strconv.ParseFloat and time.Parse(time.DateOnly, …) accept in
+// decimal notation, so that the SQL checks agree with spec.Column.Bin.
+const (
+	numberRE    = `[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][+-]?[0-9]+)?`
+	dateRE      = `[0-9]{4}-[0-9]{2}-[0-9]{2}`
+	canonIntRE  = `-?(0|[1-9][0-9]{0,17})`
+	maxCategory = 8 // categories listed in an Expected message
+)
+
+// booleanTrue and booleanFalse are the accepted spellings of a boolean,
+// compared in lower case.
+var (
+	booleanTrue  = []string{"true", "t", "1"}
+	booleanFalse = []string{"false", "f", "0"}
+)
+
+// fileError is a source that cannot be read, or lacks a declared column.
+type fileError struct {
+	table, file, msg string
+	err              error
+}
+
+func (e *fileError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("engine: table %s: %s: %s: %v", e.table, e.file, e.msg, e.err)
+	}
+	return fmt.Sprintf("engine: table %s: %s: %s", e.table, e.file, e.msg)
+}
+
+// Unwrap returns [ErrData] and the cause.
+func (e *fileError) Unwrap() []error {
+	if e.err != nil {
+		return []error{ErrData, e.err}
+	}
+	return []error{ErrData}
+}
+
+// Load reads every table of the spec into an engine table named after it,
+// through the engine's own readers: CSV files are read as text and every
+// value is checked here, Parquet columns are cast to text and checked the
+// same way. Only declared columns are kept, plus [RowColumn] and, for every
+// non-key column, [BinColumn] with its cell index exactly as
+// [spec.Column.Bin] computes it.
+//
+// Every non-key column is checked in SQL against its declared domain. An
+// empty value (NULL or "") is outside every domain. Numbers must be plain
+// decimals (optional sign, fraction and exponent; no spaces, no hex, no
+// NaN or Inf); integer columns also reject values with a fraction; dates
+// must be YYYY-MM-DD; booleans accept true/false/t/f/1/0 in any case. On
+// the values it accepts the cell equals spec.Column.Bin's; spec.Column.Bin
+// is looser on a few spellings (hexadecimal floats, 2.5 in an integer
+// column) and stricter on booleans in mixed case ("tRuE").
+// Depending on the column's out_of_domain policy, a value outside the
+// domain fails the load with a [*DataError] naming the first offending row
+// (error, the default), is moved to the nearest end of the range (clamp;
+// integer, numeric and date columns; a value that does not parse is still
+// an error) or removes its row (drop).
+//
+// Key columns are kept as text, or as BIGINT when every non-empty value is
+// a canonical decimal integer (so that equality is unchanged), and are never
+// checked; an empty key is NULL and joins nothing.
+//
+// Sources are read and checked first, into temporary tables private to the
+// load; the engine tables are then created in one transaction, replacing
+// tables of the same names. On error the engine is left as it was. The
+// file's row numbers rely on DuckDB keeping the file order when it stores
+// a scan (preserve_insertion_order, set by [Open]).
+func (e *Engine) Load(ctx context.Context, s *spec.Spec) error {
+	if s == nil || len(s.Tables) == 0 {
+		return errors.New("engine: load: the spec has no tables")
+	}
+	names := map[string]bool{}
+	for i := range s.Tables {
+		t := &s.Tables[i]
+		if err := checkTable(t); err != nil {
+			return err
+		}
+		if names[t.Name] {
+			return fmt.Errorf("engine: load: table %q appears twice", t.Name)
+		}
+		names[t.Name] = true
+	}
+	for i := range s.Tables {
+		t := &s.Tables[i]
+		if _, err := os.Stat(t.Source); err != nil {
+			return &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
+		}
+	}
+	// The staging tables are created outside the transaction, committed,
+	// so that their row ids are the file order (rows appended inside an
+	// open transaction get provisional row ids); they are temporary,
+	// private to this connection, and dropped at the end.
+	conn, err := e.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("engine: load: %w", err)
+	}
+	defer conn.Close()
+	builds := make([]string, len(s.Tables))
+	defer func() {
+		for i := range s.Tables {
+			conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+e.d.ident(stageName(i)))
+		}
+	}()
+	for i := range s.Tables {
+		if builds[i], err = e.stageTable(ctx, conn, &s.Tables[i], stageName(i)); err != nil {
+			return err
+		}
+	}
+	defer e.forget(slices.Collect(maps.Keys(names))...)
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("engine: load: %w", err)
+	}
+	for i, t := range s.Tables {
+		if _, err := tx.ExecContext(ctx, builds[i]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("engine: load: table %s: %w", t.Name, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("engine: load: commit: %w", err)
+	}
+	e.mu.Lock()
+	for _, t := range s.Tables {
+		sz := map[string]int{}
+		for i := range t.Columns {
+			if c := &t.Columns[i]; c.Type != spec.Key {
+				sz[c.Name] = c.Size()
+			}
+		}
+		e.sizes[t.Name] = sz
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// stageName is the temporary table the i-th source is read into.
+func stageName(i int) string { return fmt.Sprintf("%s%d", stagePrefix, i) }
+
+// querier is what Load needs of a connection or transaction.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// checkTable validates what Load relies on; spec validation proper is the
+// spec package's job.
+func checkTable(t *spec.Table) error {
+	if t.Name == "" {
+		return errors.New("engine: load: a table has no name")
+	}
+	if strings.HasPrefix(t.Name, ReservedPrefix) {
+		return fmt.Errorf("engine: load: table %q: names starting with %q are reserved", t.Name, ReservedPrefix)
+	}
+	if t.Source == "" {
+		return fmt.Errorf("engine: load: table %s: no source file", t.Name)
+	}
+	if f := format(t); f != "csv" && f != "parquet" {
+		return fmt.Errorf("engine: load: table %s: format %q: %w (csv or parquet)", t.Name, t.Format, ErrUnsupported)
+	}
+	if len(t.Columns) == 0 {
+		return fmt.Errorf("engine: load: table %s: no declared columns", t.Name)
+	}
+	seen := map[string]bool{}
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		where := fmt.Sprintf("engine: load: table %s: column %q", t.Name, c.Name)
+		switch {
+		case c.Name == "":
+			return fmt.Errorf("engine: load: table %s: a column has no name", t.Name)
+		case strings.HasPrefix(c.Name, ReservedPrefix):
+			return fmt.Errorf("%s: names starting with %q are reserved", where, ReservedPrefix)
+		case seen[c.Name]:
+			return fmt.Errorf("%s: declared twice", where)
+		}
+		seen[c.Name] = true
+		switch c.Type {
+		case spec.Key:
+			continue
+		case spec.Categorical, spec.Boolean:
+			if c.OutOfDomain == spec.OutOfDomainClamp {
+				return fmt.Errorf("%s: a %s column cannot be clamped", where, c.Type)
+			}
+		case spec.Integer, spec.Numeric:
+			if math.IsNaN(c.Min) || math.IsNaN(c.Max) || math.IsInf(c.Min, 0) || math.IsInf(c.Max, 0) || c.Min > c.Max {
+				return fmt.Errorf("%s: range [%v, %v] is not a finite interval", where, c.Min, c.Max)
+			}
+			e := c.Edges()
+			for k := 1; k < len(e); k++ {
+				if !(e[k-1] < e[k]) {
+					return fmt.Errorf("%s: bin edges %v are not increasing", where, e)
+				}
+			}
+		case spec.Date:
+			if c.DateMax.Before(c.DateMin) {
+				return fmt.Errorf("%s: date range is empty", where)
+			}
+		default:
+			return fmt.Errorf("%s: type %q: %w", where, c.Type, ErrUnsupported)
+		}
+		switch c.OutOfDomain {
+		case "", spec.OutOfDomainError, spec.OutOfDomainClamp, spec.OutOfDomainDrop:
+		default:
+			return fmt.Errorf("%s: out_of_domain %q: %w", where, c.OutOfDomain, ErrUnsupported)
+		}
+		if c.Size() < 1 {
+			return fmt.Errorf("%s: the domain has no cells", where)
+		}
+	}
+	return nil
+}
+
+// stageTable reads one table into the staging table stage and checks it;
+// it returns the statement building the engine table from the staging table.
+func (e *Engine) stageTable(ctx context.Context, q querier, t *spec.Table, stage string) (string, error) {
+	d := e.d
+	kinds, err := fileColumns(ctx, q, d, t)
+	if err != nil {
+		return "", err
+	}
+	cols := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		if _, ok := kinds[c.Name]; !ok {
+			have := slices.Sorted(maps.Keys(kinds))
+			return "", &fileError{table: t.Name, file: t.Source,
+				msg: fmt.Sprintf("declared column %q is missing (the file has %s)", c.Name, strings.Join(have, ", "))}
+		}
+		cols[i] = c.Name
+	}
+	sel, row := d.source(t, cols, kinds)
+	if _, err := q.ExecContext(ctx, d.replaceTable(stage, sel, true)); err != nil {
+		return "", &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
+	}
+	if err := e.checkDomains(ctx, q, t, stage, row); err != nil {
+		return "", err
+	}
+	keyTypes, err := e.keyTypes(ctx, q, t, stage)
+	if err != nil {
+		return "", err
+	}
+	return e.buildTable(t, stage, row, keyTypes), nil
+}
+
+// fileColumns lists the source's columns and their types.
+func fileColumns(ctx context.Context, tx querier, d dialect, t *spec.Table) (map[string]string, error) {
+	rows, err := tx.QueryContext(ctx, d.columns(t))
+	if err != nil {
+		return nil, &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
+	}
+	defer rows.Close()
+	n, err := rows.Columns()
+	if err != nil {
+		return nil, fmt.Errorf("engine: table %s: %w", t.Name, err)
+	}
+	kinds := map[string]string{}
+	for rows.Next() {
+		vals := make([]any, len(n))
+		var name, kind sql.NullString
+		vals[0], vals[1] = &name, &kind
+		for i := 2; i < len(vals); i++ {
+			vals[i] = new(any)
+		}
+		if err := rows.Scan(vals...); err != nil {
+			return nil, fmt.Errorf("engine: table %s: %w", t.Name, err)
+		}
+		kinds[name.String] = kind.String
+	}
+	if err := rows.Err(); err != nil {
+		return nil, &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
+	}
+	return kinds, nil
+}
+
+// reason is a SQL expression giving the reason code of a value outside the
+// column's domain, NULL when the value is inside. With inRange false the
+// range test is left out (for clamped columns).
+func reason(d dialect, c *spec.Column, v string, inRange bool) string {
+	var b strings.Builder
+	b.WriteString("CASE WHEN " + v + " IS NULL OR " + v + " = '' THEN " + d.str(codeEmpty))
+	when := func(cond, code string) { b.WriteString(" WHEN " + cond + " THEN " + d.str(code)) }
+	switch c.Type {
+	case spec.Integer, spec.Numeric:
+		x := d.toDouble(v)
+		when("NOT COALESCE("+d.matches(v, numberRE)+" AND "+d.finite(x)+", FALSE)", codeNumber)
+		if c.Type == spec.Integer {
+			when(x+" <> floor("+x+")", codeInteger)
+		}
+		if inRange {
+			when(x+" < "+d.float(c.Min)+" OR "+x+" > "+d.float(c.Max), codeRange)
+		}
+	case spec.Categorical:
+		when(d.categoryIndex(v, c.Values)+" IS NULL", codeCategory)
+	case spec.Boolean:
+		when("lower("+v+") NOT IN ("+strList(d, append(slices.Clone(booleanTrue), booleanFalse...))+")", codeBoolean)
+	case spec.Date:
+		x := d.toDate(v)
+		when("NOT COALESCE("+d.matches(v, dateRE)+" AND "+x+" IS NOT NULL, FALSE)", codeDate)
+		if inRange {
+			when(x+" < "+d.date(c.DateMin)+" OR "+x+" > "+d.date(c.DateMax), codeRange)
+		}
+	}
+	b.WriteString(" END")
+	return b.String()
+}
+
+func strList(d dialect, vs []string) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = d.str(v)
+	}
+	return strings.Join(q, ", ")
+}
+
+// policy is the column's out-of-domain policy with the default applied.
+func policy(c *spec.Column) spec.OutOfDomain {
+	if c.OutOfDomain == "" {
+		return spec.OutOfDomainError
+	}
+	return c.OutOfDomain
+}
+
+// checkDomains finds the first row holding a value that fails the load:
+// outside the domain of an error column, or unparsable in a clamp column.
+func (e *Engine) checkDomains(ctx context.Context, tx querier, t *spec.Table, stage, row string) error {
+	d := e.d
+	var checked []*spec.Column
+	sel := []string{row + " AS r"}
+	var bad []string
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		p := policy(c)
+		if c.Type == spec.Key || p == spec.OutOfDomainDrop {
+			continue
+		}
+		alias := fmt.Sprintf("e%d", len(checked))
+		checked = append(checked, c)
+		sel = append(sel, reason(d, c, d.ident(c.Name), p != spec.OutOfDomainClamp)+" AS "+alias, d.ident(c.Name))
+		bad = append(bad, alias+" IS NOT NULL")
+	}
+	if len(checked) == 0 {
+		return nil
+	}
+	q := "SELECT * FROM (SELECT " + strings.Join(sel, ", ") + " FROM " + d.ident(stage) + ") WHERE " +
+		strings.Join(bad, " OR ") + " ORDER BY r LIMIT 1"
+	vals := make([]sql.NullString, 2*len(checked))
+	var r int64
+	dst := []any{&r}
+	for i := range vals {
+		dst = append(dst, &vals[i])
+	}
+	switch err := tx.QueryRowContext(ctx, q).Scan(dst...); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return &fileError{table: t.Name, file: t.Source, msg: "checking the declared domains", err: err}
+	}
+	for i, c := range checked {
+		if code := vals[2*i]; code.Valid {
+			return &DataError{File: t.Source, Row: r, Column: c.Name, Value: vals[2*i+1].String,
+				Problem: problems[code.String], Expected: expected(c)}
+		}
+	}
+	return fmt.Errorf("engine: table %s: row %d failed a domain check that names no column", t.Name, r)
+}
+
+// expected describes a column's declared domain.
+func expected(c *spec.Column) string {
+	num := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	switch c.Type {
+	case spec.Integer, spec.Numeric:
+		return fmt.Sprintf("%s in [%s, %s]", c.Type, num(c.Min), num(c.Max))
+	case spec.Categorical:
+		q := make([]string, 0, maxCategory)
+		for i, v := range c.Values {
+			if i == maxCategory {
+				q = append(q, fmt.Sprintf("… (%d values)", len(c.Values)))
+				break
+			}
+			q = append(q, strconv.Quote(v))
+		}
+		return "one of " + strings.Join(q, ", ")
+	case spec.Boolean:
+		return "boolean"
+	case spec.Date:
+		return fmt.Sprintf("date in [%s, %s]", c.DateMin.UTC().Format(time.DateOnly), c.DateMax.UTC().Format(time.DateOnly))
+	}
+	return string(c.Type)
+}
+
+// keyTypes decides, per key column, whether it is stored as BIGINT (every
+// non-empty value a canonical integer, so that text equality and integer
+// equality agree) or as text.
+func (e *Engine) keyTypes(ctx context.Context, tx querier, t *spec.Table, stage string) (map[string]string, error) {
+	d := e.d
+	var keys, sel []string
+	for _, c := range t.Columns {
+		if c.Type == spec.Key {
+			v := d.ident(c.Name)
+			keys = append(keys, c.Name)
+			sel = append(sel, "COALESCE(bool_and("+v+" IS NULL OR "+v+" = '' OR "+d.matches(v, canonIntRE)+"), TRUE)")
+		}
+	}
+	out := map[string]string{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	ok := make([]bool, len(keys))
+	dst := make([]any, len(keys))
+	for i := range ok {
+		dst[i] = &ok[i]
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT "+strings.Join(sel, ", ")+" FROM "+d.ident(stage)).Scan(dst...); err != nil {
+		return nil, fmt.Errorf("engine: table %s: key types: %w", t.Name, err)
+	}
+	for i, k := range keys {
+		out[k] = d.text()
+		if ok[i] {
+			out[k] = d.bigint()
+		}
+	}
+	return out, nil
+}
+
+// buildTable is the statement creating the engine table from the staging
+// table: rows of drop columns outside their domain removed, values typed
+// and clamped, cells added.
+func (e *Engine) buildTable(t *spec.Table, stage, row string, keyTypes map[string]string) string {
+	d := e.d
+	inner := []string{row + " AS " + d.ident(rowColumn)}
+	outer := []string{d.ident(rowColumn)}
+	var keep []string
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		v := d.ident(c.Name)
+		if c.Type == spec.Key {
+			x := "NULLIF(" + v + ", '')"
+			if keyTypes[c.Name] == d.bigint() {
+				x = d.toBigint(x)
+			}
+			inner = append(inner, x+" AS "+v)
+			outer = append(outer, v)
+			continue
+		}
+		if policy(c) == spec.OutOfDomainDrop {
+			keep = append(keep, reason(d, c, v, true)+" IS NULL")
+		}
+		inner = append(inner, typed(d, c, v)+" AS "+v)
+		outer = append(outer, v, binExpr(d, c, v)+" AS "+d.ident(BinColumn(c.Name)))
+	}
+	q := "SELECT " + strings.Join(inner, ", ") + " FROM " + d.ident(stage)
+	if len(keep) > 0 {
+		q += " WHERE " + strings.Join(keep, " AND ")
+	}
+	return d.replaceTable(t.Name, "SELECT "+strings.Join(outer, ", ")+
+		" FROM ("+q+") ORDER BY "+d.ident(rowColumn), false)
+}
+
+// typed converts a checked text value to the column's SQL type, clamping it
+// into range under the clamp policy.
+func typed(d dialect, c *spec.Column, v string) string {
+	clamp := policy(c) == spec.OutOfDomainClamp
+	switch c.Type {
+	case spec.Integer, spec.Numeric:
+		x := d.toDouble(v)
+		if clamp {
+			x = "least(greatest(" + x + ", " + d.float(c.Min) + "), " + d.float(c.Max) + ")"
+		}
+		if c.Type == spec.Integer {
+			return d.toBigint(x)
+		}
+		return x
+	case spec.Date:
+		x := d.toDate(v)
+		if clamp {
+			x = "least(greatest(" + x + ", " + d.date(c.DateMin) + "), " + d.date(c.DateMax) + ")"
+		}
+		return x
+	case spec.Boolean:
+		return "(lower(" + v + ") IN (" + strList(d, booleanTrue) + "))"
+	}
+	return v
+}
+
+// caseBins is the largest number of equal-width bins found by a CASE over
+// the edges; more bins are found arithmetically.
+const caseBins = 64
+
+// binExpr is the cell index of a typed, in-domain value: the SQL version of
+// spec.Column.Bin.
+func binExpr(d dialect, c *spec.Column, v string) string {
+	switch c.Type {
+	case spec.Categorical:
+		return d.categoryIndex(v, c.Values)
+	case spec.Boolean:
+		return "CASE WHEN " + v + " THEN 1 ELSE 0 END"
+	case spec.Date:
+		return d.dateIndex(v, c.DateMin, c.Granularity)
+	}
+	x := "CAST(" + v + " AS " + d.double() + ")"
+	if c.Type == spec.Integer && len(c.BinEdges) == 0 && c.Bins <= 0 {
+		// One bin per integer: the edges are Min + i exactly.
+		return d.floorInt(x + " - " + d.float(c.Min))
+	}
+	e := c.Edges()
+	k := len(e) - 1
+	if len(c.BinEdges) > 0 || k <= caseBins {
+		// Bin i is [e_i, e_{i+1}), the last one closed: the first i with
+		// x < e_{i+1}, as spec.Column.Bin scans.
+		var b strings.Builder
+		b.WriteString("CASE")
+		for i := 0; i < k-1; i++ {
+			fmt.Fprintf(&b, " WHEN %s < %s THEN %d", x, d.float(e[i+1]), i)
+		}
+		fmt.Fprintf(&b, " ELSE %d END", k-1)
+		return b.String()
+	}
+	// Equal widths: estimate the bin, then correct it by one against the
+	// edges recomputed in floating point exactly as spec.Column.Edges does:
+	// e_i = lo + (hi-lo)·i/k, e_k = hi.
+	lo, hi := e[0], e[k]
+	w, kf := d.float(hi-lo), d.float(float64(k))
+	edge := func(i string) string {
+		return fmt.Sprintf("(CASE WHEN %s >= %d THEN %s ELSE %s + (%s * CAST(%s AS %s)) / %s END)",
+			i, k, d.float(hi), d.float(lo), w, i, d.double(), kf)
+	}
+	i0 := fmt.Sprintf("least(greatest(%s, 0), %d)", d.floorInt("("+x+" - "+d.float(lo)+") / "+w+" * "+kf), k-1)
+	i1 := fmt.Sprintf("(%s - CASE WHEN %s > 0 AND %s < %s THEN 1 ELSE 0 END)", i0, i0, x, edge(i0))
+	return fmt.Sprintf("(%s + CASE WHEN %s < %d AND %s >= %s THEN 1 ELSE 0 END)", i1, i1, k-1, x, edge(i1+" + 1"))
+}

@@ -1,0 +1,270 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/spec"
+)
+
+// Degree is the number of tuples of a relation holding one value of a set
+// of attributes.
+type Degree struct {
+	// Values holds the value of every attribute, as text, in the order the
+	// attributes were asked for.
+	Values []string
+	// Count is the number of tuples (with multiplicity) holding Values.
+	Count int64
+}
+
+// AttrDegrees are the degrees of the values of one join attribute in one
+// relation.
+type AttrDegrees struct {
+	// Relation is the relation's index in the hypergraph.
+	Relation int
+	// Attr is the join attribute.
+	Attr string
+	// Degrees lists every value's degree, sorted by value.
+	Degrees []Degree
+}
+
+// Cell is a non-empty cell of a histogram.
+type Cell struct {
+	// Index is the cell's index in mixed radix over the released columns,
+	// the first column most significant.
+	Index int64
+	// Count is the number of join tuples in the cell.
+	Count int64
+}
+
+// degreeQuery is the GROUP BY of relation rel over attrs, with the
+// validated column names.
+func (e *Engine) degreeQuery(h *hypergraph.Hypergraph, rel int, attrs []string) (string, error) {
+	if h == nil || rel < 0 || rel >= h.Len() {
+		return "", fmt.Errorf("%w: relation %d", ErrInvalid, rel)
+	}
+	r := h.Relation(rel)
+	if len(attrs) == 0 {
+		return "", fmt.Errorf("%w: degrees in %s: no attributes", ErrInvalid, r.Name)
+	}
+	d := e.d
+	var cols, conds []string
+	for k, a := range attrs {
+		c, ok := r.Attrs[a]
+		if !ok {
+			return "", fmt.Errorf("%w: relation %s has no attribute %q", ErrInvalid, r.Name, a)
+		}
+		if slices.Contains(attrs[:k], a) {
+			return "", fmt.Errorf("%w: attribute %q given twice", ErrInvalid, a)
+		}
+		cols = append(cols, d.toText(d.ident(c)))
+		conds = append(conds, d.ident(c)+" IS NOT NULL")
+	}
+	return "SELECT " + strings.Join(cols, ", ") + ", count(*) AS c FROM " + d.ident(r.Name) +
+		" WHERE " + strings.Join(conds, " AND ") + " GROUP BY " + strings.Join(seq(len(cols)), ", "), nil
+}
+
+// Degrees returns the degree of every value of the attributes attrs in
+// relation rel: the number of its tuples holding that value. Values are
+// sorted; values with a NULL component are left out.
+func (e *Engine) Degrees(ctx context.Context, h *hypergraph.Hypergraph, rel int, attrs []string) ([]Degree, error) {
+	q, err := e.degreeQuery(h, rel, attrs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := e.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("engine: degrees in %s: %w", h.Relation(rel).Name, err)
+	}
+	defer rows.Close()
+	var out []Degree
+	for rows.Next() {
+		dg := Degree{Values: make([]string, len(attrs))}
+		dst := make([]any, 0, len(attrs)+1)
+		for i := range dg.Values {
+			dst = append(dst, &dg.Values[i])
+		}
+		if err := rows.Scan(append(dst, &dg.Count)...); err != nil {
+			return nil, fmt.Errorf("engine: degrees in %s: %w", h.Relation(rel).Name, err)
+		}
+		out = append(out, dg)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("engine: degrees in %s: %w", h.Relation(rel).Name, err)
+	}
+	slices.SortFunc(out, func(a, b Degree) int { return slices.Compare(a.Values, b.Values) })
+	return out, nil
+}
+
+// MaxDegree returns the largest degree of a value of attrs in relation rel,
+// 0 for an empty relation.
+func (e *Engine) MaxDegree(ctx context.Context, h *hypergraph.Hypergraph, rel int, attrs []string) (int64, error) {
+	q, err := e.degreeQuery(h, rel, attrs)
+	if err != nil {
+		return 0, err
+	}
+	n, err := e.count(ctx, "SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM ("+q+")")
+	if err != nil {
+		return 0, fmt.Errorf("engine: max degree in %s: %w", h.Relation(rel).Name, err)
+	}
+	return n, nil
+}
+
+// AllDegrees returns the degrees of every attribute of every relation,
+// relations in index order and attributes sorted.
+func (e *Engine) AllDegrees(ctx context.Context, h *hypergraph.Hypergraph) ([]AttrDegrees, error) {
+	var out []AttrDegrees
+	for i, r := range h.Relations() {
+		attrs := make([]string, 0, len(r.Attrs))
+		for a := range r.Attrs {
+			attrs = append(attrs, a)
+		}
+		slices.Sort(attrs)
+		for _, a := range attrs {
+			dg, err := e.Degrees(ctx, h, i, []string{a})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, AttrDegrees{Relation: i, Attr: a, Degrees: dg})
+		}
+	}
+	return out, nil
+}
+
+// JoinSize returns |⋈ of all relations| of h. Relations that share no
+// attribute multiply (a cross product).
+func (e *Engine) JoinSize(ctx context.Context, h *hypergraph.Hypergraph) (int64, error) {
+	if h == nil {
+		return 0, fmt.Errorf("%w: no hypergraph", ErrInvalid)
+	}
+	p, kept, err := e.newPlan(ctx, h, h.All(), nil, nil)
+	if err != nil {
+		return 0, err
+	}
+	n, err := e.count(ctx, "SELECT CAST(COALESCE(c, 0) AS BIGINT) FROM ("+p.eliminate(kept)+")")
+	if err != nil {
+		return 0, fmt.Errorf("engine: join size of %v: %w", h.Names(h.All()), err)
+	}
+	return n, nil
+}
+
+// MaxBoundaryCount returns T_E for a connected non-empty set e of
+// relations (Ghazi et al. Def. 3.6): the maximum, over the values of the
+// boundary ∂E ([hypergraph.Hypergraph.Boundary]), of the size of the join of
+// the relations in e restricted to that value; the join size of e when ∂E is
+// empty; 0 when the join of e is empty. A disconnected e is the product over
+// its components, left to the caller: it is an error here, as is an empty
+// one.
+func (e *Engine) MaxBoundaryCount(ctx context.Context, h *hypergraph.Hypergraph, set hypergraph.Set) (int64, error) {
+	if h == nil {
+		return 0, fmt.Errorf("%w: no hypergraph", ErrInvalid)
+	}
+	if set == 0 || set&^h.All() != 0 {
+		return 0, fmt.Errorf("%w: relation set %b", ErrInvalid, uint64(set))
+	}
+	if !h.Connected(set) {
+		return 0, fmt.Errorf("%w: relations %v are not connected", ErrInvalid, h.Names(set))
+	}
+	bd := h.Boundary(set)
+	p, kept, err := e.newPlan(ctx, h, set, bd, nil)
+	if err != nil {
+		return 0, err
+	}
+	q := "SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (" + p.eliminate(kept) + ")"
+	n, err := e.count(ctx, q)
+	if err != nil {
+		return 0, fmt.Errorf("engine: T_E of %v: %w", h.Names(set), err)
+	}
+	return n, nil
+}
+
+// Histogram returns the sparse histogram of the join of all relations of h
+// over the binned columns cols (loaded columns, Table naming a relation of
+// h): the count of join tuples in every non-empty cell, sorted by index. A
+// cell's index is mixed radix over the columns' cells with sizes sizes,
+// the first column most significant: ((b0·n1 + b1)·n2 + b2)…; sizes must
+// be the columns' declared domain sizes (checked for tables loaded by this
+// engine). It is one statement whose last step is a GROUP BY over the cells.
+func (e *Engine) Histogram(ctx context.Context, h *hypergraph.Hypergraph, cols []spec.ColumnRef, sizes []int) ([]Cell, error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: no hypergraph", ErrInvalid)
+	}
+	if len(cols) == 0 || len(cols) != len(sizes) {
+		return nil, fmt.Errorf("%w: histogram over %d columns with %d sizes", ErrInvalid, len(cols), len(sizes))
+	}
+	total := int64(1)
+	bins := make([]planVar, len(cols))
+	for i, c := range cols {
+		rel := h.Index(c.Table)
+		if rel < 0 {
+			return nil, fmt.Errorf("%w: histogram column %s: no relation %q", ErrInvalid, c, c.Table)
+		}
+		if sizes[i] < 1 || total > (1<<62)/int64(sizes[i]) {
+			return nil, fmt.Errorf("%w: histogram column %s: size %d (universe too large or empty)", ErrInvalid, c, sizes[i])
+		}
+		total *= int64(sizes[i])
+		types, err := e.columnTypes(ctx, c.Table)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := types[BinColumn(c.Column)]; !ok {
+			return nil, fmt.Errorf("%w: histogram column %s is not a loaded non-key column", ErrInvalid, c)
+		}
+		if n, ok := e.declaredSize(c.Table, c.Column); ok && n != sizes[i] {
+			return nil, fmt.Errorf("%w: histogram column %s: size %d, but its declared domain has %d cells", ErrInvalid, c, sizes[i], n)
+		}
+		bins[i] = planVar{rel: rel, col: BinColumn(c.Column)}
+	}
+	p, kept, err := e.newPlan(ctx, h, h.All(), nil, bins)
+	if err != nil {
+		return nil, err
+	}
+	idx := "CAST(" + p.alias(kept[0]) + " AS BIGINT)"
+	var check []string
+	for i, v := range kept {
+		check = append(check, fmt.Sprintf("%s < 0 OR %s >= %d", p.alias(v), p.alias(v), sizes[i]))
+		if i > 0 {
+			idx = fmt.Sprintf("(%s * %d + %s)", idx, sizes[i], p.alias(v))
+		}
+	}
+	// A cell outside its size makes the index -1, reported below. It cannot
+	// happen for tables loaded by this engine, whose sizes were checked
+	// above without looking at the data.
+	q := "SELECT CASE WHEN " + strings.Join(check, " OR ") + " THEN -1 ELSE " + idx + " END AS i, CAST(c AS BIGINT) FROM (" +
+		p.eliminate(kept) + ") ORDER BY i"
+	rows, err := e.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("engine: histogram: %w", err)
+	}
+	defer rows.Close()
+	var out []Cell
+	for rows.Next() {
+		var c Cell
+		if err := rows.Scan(&c.Index, &c.Count); err != nil {
+			return nil, fmt.Errorf("engine: histogram: %w", err)
+		}
+		if c.Index < 0 {
+			return nil, fmt.Errorf("%w: histogram: a cell lies outside the sizes %v", ErrInvalid, sizes)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("engine: histogram: %w", err)
+	}
+	slices.SortFunc(out, func(a, b Cell) int { return cmp.Compare(a.Index, b.Index) })
+	return out, nil
+}
+
+// count runs a query returning one integer.
+func (e *Engine) count(ctx context.Context, q string) (int64, error) {
+	var n sql.NullInt64
+	if err := e.db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+		return 0, err
+	}
+	return n.Int64, nil
+}
