@@ -128,10 +128,19 @@ func ClopperPearson(k, n int64, alpha float64) (lo, hi float64) {
 		panic("audit: ClopperPearson needs 0 ≤ k ≤ n, n ≥ 1, 0 < alpha < 1")
 	}
 	lo, hi = 0, 1
-	if k > 0 {
+	// k = 0 and k = n have closed forms, 1 − (α/2)^{1/n} and (α/2)^{1/n};
+	// gonum's Beta quantile loses them at extreme levels (it returned
+	// ≈ 1 for the upper bound at k = 0, n = 20 000, α = 2.5e-7).
+	if k == 0 {
+		hi = -math.Expm1(math.Log(alpha/2) / float64(n))
+	}
+	if k == n {
+		lo = math.Exp(math.Log(alpha/2) / float64(n))
+	}
+	if k > 0 && k < n {
 		lo = distuv.Beta{Alpha: float64(k), Beta: float64(n - k + 1)}.Quantile(alpha / 2)
 	}
-	if k < n {
+	if k < n && k > 0 {
 		hi = distuv.Beta{Alpha: float64(k + 1), Beta: float64(n - k)}.Quantile(1 - alpha/2)
 	}
 	return lo, hi

@@ -1,0 +1,231 @@
+// Package joinasone releases synthetic data for a multi-table join by
+// treating the join result as one table: Algorithms 1 and 3 of Ghazi, Hu,
+// Kumar and Manurangsi, "Differentially Private Data Release over Multiple
+// Tables" (PODS 2023), §3.
+//
+// # Guarantee
+//
+// [Run] is (ε, δ)-DP for neighbouring instances that differ by adding or
+// removing one tuple of one private relation (their Def. 1.1; relations
+// marked public never change). The budget is split as in the paper:
+//
+//   - (ε/2, δ/2) for Δ̃, a private upper bound on how much one neighbour
+//     changes the join:
+//     two relations (Alg. 1): Δ̃ = Δ + TLap^{τ(ε/2,δ/2,1)}_{2/ε}, where Δ is
+//     the maximum degree of a join value (its global sensitivity is 1);
+//     any join (Alg. 3): Δ̃ = RS^β·exp(TLap^{τ(ε/2,δ/2,β)}_{2β/ε}) with
+//     β = 1/λ = ε/ln(1/δ), since ln RS^β has global sensitivity β
+//     (Lemma 3.7);
+//   - (ε/2, δ/2) for PMW_{ε/2,δ/2,Δ̃} on the join's histogram over the
+//     released columns (App. A), which pads the join size to n̂ before it
+//     starts (the fix of the two flawed ideas of §3.1).
+//
+// TLap never lowers the value it pads, so Δ̃ ≥ Δ (resp. ≥ RS^β ≥ LS) holds
+// always, not only with high probability.
+//
+// A single relation is the one-table case: one tuple changes the join by
+// exactly one row, Δ̃ = 1 is public and PMW gets the whole (ε, δ).
+package joinasone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/residual"
+	"github.com/synth-dp/synth/spec"
+)
+
+// ErrNoPrivateRelation is returned when every relation is public: there is
+// nothing to protect and no neighbour notion to calibrate to.
+var ErrNoPrivateRelation = errors.New("joinasone: every relation is public")
+
+// Stats is what the mechanism reads from the data: aggregates only.
+// *engine.Engine implements it.
+type Stats interface {
+	// MaxDegree is the largest number of tuples of relation rel that share
+	// one value of attrs.
+	MaxDegree(ctx context.Context, h *hypergraph.Hypergraph, rel int, attrs []string) (int64, error)
+	// Histogram is the sparse histogram of the join over the binned columns.
+	Histogram(ctx context.Context, h *hypergraph.Hypergraph, cols []spec.ColumnRef, sizes []int) ([]engine.Cell, error)
+	residual.BoundaryCounter
+}
+
+var _ Stats = (*engine.Engine)(nil)
+
+// Algorithm names which of the paper's algorithms a run used.
+type Algorithm string
+
+// The algorithms.
+const (
+	OneTable Algorithm = "one-table PMW (Δ̃ = 1)"
+	TwoTable Algorithm = "Ghazi et al. Alg. 1 (two tables, Δ̃ from the max degree)"
+	General  Algorithm = "Ghazi et al. Alg. 3 (any join, Δ̃ from residual sensitivity)"
+)
+
+// Config holds the public parameters of a run.
+type Config struct {
+	// Epsilon and Delta are the budget of the whole mechanism; Delta > 0.
+	Epsilon, Delta float64
+	// Columns are the released columns, in universe order.
+	Columns []spec.ColumnRef
+	// Universe is the product of the released columns' binned domains.
+	Universe *pmw.Universe
+	// Families is the workload PMW keeps accurate.
+	Families []pmw.Family
+	// Rounds is PMW's T; 0 means the pmw default.
+	Rounds int
+	// Reapply re-applies past measurements each round (post-processing).
+	Reapply bool
+	// Workers bounds PMW's parallelism; 0 means the pmw default.
+	Workers int
+}
+
+// Result is a run's output: DP values only.
+type Result struct {
+	// Algorithm is the algorithm used.
+	Algorithm Algorithm
+	// DeltaTilde is Δ̃, the DP upper bound on the join's change.
+	DeltaTilde float64
+	// PMW is the PMW result: n̂ and the synthetic counts.
+	PMW *pmw.Result
+}
+
+// Run executes join-as-one on the join h whose data stats reads. It
+// charges the whole budget to ledger before it reads any data; it returns
+// an error wrapping dp.ErrBudgetExceeded if the ledger cannot afford
+// (Epsilon, Delta).
+func Run(ctx context.Context, src dp.Source, h *hypergraph.Hypergraph, stats Stats, cfg Config, ledger *dp.Ledger) (*Result, error) {
+	if err := (dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta}).Validate(); err != nil {
+		return nil, fmt.Errorf("joinasone: %w", err)
+	}
+	if cfg.Delta == 0 {
+		return nil, fmt.Errorf("joinasone: %w: delta must be > 0 (TLap padding needs it)", dp.ErrInvalidParameter)
+	}
+	if h.Private() == 0 {
+		return nil, ErrNoPrivateRelation
+	}
+	if cfg.Universe == nil || len(cfg.Columns) == 0 {
+		return nil, errors.New("joinasone: no released columns")
+	}
+	eps, delta := cfg.Epsilon, cfg.Delta
+	alg := General
+	switch h.Len() {
+	case 1:
+		alg = OneTable
+	case 2:
+		alg = TwoTable
+	}
+
+	// Charge every share before touching data (DESIGN.md §3, invariant 3).
+	root, err := ledger.Split("join-as-one", dp.Budget{Epsilon: eps, Delta: delta}, "basic composition of its parts",
+		map[string]any{"algorithm": string(alg)})
+	if err != nil {
+		return nil, err
+	}
+	pmwBudget := dp.Budget{Epsilon: eps / 2, Delta: delta / 2}
+	half := dp.Budget{Epsilon: eps / 2, Delta: delta / 2}
+	var tau, scale, beta float64
+	switch alg {
+	case OneTable:
+		pmwBudget = dp.Budget{Epsilon: eps, Delta: delta}
+	case TwoTable:
+		if tau, err = dp.Tau(eps/2, delta/2, 1); err != nil {
+			return nil, err
+		}
+		scale = 2 / eps
+		if err := root.Charge("tlap: noisy max degree Δ̃", half, "TLap on a value of sensitivity 1 (Ghazi et al. Alg. 1 line 1)",
+			map[string]any{"tau": tau, "scale": scale}); err != nil {
+			return nil, err
+		}
+	default:
+		beta = eps / math.Log(1/delta)
+		if tau, err = dp.Tau(eps/2, delta/2, beta); err != nil {
+			return nil, err
+		}
+		scale = 2 * beta / eps
+		if err := root.Charge("tlap: noisy log residual sensitivity ln Δ̃", half,
+			"TLap on ln RS^β, of sensitivity β (Ghazi et al. Alg. 3 line 2, Lemma 3.7)",
+			map[string]any{"beta": beta, "tau": tau, "scale": scale}); err != nil {
+			return nil, err
+		}
+	}
+	pmwLedger, err := root.Split("pmw", pmwBudget, "PMW_{ε,δ,Δ̃} of Ghazi et al. App. A", nil)
+	if err != nil {
+		return nil, err
+	}
+
+	// Δ̃ from the data.
+	deltaTilde := 1.0
+	switch alg {
+	case TwoTable:
+		shared := h.AttrsOf(1)
+		shared = intersect(shared, h.AttrsOf(2))
+		var maxDeg int64
+		// A tuple added to relation i changes the join by the degree of its
+		// join value in the other relation: only private relations move.
+		for i := 0; i < 2; i++ {
+			if !h.Private().Has(i) {
+				continue
+			}
+			d, err := stats.MaxDegree(ctx, h, 1-i, shared)
+			if err != nil {
+				return nil, err
+			}
+			maxDeg = max(maxDeg, d)
+		}
+		deltaTilde = float64(maxDeg) + dp.TLap(src, tau, scale)
+	case General:
+		sens, err := residual.Compute(ctx, h, stats, beta)
+		if err != nil {
+			return nil, err
+		}
+		deltaTilde = sens.RS * math.Exp(dp.TLap(src, tau, scale))
+	}
+	// Δ̃ ≥ 1 keeps PMW's sensitivity meaningful when the true bound is 0
+	// (an empty join): raising a DP value by a public rule is
+	// post-processing.
+	deltaTilde = math.Max(deltaTilde, 1)
+	root.Publish("delta_tilde", deltaTilde)
+
+	cells, err := stats.Histogram(ctx, h, cfg.Columns, cfg.Universe.Sizes())
+	if err != nil {
+		return nil, err
+	}
+	hist := make([]pmw.Cell, len(cells))
+	for i, c := range cells {
+		hist[i] = pmw.Cell{Index: c.Index, Count: c.Count}
+	}
+	res, err := pmw.Run(ctx, src, cfg.Universe, cfg.Families, hist, pmw.Config{
+		Epsilon:     pmwBudget.Epsilon,
+		Delta:       pmwBudget.Delta,
+		Sensitivity: deltaTilde,
+		Rounds:      cfg.Rounds,
+		Reapply:     cfg.Reapply,
+		Ledger:      pmwLedger,
+		Workers:     cfg.Workers,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Algorithm: alg, DeltaTilde: deltaTilde, PMW: res}, nil
+}
+
+func intersect(a, b []string) []string {
+	in := map[string]bool{}
+	for _, x := range b {
+		in[x] = true
+	}
+	var out []string
+	for _, x := range a {
+		if in[x] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
