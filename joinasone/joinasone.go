@@ -78,8 +78,11 @@ type Config struct {
 	Universe *pmw.Universe
 	// Families is the workload PMW keeps accurate.
 	Families []pmw.Family
-	// Rounds is PMW's T; 0 means the pmw default.
+	// Rounds is PMW's T; 0 means automatic when MaxRounds > 0, else the
+	// pmw default.
 	Rounds int
+	// MaxRounds caps the automatic choice of T (pmw.Config.MaxRounds).
+	MaxRounds int
 	// Reapply re-applies past measurements each round (post-processing).
 	Reapply bool
 	// Workers bounds PMW's parallelism; 0 means the pmw default.
@@ -206,6 +209,7 @@ func Run(ctx context.Context, src dp.Source, h *hypergraph.Hypergraph, stats Sta
 		Delta:       pmwBudget.Delta,
 		Sensitivity: deltaTilde,
 		Rounds:      cfg.Rounds,
+		MaxRounds:   cfg.MaxRounds,
 		Reapply:     cfg.Reapply,
 		Ledger:      pmwLedger,
 		Workers:     cfg.Workers,

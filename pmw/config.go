@@ -31,8 +31,14 @@ type Config struct {
 	// tuples of the join a neighbouring instance adds or removes. Every
 	// query answer q(J) changes by at most Δ̃ between neighbours.
 	Sensitivity float64
-	// Rounds is T; 0 means [DefaultRounds].
+	// Rounds is T; 0 means [DefaultRounds], or the automatic choice when
+	// MaxRounds is set.
 	Rounds int
+	// MaxRounds, when > 0 and Rounds is 0, makes T automatic: chosen after
+	// n̂ is drawn by [AutoRounds], at most MaxRounds. T is then a function
+	// of the DP output n̂ and public parameters, so choosing it is
+	// post-processing; the rounds still spend exactly (ε/2, δ/2).
+	MaxRounds int
 	// Reapply makes every round update with all measurements so far, in
 	// order (MWEM-style; post-processing of DP outputs), instead of only
 	// the newest one. Each re-application costs a pass over that query's
@@ -66,10 +72,37 @@ func (c Config) Validate() error {
 		return bad("sensitivity = %v, want a finite number ≥ 1", c.Sensitivity)
 	case c.Rounds < 0:
 		return bad("rounds = %d, want ≥ 0 (0 means %d)", c.Rounds, DefaultRounds)
+	case c.MaxRounds < 0:
+		return bad("max rounds = %d, want ≥ 0", c.MaxRounds)
 	case c.Workers < 0:
 		return bad("workers = %d, want ≥ 0 (0 means %d)", c.Workers, DefaultWorkers)
 	}
 	return nil
+}
+
+func (c Config) autoRounds() bool { return c.Rounds == 0 && c.MaxRounds > 0 }
+
+// AutoRounds returns the number of rounds T that balances the two error
+// terms of PMW's utility bound (Ghazi et al. App. A, "by taking k = …"):
+//
+//	T = n̂·ε·√(ln|X|) / (Δ̃·ln|Q|·√(ln(1/δ)))
+//
+// with (ε, δ) the budget of the rounds, clamped to [DefaultRounds,
+// maxRounds] (maxRounds ≥ DefaultRounds; a smaller value is raised). Large
+// joins with small Δ̃ get many rounds; a heavy sensitivity bound gets
+// DefaultRounds. n̂ must be a DP output.
+func AutoRounds(nhat, eps, delta, sens float64, cells int64, queries int, maxRounds int) int {
+	maxRounds = max(maxRounds, DefaultRounds)
+	lnQ := math.Max(math.Log(float64(queries)), 1)
+	lnX := math.Max(math.Log(float64(cells)), 1)
+	t := math.Max(nhat, 0) * eps * math.Sqrt(lnX) / (sens * lnQ * math.Sqrt(math.Log(1/delta)))
+	if !(t > DefaultRounds) {
+		return DefaultRounds
+	}
+	if t > float64(maxRounds) {
+		return maxRounds
+	}
+	return int(math.Ceil(t))
 }
 
 func (c Config) rounds() int {

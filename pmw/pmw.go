@@ -115,7 +115,10 @@ func Run(ctx context.Context, src dp.Source, u *Universe, fams []Family, hist []
 		return nil, err
 	}
 	if cfg.Ledger != nil {
-		cfg.Ledger.Publish("pmw: n̂ (noisy join size)", e.nhat)
+		cfg.Ledger.Publish("n_hat", e.nhat)
+		if cfg.autoRounds() {
+			cfg.Ledger.Publish("pmw_rounds", float64(e.rounds))
+		}
 	}
 	for t := 0; t < e.rounds; t++ {
 		if err := ctx.Err(); err != nil {
@@ -226,6 +229,10 @@ func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, 
 	if e.tau, err = dp.Tau(eps, delta, cfg.Sensitivity); err != nil {
 		return nil, fmt.Errorf("pmw: n̂: %w", err)
 	}
+	if cfg.autoRounds() {
+		// T and ε₀ are set in init, once n̂ is known.
+		return e, nil
+	}
 	if e.eps0, err = dp.PerStepEpsilon(eps, delta, 2*e.rounds); err != nil {
 		return nil, fmt.Errorf("pmw: rounds: %w", err)
 	}
@@ -241,17 +248,24 @@ func (e *engine) charge(l *dp.Ledger) error {
 			dp.ErrBudgetExceeded, e.cfg.Epsilon, e.cfg.Delta, rem.Epsilon, rem.Delta)
 	}
 	half := dp.Budget{Epsilon: e.cfg.Epsilon / 2, Delta: e.cfg.Delta / 2}
+	var rounds, eps0 any = e.rounds, e.eps0
+	roundsRule := fmt.Sprintf("%d ε₀-DP steps (selection and measurement in each of T = %d rounds), ε₀ = %g from "+
+		"the better of basic and advanced composition to (ε/2, δ/2) (dp.PerStepEpsilon); "+
+		"conditioned on n̂ (Ghazi et al. App. A)", 2*e.rounds, e.rounds, e.eps0)
+	if e.cfg.autoRounds() {
+		rounds, eps0 = fmt.Sprintf("auto, at most %d (published as pmw_rounds)", e.cfg.MaxRounds), "from T"
+		roundsRule = "2T ε₀-DP steps (selection and measurement in each of T rounds), T chosen from the DP n̂ by " +
+			"Ghazi et al. App. A's rule and ε₀ from the better of basic and advanced composition to (ε/2, δ/2) " +
+			"(dp.PerStepEpsilon); conditioned on n̂ (Ghazi et al. App. A)"
+	}
 	if err := l.Charge("pmw: noisy join size n̂ (truncated Laplace)", half,
 		fmt.Sprintf("TLap with τ(ε/2, δ/2, Δ̃) = %g and scale 2Δ̃/ε on |J| of sensitivity Δ̃; "+
 			"basic composition with the rounds (Ghazi et al. App. A)", e.tau),
-		map[string]any{"T": e.rounds, "eps0": e.eps0, "sensitivity": e.cfg.Sensitivity, "tau": e.tau}); err != nil {
+		map[string]any{"T": rounds, "eps0": eps0, "sensitivity": e.cfg.Sensitivity, "tau": e.tau}); err != nil {
 		return fmt.Errorf("pmw: %w", err)
 	}
-	if err := l.Charge("pmw: rounds (exponential mechanism + Laplace measurement)", half,
-		fmt.Sprintf("%d ε₀-DP steps (selection and measurement in each of T = %d rounds), ε₀ = %g from "+
-			"the better of basic and advanced composition to (ε/2, δ/2) (dp.PerStepEpsilon); "+
-			"conditioned on n̂ (Ghazi et al. App. A)", 2*e.rounds, e.rounds, e.eps0),
-		map[string]any{"T": e.rounds, "eps0": e.eps0, "sensitivity": e.cfg.Sensitivity, "queries": e.nq}); err != nil {
+	if err := l.Charge("pmw: rounds (exponential mechanism + Laplace measurement)", half, roundsRule,
+		map[string]any{"T": rounds, "eps0": eps0, "sensitivity": e.cfg.Sensitivity, "queries": e.nq}); err != nil {
 		return fmt.Errorf("pmw: %w", err)
 	}
 	return nil
@@ -306,6 +320,13 @@ func (e *engine) init(hist []Cell) error {
 	e.nhat = float64(n)
 	if !e.cfg.testExactN {
 		e.nhat += dp.TLap(e.src, e.tau, 2*e.cfg.Sensitivity/e.cfg.Epsilon)
+	}
+	if e.cfg.autoRounds() {
+		e.rounds = AutoRounds(e.nhat, e.cfg.Epsilon/2, e.cfg.Delta/2, e.cfg.Sensitivity, u.size, e.nq, e.cfg.MaxRounds)
+		var err error
+		if e.eps0, err = dp.PerStepEpsilon(e.cfg.Epsilon/2, e.cfg.Delta/2, 2*e.rounds); err != nil {
+			return fmt.Errorf("pmw: rounds: %w", err)
+		}
 	}
 	e.ans = make([]float64, e.nq)
 	e.scores = make([]float64, e.nq)

@@ -457,3 +457,69 @@ func TestLedger(t *testing.T) {
 		t.Fatalf("refused run charged the ledger")
 	}
 }
+
+// TestAutoRounds checks App. A's rule: T grows linearly with n̂ and ε,
+// shrinks with Δ̃, and is clamped to [DefaultRounds, max].
+func TestAutoRounds(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		nhat, sens float64
+		max, want  int
+	}{
+		{"tiny join", 100, 1, 1000, DefaultRounds},
+		{"heavy sensitivity", 1e5, 1e4, 1000, DefaultRounds},
+		{"clamped", 1e7, 1, 500, 500},
+		{"max below default", 1e7, 1, 3, DefaultRounds},
+		{"negative n̂", -5, 1, 1000, DefaultRounds},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := AutoRounds(tc.nhat, 0.5, 5e-7, tc.sens, 1000, 50, tc.max); got != tc.want {
+				t.Fatalf("AutoRounds = %d, want %d", got, tc.want)
+			}
+		})
+	}
+	// In range: the formula itself, rounded up.
+	want := int(math.Ceil(2e4 * 0.5 * math.Sqrt(math.Log(1000)) / (2 * math.Log(50) * math.Sqrt(math.Log(1/5e-7)))))
+	if got := AutoRounds(2e4, 0.5, 5e-7, 2, 1000, 50, 10_000); got != want || got <= DefaultRounds {
+		t.Fatalf("AutoRounds = %d, want %d (> %d)", got, want, DefaultRounds)
+	}
+}
+
+// TestRunAutoRounds: with MaxRounds set, Run picks T from the DP n̂,
+// publishes it, and the rounds still spend exactly (ε/2, δ/2).
+func TestRunAutoRounds(t *testing.T) {
+	u, err := NewUniverse([]string{"a", "b"}, []int{10, 10}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := make([]Cell, 100)
+	for i := range hist {
+		hist[i] = Cell{Index: int64(i), Count: int64(200 + i)}
+	}
+	l, _ := dp.NewLedger(dp.Budget{Epsilon: 2, Delta: 1e-6})
+	res, err := Run(context.Background(), dp.NewSource(), u, []Family{Marginal([]int{0}), Marginal([]int{1})}, hist,
+		Config{Epsilon: 2, Delta: 1e-6, Sensitivity: 1, MaxRounds: 300, Ledger: l, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := AutoRounds(res.NHat, 1, 5e-7, 1, 100, 20, 300)
+	if res.Rounds != want || want <= DefaultRounds {
+		t.Fatalf("ran %d rounds, want AutoRounds = %d > %d", res.Rounds, want, DefaultRounds)
+	}
+	var published float64
+	for _, o := range l.Outputs() {
+		if o.Name == "pmw_rounds" {
+			published = o.Value
+		}
+	}
+	if published != float64(want) {
+		t.Fatalf("published pmw_rounds = %v, want %d", published, want)
+	}
+	if rem := l.Remaining(); rem.Epsilon > 1e-9 {
+		t.Fatalf("ledger left ε = %v", rem.Epsilon)
+	}
+	eps0, _ := dp.PerStepEpsilon(1, 5e-7, 2*want)
+	if math.Abs(res.Eps0-eps0) > 1e-15 {
+		t.Fatalf("ε₀ = %v, want %v for T = %d", res.Eps0, eps0, want)
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -54,10 +55,20 @@ type globalOptions struct {
 // process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root, opts := newRootCmd(stdout, stderr)
+	if args == nil {
+		// cobra reads os.Args when the args are nil.
+		args = []string{}
+	}
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
+	}
+	// cobra reports an unknown command with a plain error from Find, before
+	// any command runs; repeating the lookup tells it apart so that it is a
+	// usage error like an unknown flag.
+	if _, _, ferr := root.Find(args); ferr != nil {
+		err = &UsageError{Err: err}
 	}
 	fmt.Fprintf(stderr, "synth: %v\n", err)
 	code := ExitCode(err)
@@ -77,7 +88,7 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid):
+	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid), errors.Is(err, release.ErrUnsupported):
 		return ExitUsage
 	default:
 		return ExitRuntime
@@ -124,7 +135,7 @@ reproducible and marks it "not private (seeded)".`,
 	pf.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.BoolVarP(&opts.quiet, "quiet", "q", false, "print errors only")
 
-	root.AddCommand(newVersionCmd(opts), newInspectCmd(opts))
+	root.AddCommand(newVersionCmd(opts), newInspectCmd(opts), newSensitivityCmd(opts), newReleaseCmd(opts), newEvaluateCmd(opts), newDemoCmd(opts))
 	return root, opts
 }
 

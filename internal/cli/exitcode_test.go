@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/spec"
+)
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"nil", nil, ExitOK},
+		{"usage", usageErrorf("--k 1: want 2..4096"), ExitUsage},
+		{"wrapped usage", fmt.Errorf("outer: %w", &UsageError{Err: errors.New("x")}), ExitUsage},
+		{"spec", &spec.Error{File: "s.yaml", Err: errors.New("bad")}, ExitUsage},
+		{"wrapped spec", fmt.Errorf("load: %w", spec.ErrInvalid), ExitUsage},
+		{"unsupported", fmt.Errorf("%w: uniformized", release.ErrUnsupported), ExitUsage},
+		{"canceled", fmt.Errorf("interrupted: %w", context.Canceled), ExitRuntime},
+		{"plain", errors.New("disk full"), ExitRuntime},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ExitCode(tt.err); got != tt.want {
+				t.Errorf("ExitCode(%v) = %d, want %d", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestExitCodes runs the CLI on bad input and checks the exit code, that
+// stderr names the problem and that nothing is written to stdout.
+func TestExitCodes(t *testing.T) {
+	const hint = "Run 'synth --help' for usage."
+	good, _ := writeTiny(t, tinyOptions{})
+	badEps, _ := writeTiny(t, tinyOptions{epsilon: "-1"})
+	deltaZero, _ := writeTiny(t, tinyOptions{delta: "0"})
+	uniformized, _ := writeTiny(t, tinyOptions{method: "uniformized"})
+	missing, missingDir := writeTiny(t, tinyOptions{bSource: "missing.csv", noB: true})
+	badData, badDir := writeTiny(t, tinyOptions{bSource: "bad.csv", bData: "aid,size\n1,S\n2,XL\n3,M\n"})
+	badDataErr := []string{filepath.Join(badDir, "bad.csv"), "row 2", "column size", `"XL"`}
+	noSpec := filepath.Join(t.TempDir(), "nope.yaml")
+	out := t.TempDir()
+
+	tests := []struct {
+		name       string
+		args       []string
+		want       int
+		wantStderr []string // substrings of stderr
+	}{
+		{"version", []string{"version"}, ExitOK, nil},
+		{"shell completion", []string{"__complete", "insp"}, ExitOK, nil},
+		{"unknown command", []string{"frob"}, ExitUsage, []string{`unknown command "frob"`, hint}},
+		{"unknown command after global flag", []string{"--seed", "7", "frob"}, ExitUsage, []string{`unknown command "frob"`, hint}},
+		{"unknown flag", []string{"inspect", "--bogus"}, ExitUsage, []string{"unknown flag: --bogus", hint}},
+		{"unknown global flag", []string{"--bogus", "version"}, ExitUsage, []string{"unknown flag: --bogus", hint}},
+		{"bad flag value", []string{"demo", "--k", "many"}, ExitUsage, []string{"--k", hint}},
+		{"bad log level", []string{"--log-level", "loud", "version"}, ExitUsage, []string{`--log-level "loud"`, hint}},
+		{"positional arg version", []string{"version", "extra"}, ExitUsage, []string{"takes no arguments", "extra", hint}},
+		{"positional arg inspect", []string{"inspect", good}, ExitUsage, []string{"takes no arguments", hint}},
+		{"positional arg release", []string{"release", "--config", good, "now"}, ExitUsage, []string{"takes no arguments", hint}},
+
+		{"inspect missing config", []string{"inspect"}, ExitUsage, []string{"--config is required", hint}},
+		{"sensitivity missing config", []string{"sensitivity"}, ExitUsage, []string{"--config is required", hint}},
+		{"release missing config", []string{"release", "--out", out}, ExitUsage, []string{"--config is required", hint}},
+		{"evaluate missing config", []string{"evaluate", "--synthetic", "x.parquet"}, ExitUsage, []string{"--config is required", hint}},
+		{"evaluate missing synthetic", []string{"evaluate", "--config", good}, ExitUsage, []string{"--synthetic is required", hint}},
+
+		{"inspect bad format", []string{"inspect", "--config", good, "--format", "xml"}, ExitUsage, []string{`--format "xml"`, hint}},
+		{"sensitivity bad format", []string{"sensitivity", "--config", good, "--format", "yaml"}, ExitUsage, []string{`--format "yaml"`, hint}},
+		{"evaluate bad format", []string{"evaluate", "--config", good, "--synthetic", "x.parquet", "--format", "JSON"}, ExitUsage, []string{`--format "JSON"`, hint}},
+
+		{"sensitivity beta zero", []string{"sensitivity", "--config", good, "--beta", "0"}, ExitUsage, []string{"--beta 0", hint}},
+		{"sensitivity beta negative", []string{"sensitivity", "--config", good, "--beta", "-1"}, ExitUsage, []string{"--beta -1", hint}},
+		{"sensitivity beta NaN", []string{"sensitivity", "--config", good, "--beta", "NaN"}, ExitUsage, []string{"--beta NaN", hint}},
+		{"sensitivity beta Inf", []string{"sensitivity", "--config", good, "--beta", "+Inf"}, ExitUsage, []string{"--beta +Inf", hint}},
+		{"demo epsilon zero", []string{"demo", "--out", out, "--epsilon", "0"}, ExitUsage, []string{"--epsilon 0", hint}},
+		{"demo epsilon negative", []string{"demo", "--out", out, "--epsilon", "-1"}, ExitUsage, []string{"--epsilon -1", hint}},
+		{"demo epsilon NaN", []string{"demo", "--out", out, "--epsilon", "NaN"}, ExitUsage, []string{"--epsilon NaN", hint}},
+		{"demo epsilon Inf", []string{"demo", "--out", out, "--epsilon", "Inf"}, ExitUsage, []string{"--epsilon +Inf", hint}},
+		{"demo k too small", []string{"demo", "--out", out, "--k", "1"}, ExitUsage, []string{"--k 1", hint}},
+		{"demo k too large", []string{"demo", "--out", out, "--k", "4097"}, ExitUsage, []string{"--k 4097", hint}},
+		{"release zero max rounds", []string{"release", "--config", good, "--out", out, "--max-rounds", "0"}, ExitUsage, []string{"--max-rounds 0", hint}},
+		{"sensitivity default beta with delta 0", []string{"sensitivity", "--config", deltaZero}, ExitUsage, []string{"give --beta", hint}},
+		{"release negative rounds", []string{"release", "--config", good, "--out", out, "--rounds", "-1"}, ExitUsage, []string{"--rounds -1", hint}},
+
+		{"inspect spec error", []string{"inspect", "--config", badEps}, ExitUsage, []string{badEps, "privacy.epsilon"}},
+		{"release spec error", []string{"release", "--config", badEps, "--out", out}, ExitUsage, []string{badEps, "privacy.epsilon"}},
+		{"sensitivity spec error", []string{"sensitivity", "--config", badEps}, ExitUsage, []string{badEps, "privacy.epsilon"}},
+		{"release uniformized", []string{"release", "--config", uniformized, "--out", out}, ExitUsage, []string{"not supported", "uniformized"}},
+
+		{"inspect missing spec file", []string{"inspect", "--config", noSpec}, ExitRuntime, []string{noSpec}},
+		{"inspect missing data file", []string{"inspect", "--config", missing}, ExitRuntime, []string{filepath.Join(missingDir, "missing.csv")}},
+		{"release missing data file", []string{"release", "--config", missing, "--out", out}, ExitRuntime, []string{filepath.Join(missingDir, "missing.csv")}},
+		{"inspect bad value", []string{"inspect", "--config", badData}, ExitRuntime, badDataErr},
+		{"sensitivity bad value", []string{"sensitivity", "--config", badData}, ExitRuntime, badDataErr},
+		{"release bad value", []string{"release", "--config", badData, "--out", out}, ExitRuntime, badDataErr},
+		{"evaluate bad value", []string{"evaluate", "--config", badData, "--synthetic", "x.parquet"}, ExitRuntime, badDataErr},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, tt.args...)
+			if r.code != tt.want {
+				t.Errorf("synth %s: exit %d, want %d\nstderr:\n%s", strings.Join(tt.args, " "), r.code, tt.want, r.stderr)
+			}
+			for _, s := range tt.wantStderr {
+				if !strings.Contains(r.stderr, s) {
+					t.Errorf("stderr does not mention %q:\n%s", s, r.stderr)
+				}
+			}
+			if tt.want != ExitOK && r.stdout != "" {
+				t.Errorf("stdout = %q, want empty on failure", r.stdout)
+			}
+			if tt.want == ExitUsage && !slices.Contains(tt.wantStderr, hint) && strings.Contains(r.stderr, hint) {
+				t.Errorf("stderr has the usage hint for a spec error:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+// TestVersion checks the version line.
+func TestVersion(t *testing.T) {
+	r := mustRun(t, "version")
+	if !strings.HasPrefix(r.stdout, "synth ") || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("synth version printed %q, want one line starting with \"synth \"", r.stdout)
+	}
+}
+
+// TestReleaseNoOutputOnError checks that a failed release leaves its
+// output folder empty.
+func TestReleaseNoOutputOnError(t *testing.T) {
+	badData, _ := writeTiny(t, tinyOptions{bSource: "bad.csv", bData: "aid,size\n1,XL\n"})
+	out := filepath.Join(t.TempDir(), "out")
+	if r := run(t, "-q", "release", "--config", badData, "--out", out); r.code != ExitRuntime {
+		t.Fatalf("exit %d, want %d\n%s", r.code, ExitRuntime, r.stderr)
+	}
+	entries, _ := readDirNames(out)
+	if len(entries) != 0 {
+		t.Errorf("failed release left %v in %s", entries, out)
+	}
+}
+
+func readDirNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return names, err
+}

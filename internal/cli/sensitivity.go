@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/synth-dp/synth/residual"
+)
+
+type sensitivityOptions struct {
+	config string
+	beta   float64
+	format string
+}
+
+func newSensitivityCmd(g *globalOptions) *cobra.Command {
+	o := &sensitivityOptions{}
+	cmd := &cobra.Command{
+		Use:   "sensitivity --config FILE [--beta B]",
+		Short: "Print T_E and the residual sensitivity RS^β of the join count (non-private diagnostic)",
+		Long: `sensitivity computes, for the spec's join, the maximum boundary query T_E
+of every non-empty proper subset E of the relations, the local sensitivity
+bound LŜ^0 and the residual sensitivity RS^β = max_k e^{−βk}·LŜ^k
+(Ghazi et al. Def. 3.6). The default β is 1/λ = ε/ln(1/δ) from the spec.
+
+NON-PRIVATE: the values are computed from the private data without noise.
+They are for the data custodian; do not publish them.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlag("config", o.config); err != nil {
+				return err
+			}
+			if err := checkFormat(o.format); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("beta") && (!(o.beta > 0) || math.IsInf(o.beta, 0)) {
+				return usageErrorf("--beta %v: want a finite number > 0", o.beta)
+			}
+			fmt.Fprintln(g.stderr, "synth: sensitivity prints NON-PRIVATE values computed from the data; do not publish them")
+			s, h, eng, err := loadAll(cmd.Context(), g, o.config)
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			beta := o.beta
+			if !cmd.Flags().Changed("beta") {
+				if s.Privacy.Delta <= 0 {
+					return usageErrorf("the spec's delta is 0: give --beta")
+				}
+				beta = s.Privacy.Epsilon / math.Log(1/s.Privacy.Delta)
+			}
+			sens, err := residual.Compute(cmd.Context(), h, eng, beta)
+			if err != nil {
+				return err
+			}
+			if o.format == "json" {
+				return writeJSON(g.stdout, sens)
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "NON-PRIVATE diagnostic\n")
+			fmt.Fprintf(tw, "beta:\t%g\n", sens.Beta)
+			fmt.Fprintf(tw, "local sensitivity LŜ^0:\t%g\n", sens.LocalSensitivity)
+			fmt.Fprintf(tw, "residual sensitivity RS^β:\t%g (at k = %d)\n", sens.RS, sens.ArgmaxK)
+			keys := make([]string, 0, len(sens.TE))
+			for k := range sens.TE {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				fmt.Fprintf(tw, "T_{%s}:\t%g\n", k, sens.TE[k])
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&o.config, "config", "", "the spec file (YAML)")
+	cmd.Flags().Float64Var(&o.beta, "beta", 0, "smoothing parameter β (default ε/ln(1/δ) from the spec)")
+	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	return cmd
+}

@@ -1,0 +1,194 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/spec"
+)
+
+// InternalLabel marks every evaluation: it is computed from the private
+// data and must not be published.
+const InternalLabel = "INTERNAL: computed from the private data; not differentially private; do not publish"
+
+// ErrorStats summarises absolute or relative errors over a set of queries.
+type ErrorStats struct {
+	Max    float64 `json:"max"`
+	Median float64 `json:"median"`
+	P90    float64 `json:"p90"`
+}
+
+// FamilyEvaluation is the error of one workload family.
+type FamilyEvaluation struct {
+	Name     string     `json:"name"`
+	Queries  int        `json:"queries"`
+	Absolute ErrorStats `json:"absolute"`
+	Relative ErrorStats `json:"relative"`
+}
+
+// Evaluation compares the workload's answers on a synthetic file with the
+// true answers. Relative error is |synthetic − true| / max(true, 1).
+// Numeric sums are computed on both sides from the binned data (each value
+// replaced by its bin's representative), so they measure the mechanism's
+// error, not the binning's.
+type Evaluation struct {
+	Label         string             `json:"label"`
+	Synthetic     string             `json:"synthetic"`
+	TrueRows      int64              `json:"true_join_rows"`
+	SyntheticRows int64              `json:"synthetic_rows"`
+	Queries       int                `json:"queries"`
+	Absolute      ErrorStats         `json:"absolute"`
+	Relative      ErrorStats         `json:"relative"`
+	Families      []FamilyEvaluation `json:"families"`
+}
+
+// syntheticTable is the engine table the synthetic file is loaded into.
+const syntheticTable = "__synthetic"
+
+// Evaluate answers the spec's workload (marginals, ranges and numeric sums;
+// all 1- and 2-way marginals when it lists none) on the true join and on the synthetic
+// Parquet file and summarises the errors. eng must have the spec's tables
+// loaded. The synthetic file is loaded into eng and checked against the
+// released columns' domains.
+func Evaluate(ctx context.Context, s *spec.Spec, eng *engine.Engine, synthetic string) (*Evaluation, error) {
+	h, err := s.Hypergraph()
+	if err != nil {
+		return nil, err
+	}
+	names := ColumnNames(s)
+	cols := s.ReleaseColumns()
+	sizes := make([]int, len(cols))
+	synCols := make([]spec.Column, len(cols))
+	synRefs := make([]spec.ColumnRef, len(cols))
+	for i, c := range cols {
+		sizes[i] = c.Size()
+		synCols[i] = *c
+		synCols[i].Name = names[i]
+		synCols[i].OutOfDomain = spec.OutOfDomainError
+		synRefs[i] = spec.ColumnRef{Table: syntheticTable, Column: names[i]}
+	}
+	syn := &spec.Spec{Tables: []spec.Table{{Name: syntheticTable, Source: synthetic, Format: "parquet", Columns: synCols}}}
+	if err := eng.Load(ctx, syn); err != nil {
+		return nil, fmt.Errorf("release: synthetic file: %w", err)
+	}
+	hs, err := hypergraph.New([]hypergraph.Relation{{Name: syntheticTable}})
+	if err != nil {
+		return nil, err
+	}
+	trueHist, err := eng.Histogram(ctx, h, s.Release.Columns, sizes)
+	if err != nil {
+		return nil, err
+	}
+	synHist, err := eng.Histogram(ctx, hs, synRefs, sizes)
+	if err != nil {
+		return nil, err
+	}
+	ev := &Evaluation{Label: InternalLabel, Synthetic: synthetic, TrueRows: total(trueHist), SyntheticRows: total(synHist)}
+
+	dec, err := NewDecoder(names, cols)
+	if err != nil {
+		return nil, err
+	}
+	fams, err := workload(s, dec)
+	if err != nil {
+		return nil, err
+	}
+	var allAbs, allRel []float64
+	for _, f := range fams {
+		tm := marginal(trueHist, sizes, f.cols)
+		sm := marginal(synHist, sizes, f.cols)
+		var abs, rel []float64
+		add := func(t, s float64) {
+			e := math.Abs(s - t)
+			abs = append(abs, e)
+			rel = append(rel, e/math.Max(t, 1))
+		}
+		switch {
+		case f.weights != nil:
+			// A numeric sum: the weighted count times the scale, on the
+			// binned data (representative values) of both sides.
+			tw := marginal(trueHist, sizes, f.wcols)
+			sw := marginal(synHist, sizes, f.wcols)
+			var t, s float64
+			for l, w := range f.weights {
+				t += w * tw[l]
+				s += w * sw[l]
+			}
+			add(t*f.scale, s*f.scale)
+		case f.rng < 0:
+			for i := range tm {
+				add(tm[i], sm[i])
+			}
+		default:
+			// The range column is the last (fastest) of f.cols: every block
+			// of n consecutive cells is one cell of the by-marginal.
+			n := sizes[f.rng]
+			for b := 0; b < len(tm); b += n {
+				for lo := 0; lo < n; lo++ {
+					var t, s float64
+					for hi := lo; hi < n; hi++ {
+						t += tm[b+hi]
+						s += sm[b+hi]
+						add(t, s)
+					}
+				}
+			}
+		}
+		ev.Families = append(ev.Families, FamilyEvaluation{Name: f.name, Queries: len(abs), Absolute: summarize(abs), Relative: summarize(rel)})
+		allAbs = append(allAbs, abs...)
+		allRel = append(allRel, rel...)
+	}
+	ev.Queries = len(allAbs)
+	ev.Absolute, ev.Relative = summarize(allAbs), summarize(allRel)
+	return ev, nil
+}
+
+func total(h []engine.Cell) int64 {
+	var n int64
+	for _, c := range h {
+		n += c.Count
+	}
+	return n
+}
+
+// marginal projects a sparse histogram over the universe (mixed radix, first
+// column most significant) onto the columns cols, in the order given.
+func marginal(h []engine.Cell, sizes []int, cols []int) []float64 {
+	size := 1
+	for _, c := range cols {
+		size *= sizes[c]
+	}
+	out := make([]float64, size)
+	digits := make([]int64, len(sizes))
+	for _, cell := range h {
+		x := cell.Index
+		for i := len(sizes) - 1; i >= 0; i-- {
+			digits[i] = x % int64(sizes[i])
+			x /= int64(sizes[i])
+		}
+		m := int64(0)
+		for _, c := range cols {
+			m = m*int64(sizes[c]) + digits[c]
+		}
+		out[m] += float64(cell.Count)
+	}
+	return out
+}
+
+// summarize returns max, median and 90th percentile (nearest rank).
+func summarize(v []float64) ErrorStats {
+	if len(v) == 0 {
+		return ErrorStats{}
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	rank := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	return ErrorStats{Max: s[len(s)-1], Median: rank(0.5), P90: rank(0.9)}
+}

@@ -1,0 +1,254 @@
+package release
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/internal/version"
+	"github.com/synth-dp/synth/joinasone"
+	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/spec"
+)
+
+// File names inside the output folder.
+const (
+	ParquetName = "synthetic.parquet"
+	ReportName  = "privacy-report.json"
+	// MetadataKey is the Parquet key-value metadata entry holding the
+	// privacy report.
+	MetadataKey = "synth.privacy"
+)
+
+// ErrUnsupported is returned for a spec feature this version cannot run
+// yet (e.g. the uniformized method).
+var ErrUnsupported = errors.New("release: not supported yet")
+
+// DefaultMaxRounds caps the automatic number of PMW rounds: a round costs
+// about two passes over the universe, so 500 rounds over a universe of 10⁶
+// cells take seconds.
+const DefaultMaxRounds = 500
+
+// testHookAdd, when set by a test, is called before every cell is added to
+// the Parquet writer with the number of rows written so far.
+var testHookAdd func(rows int64)
+
+// Neighbours is the neighbour notion of every release.
+const Neighbours = "add or remove one tuple of one private table (tuple-DP, Ghazi et al. Def. 1.1); public tables never change"
+
+// Options configures a release run.
+type Options struct {
+	// Spec is the validated spec.
+	Spec *spec.Spec
+	// OutDir is the output folder; empty means Spec.Output.Path.
+	OutDir string
+	// Engine is the engine DSN ("duckdb", "duckdb:PATH").
+	Engine string
+	// Source draws all noise; nil means dp.NewSource() (crypto/rand).
+	Source dp.Source
+	// Logger receives progress; nil discards it.
+	Logger *slog.Logger
+	// Rounds is PMW's T; 0 means automatic: chosen from the DP n̂ by
+	// Ghazi et al. App. A's rule (pmw.AutoRounds), at most MaxRounds.
+	Rounds int
+	// MaxRounds caps the automatic T; 0 means DefaultMaxRounds.
+	MaxRounds int
+	// MemoryCap bounds PMW's universe arrays in bytes; 0 means the default.
+	MemoryCap int64
+}
+
+// Summary describes a finished release. Its fields are public parameters
+// and DP outputs only.
+type Summary struct {
+	// Dir, Parquet and Report are the written paths.
+	Dir, Parquet, Report string
+	// Rows is the number of synthetic rows written (round(n̂)).
+	Rows int64
+	// NHat and DeltaTilde are the DP join size and sensitivity bound.
+	NHat, DeltaTilde float64
+	// Privacy is the report written beside the file.
+	Privacy dp.Report
+}
+
+// ColumnNames returns the names of the released columns in the output
+// file: the bare column name when it is unique among the released columns,
+// else table_column.
+func ColumnNames(s *spec.Spec) []string {
+	count := map[string]int{}
+	for _, r := range s.Release.Columns {
+		count[r.Column]++
+	}
+	names := make([]string, len(s.Release.Columns))
+	for i, r := range s.Release.Columns {
+		names[i] = r.Column
+		if count[r.Column] > 1 {
+			names[i] = r.Table + "_" + r.Column
+		}
+	}
+	return names
+}
+
+// Run performs a release: spec → engine → statistics → mechanism → rows →
+// files. The whole budget is charged to the run's ledger before any data is
+// read. Output is atomic: the Parquet file and the report appear only when
+// everything succeeded; on error or cancellation nothing half-written
+// stays.
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	s := o.Spec
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	src := o.Source
+	if src == nil {
+		src = dp.NewSource()
+	}
+	if s.Release.Method != "" && s.Release.Method != spec.JoinAsOne {
+		return nil, fmt.Errorf("%w: release method %q (use join-as-one)", ErrUnsupported, s.Release.Method)
+	}
+	dir := o.OutDir
+	if dir == "" {
+		dir = s.Output.Path
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("release: %w: no output folder: give --out or output.path in the spec", spec.ErrInvalid)
+	}
+	if !(s.Privacy.Delta > 0) {
+		return nil, fmt.Errorf("%w: join-as-one needs δ > 0 (its truncated Laplace padding is (ε, δ)-DP), the spec has δ = %v", ErrUnsupported, s.Privacy.Delta)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("release: %w", err)
+	}
+
+	// Everything public first: budget, universe, workload.
+	ledger, err := dp.NewLedger(dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta})
+	if err != nil {
+		return nil, fmt.Errorf("release: %w", err)
+	}
+	h, err := s.Hypergraph()
+	if err != nil {
+		return nil, err
+	}
+	names := ColumnNames(s)
+	cols := s.ReleaseColumns()
+	sizes := make([]int, len(cols))
+	for i, c := range cols {
+		sizes[i] = c.Size()
+	}
+	cap := o.MemoryCap
+	if cap == 0 {
+		cap = pmw.DefaultMemoryCap
+	}
+	u, err := pmw.NewUniverse(names, sizes, cap)
+	if err != nil {
+		return nil, err
+	}
+	fams, err := Families(s)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("release planned", "relations", h.Len(), "universe_cells", u.Len(), "families", len(fams),
+		"epsilon", s.Privacy.Epsilon, "delta", s.Privacy.Delta, "seeded", src.Seeded())
+
+	// Data: load and check, then the mechanism.
+	log.Info("loading tables", "engine", o.Engine)
+	eng, err := engine.Open(ctx, o.Engine)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	if err := eng.Load(ctx, s); err != nil {
+		return nil, err
+	}
+	maxRounds := o.MaxRounds
+	if maxRounds == 0 {
+		maxRounds = DefaultMaxRounds
+	}
+	log.Info("computing join statistics and running PMW")
+	res, err := joinasone.Run(ctx, src, h, eng, joinasone.Config{
+		Epsilon:   s.Privacy.Epsilon,
+		Delta:     s.Privacy.Delta,
+		Columns:   s.Release.Columns,
+		Universe:  u,
+		Families:  fams,
+		Rounds:    o.Rounds,
+		MaxRounds: maxRounds,
+	}, ledger)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("mechanism done", "algorithm", string(res.Algorithm), "delta_tilde", res.DeltaTilde, "n_hat", res.PMW.NHat)
+
+	report := ledger.Report(dp.ReportMeta{
+		Neighbours:      Neighbours,
+		Mechanism:       string(res.Algorithm),
+		Seeded:          src.Seeded(),
+		SoftwareVersion: version.String(),
+		SpecDigest:      s.Digest(),
+		Parameters: map[string]any{
+			"release_columns":  names,
+			"universe_size":    u.Len(),
+			"pmw_rounds":       res.PMW.Rounds,
+			"relations":        h.Names(h.All()),
+			"public_relations": append([]string{}, h.Names(h.All()&^h.Private())...),
+		},
+	})
+	reportJSON, err := json.MarshalIndent(report, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("release: %w", err)
+	}
+
+	parquetPath := filepath.Join(dir, ParquetName)
+	reportPath := filepath.Join(dir, ReportName)
+	w, err := NewWriter(parquetPath, names, cols, map[string]string{MetadataKey: string(reportJSON)})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("writing synthetic rows", "path", parquetPath)
+	if err := res.PMW.Counts(src, func(cell, count int64) error {
+		if testHookAdd != nil {
+			testHookAdd(w.Rows())
+		}
+		return w.Add(ctx, cell, count)
+	}); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	pf, err := w.Finish()
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	// Both files are finished before either is renamed; the report is
+	// renamed first and the Parquet file last, so a new synthetic file never
+	// appears without its report.
+	var files Group
+	rf, err := files.Create(reportPath, 0o644)
+	if err != nil {
+		pf.Abort()
+		return nil, err
+	}
+	files.Add(pf)
+	if _, err := rf.Write(append(reportJSON, '\n')); err != nil {
+		files.Abort()
+		return nil, fmt.Errorf("release: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		files.Abort()
+		return nil, err
+	}
+	if err := files.Commit(); err != nil {
+		return nil, err
+	}
+	log.Info("release written", "rows", w.Rows(), "parquet", parquetPath, "report", reportPath)
+	return &Summary{
+		Dir: dir, Parquet: parquetPath, Report: reportPath, Rows: w.Rows(),
+		NHat: res.PMW.NHat, DeltaTilde: res.DeltaTilde, Privacy: report,
+	}, nil
+}

@@ -1,0 +1,320 @@
+package release
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/internal/demo"
+	"github.com/synth-dp/synth/residual"
+	"github.com/synth-dp/synth/spec"
+)
+
+func duck(t testing.TB) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("duckdb", "?autoinstall_known_extensions=false&autoload_known_extensions=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func loadSpec(t testing.TB, path string) *spec.Spec {
+	t.Helper()
+	s, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func release(t testing.TB, s *spec.Spec, dir string, seed uint64) *Summary {
+	t.Helper()
+	sum, err := Run(context.Background(), Options{Spec: s, OutDir: dir, Engine: "duckdb", Source: dp.NewSeededSource(seed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+// output returns a published DP output of the report by name.
+func output(t testing.TB, r dp.Report, name string) float64 {
+	t.Helper()
+	for _, o := range r.Outputs {
+		if o.Name == name {
+			return o.Value
+		}
+	}
+	t.Fatalf("report has no output %q: %+v", name, r.Outputs)
+	return 0
+}
+
+var duckTypes = map[spec.ColumnType]string{
+	spec.Categorical: "VARCHAR", spec.Boolean: "BOOLEAN", spec.Integer: "BIGINT",
+	spec.Numeric: "DOUBLE", spec.Date: "DATE",
+}
+
+// TestReleaseExamples releases both examples with --seed 7 and reads the
+// file back with DuckDB: the released columns with their declared types,
+// round(n̂) rows, and the synth.privacy metadata equal to the sidecar
+// report.
+func TestReleaseExamples(t *testing.T) {
+	for _, name := range []string{"tpch", "adult"} {
+		t.Run(name, func(t *testing.T) {
+			s := loadSpec(t, filepath.Join("..", "examples", name, "synth.yaml"))
+			dir := t.TempDir()
+			sum := release(t, s, dir, 7)
+			db := duck(t)
+			path := filepath.Join(dir, ParquetName)
+
+			rows, err := db.Query("DESCRIBE SELECT * FROM read_parquet(?)", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotCols, gotTypes []string
+			for rows.Next() {
+				var col, typ string
+				var null, key, def, extra sql.NullString
+				if err := rows.Scan(&col, &typ, &null, &key, &def, &extra); err != nil {
+					t.Fatal(err)
+				}
+				gotCols = append(gotCols, col)
+				gotTypes = append(gotTypes, typ)
+			}
+			rows.Close()
+			names := ColumnNames(s)
+			if strings.Join(gotCols, ",") != strings.Join(names, ",") {
+				t.Fatalf("columns %v, want %v", gotCols, names)
+			}
+			for i, c := range s.ReleaseColumns() {
+				if gotTypes[i] != duckTypes[c.Type] {
+					t.Errorf("column %s: DuckDB type %s, want %s for %s", names[i], gotTypes[i], duckTypes[c.Type], c.Type)
+				}
+			}
+
+			var n int64
+			if err := db.QueryRow("SELECT count(*) FROM read_parquet(?)", path).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			nHat := output(t, sum.Privacy, "n_hat")
+			if n != sum.Rows || n != int64(math.Round(math.Max(nHat, 0))) {
+				t.Fatalf("%d rows in the file, summary says %d, round(n̂) = round(%v)", n, sum.Rows, nHat)
+			}
+
+			var meta string
+			if err := db.QueryRow("SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?", path, MetadataKey).Scan(&meta); err != nil {
+				t.Fatal(err)
+			}
+			side, err := os.ReadFile(filepath.Join(dir, ReportName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fromMeta, fromSide map[string]any
+			if err := json.Unmarshal([]byte(meta), &fromMeta); err != nil {
+				t.Fatalf("metadata is not JSON: %v", err)
+			}
+			if err := json.Unmarshal(side, &fromSide); err != nil {
+				t.Fatalf("sidecar is not JSON: %v", err)
+			}
+			a, _ := json.Marshal(fromMeta)
+			b, _ := json.Marshal(fromSide)
+			if string(a) != string(b) {
+				t.Fatalf("metadata and sidecar differ:\n%s\n%s", a, b)
+			}
+			if fromMeta["privacy"] != dp.PrivacySeeded || fromMeta["seeded"] != true {
+				t.Errorf("a seeded run is marked %v / seeded=%v", fromMeta["privacy"], fromMeta["seeded"])
+			}
+			if fromMeta["epsilon"] != s.Privacy.Epsilon || fromMeta["delta"] != s.Privacy.Delta {
+				t.Errorf("report budget (%v, %v), spec (%v, %v)", fromMeta["epsilon"], fromMeta["delta"], s.Privacy.Epsilon, s.Privacy.Delta)
+			}
+			if fromMeta["spec_digest"] != s.Digest() || fromMeta["spec_digest"] == "" {
+				t.Errorf("spec digest %v, want %v", fromMeta["spec_digest"], s.Digest())
+			}
+		})
+	}
+}
+
+// numbers collects every number in a decoded JSON value.
+func numbers(v any, out *[]float64) {
+	switch x := v.(type) {
+	case float64:
+		*out = append(*out, x)
+	case map[string]any:
+		for _, e := range x {
+			numbers(e, out)
+		}
+	case []any:
+		for _, e := range x {
+			numbers(e, out)
+		}
+	}
+}
+
+// trueStatistics computes the non-private statistics a release must never
+// publish: the join size, every maximum degree, every T_E and RS^β, LŜ^0.
+func trueStatistics(t *testing.T, s *spec.Spec) map[string]float64 {
+	t.Helper()
+	ctx := context.Background()
+	h, err := s.Hypergraph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.Open(ctx, "duckdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if err := eng.Load(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]float64{}
+	n, err := eng.JoinSize(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets["join size"] = float64(n)
+	for i := 0; i < h.Len(); i++ {
+		for _, a := range h.AttrsOf(1 << uint(i)) {
+			d, err := eng.MaxDegree(ctx, h, i, []string{a})
+			if err != nil {
+				t.Fatal(err)
+			}
+			secrets["max degree of "+a+" in "+h.Relation(i).Name] = float64(d)
+		}
+	}
+	beta := s.Privacy.Epsilon / math.Log(1/s.Privacy.Delta)
+	sens, err := residual.Compute(ctx, h, eng, beta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets["RS"] = sens.RS
+	secrets["LS^0"] = sens.LocalSensitivity
+	for k, v := range sens.TE {
+		secrets["T_"+k] = v
+	}
+	return secrets
+}
+
+// TestNoTrueStatisticLeaks releases TPC-H (Alg. 3) and the demo instance
+// (Alg. 1), seeded, and checks that no true statistic — join size, maximum
+// degrees, T_E, RS^β, LŜ^0 — appears as a number in the report or the
+// Parquet metadata. Values below 20 are skipped: small integers such as T
+// or a bin count would match by coincidence, and a true statistic that
+// small carries little; every larger one must be absent.
+func TestNoTrueStatisticLeaks(t *testing.T) {
+	demoDir := t.TempDir()
+	demoSpec, err := demo.Write(demoDir, 64, 1, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]*spec.Spec{
+		"tpch": loadSpec(t, "../examples/tpch/synth.yaml"),
+		"demo": demoSpec,
+	} {
+		t.Run(name, func(t *testing.T) {
+			secrets := trueStatistics(t, s)
+			dir := t.TempDir()
+			release(t, s, dir, 7)
+			side, err := os.ReadFile(filepath.Join(dir, ReportName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var meta string
+			if err := duck(t).QueryRow("SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
+				filepath.Join(dir, ParquetName), MetadataKey).Scan(&meta); err != nil {
+				t.Fatal(err)
+			}
+			checked := 0
+			for _, doc := range []string{string(side), meta} {
+				var v any
+				if err := json.Unmarshal([]byte(doc), &v); err != nil {
+					t.Fatal(err)
+				}
+				var nums []float64
+				numbers(v, &nums)
+				for what, secret := range secrets {
+					if secret < 20 {
+						continue
+					}
+					checked++
+					for _, x := range nums {
+						if x == secret {
+							t.Errorf("the report publishes %v, the true %s", x, what)
+						}
+					}
+				}
+			}
+			if checked == 0 {
+				t.Fatalf("no true statistic ≥ 20 to check: the test would pass vacuously (secrets %v)", secrets)
+			}
+			t.Logf("checked %d true statistics: %v", checked/2, secrets)
+		})
+	}
+}
+
+// TestReleaseCancelMidWrite cancels a release after part of the rows were
+// written: the call returns context.Canceled, an earlier release in the same
+// folder survives byte for byte, no temporary file stays, and a rerun
+// succeeds.
+func TestReleaseCancelMidWrite(t *testing.T) {
+	s := loadSpec(t, "../examples/tpch/synth.yaml")
+	dir := t.TempDir()
+	release(t, s, dir, 1)
+	before := map[string][]byte{}
+	for _, f := range []string{ParquetName, ReportName} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[f] = b
+	}
+	for _, target := range []string{dir, t.TempDir()} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var sawRows int64
+		testHookAdd = func(rows int64) {
+			if rows > 70_000 && sawRows == 0 {
+				sawRows = rows
+				cancel()
+			}
+		}
+		_, err := Run(ctx, Options{Spec: s, OutDir: target, Source: dp.NewSeededSource(2)})
+		testHookAdd = nil
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		if sawRows == 0 {
+			t.Fatal("the release finished before it could be cancelled mid-write")
+		}
+		entries, err := os.ReadDir(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if _, old := before[e.Name()]; !old || target != dir {
+				t.Errorf("after a cancelled release %s holds %s", target, e.Name())
+			}
+		}
+	}
+	for f, b := range before {
+		got, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || string(got) != string(b) {
+			t.Errorf("the earlier release's %s changed (err %v)", f, err)
+		}
+	}
+	sum := release(t, s, dir, 3)
+	if sum.Rows == 0 {
+		t.Fatal("rerun wrote no rows")
+	}
+}

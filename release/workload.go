@@ -1,0 +1,231 @@
+package release
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/spec"
+)
+
+// queryFamily is one workload family over the universe of the released
+// columns (positions in release order). PMW keeps it accurate and
+// Evaluate measures it: both read this one description.
+type queryFamily struct {
+	name string
+	// cols is the marginal the family's queries are the cells of.
+	cols []int
+	// rng is the range column of a range family (-1 otherwise): cols is
+	// then by followed by rng.
+	rng int
+	// wcols and weights, for a numeric sum: weights[l] ∈ [−1, 1] is the
+	// weight of the wcols-cell l, and scale converts a weighted count back
+	// to the sum's units.
+	wcols   []int
+	weights []float64
+	scale   float64
+}
+
+// workload returns the spec's workload as query families. An empty
+// workload means every 1-way and 2-way marginal.
+//
+// A numeric query sum(c) WHERE conditions becomes a weighted family with
+// one query, Σ_x F(x)·w(x) with w(x) = 1[x satisfies the conditions]·v(x)/M,
+// where v(x) is the representative value of c's bin (the value the
+// synthetic file holds, see [Decoder.Value]) and M = max(|min|, |max|) of c's
+// domain, so every weight lies in [−1, 1] as PMW requires. A condition holds
+// on a bin when the bin's representative satisfies it. The summed column
+// must be released; Qiu et al.'s mechanism for unreleased and unbounded
+// columns is not implemented yet.
+func workload(s *spec.Spec, dec *Decoder) ([]queryFamily, error) {
+	names := ColumnNames(s)
+	pos := map[spec.ColumnRef]int{}
+	for i, r := range s.Release.Columns {
+		pos[r] = i
+	}
+	idx := func(refs []spec.ColumnRef) []int {
+		out := make([]int, len(refs))
+		for i, r := range refs {
+			out[i] = pos[r]
+		}
+		return out
+	}
+	label := func(c []int) string {
+		parts := make([]string, len(c))
+		for i, k := range c {
+			parts[i] = names[k]
+		}
+		return strings.Join(parts, ",")
+	}
+	var fams []queryFamily
+	w := s.Workload
+	if len(w.Marginals) == 0 && len(w.Ranges) == 0 && len(w.Numeric) == 0 {
+		for i := range names {
+			fams = append(fams, queryFamily{name: "marginal(" + names[i] + ")", cols: []int{i}, rng: -1})
+		}
+		for i := range names {
+			for j := i + 1; j < len(names); j++ {
+				fams = append(fams, queryFamily{name: "marginal(" + names[i] + "," + names[j] + ")", cols: []int{i, j}, rng: -1})
+			}
+		}
+		return fams, nil
+	}
+	for _, m := range w.Marginals {
+		c := idx(m)
+		fams = append(fams, queryFamily{name: "marginal(" + label(c) + ")", cols: c, rng: -1})
+	}
+	for _, r := range w.Ranges {
+		by := idx(r.By)
+		col := pos[r.Column]
+		name := "ranges(" + names[col] + ")"
+		if len(by) > 0 {
+			name = "ranges(" + names[col] + " by " + label(by) + ")"
+		}
+		fams = append(fams, queryFamily{name: name, cols: append(by, col), rng: col})
+	}
+	for qi, q := range w.Numeric {
+		f, err := numericFamily(s, dec, pos, q)
+		if err != nil {
+			return nil, fmt.Errorf("workload.numeric[%d]: %w", qi, err)
+		}
+		f.name = fmt.Sprintf("sum(%s)", names[f.wcols[0]])
+		if len(q.Where) > 0 {
+			f.name += " where " + label(f.wcols[1:])
+		}
+		fams = append(fams, f)
+	}
+	return fams, nil
+}
+
+func numericFamily(s *spec.Spec, dec *Decoder, pos map[spec.ColumnRef]int, q spec.NumericQuery) (queryFamily, error) {
+	sum, ok := pos[q.Sum]
+	if !ok {
+		return queryFamily{}, fmt.Errorf("%w: sum of %s, which is not released (release it; sums of unreleased columns need the numerical-queries mechanism)", ErrUnsupported, q.Sum)
+	}
+	col := s.Column(q.Sum)
+	m := math.Max(math.Abs(col.Min), math.Abs(col.Max))
+	if !(m > 0) || math.IsInf(m, 0) {
+		return queryFamily{}, fmt.Errorf("%w: sum of %s: its domain [%g, %g] gives no scale", ErrUnsupported, q.Sum, col.Min, col.Max)
+	}
+	// wcols: the summed column, then each further column a condition names
+	// (a condition on the summed column itself reuses position 0).
+	wcols := []int{sum}
+	at := make([]int, len(q.Where))
+	for i, c := range q.Where {
+		p := pos[c.Column]
+		at[i] = -1
+		for k, w := range wcols {
+			if w == p {
+				at[i] = k
+			}
+		}
+		if at[i] < 0 {
+			at[i] = len(wcols)
+			wcols = append(wcols, p)
+		}
+	}
+	size := 1
+	for _, c := range wcols {
+		size *= int(dec.NumBins(c))
+	}
+	weights := make([]float64, size)
+	bins := make([]int, len(wcols))
+	for l := range weights {
+		// Decode l in mixed radix over wcols (first most significant).
+		x := l
+		for k := len(wcols) - 1; k >= 0; k-- {
+			n := int(dec.NumBins(wcols[k]))
+			bins[k] = x % n
+			x /= n
+		}
+		in := true
+		for i, c := range q.Where {
+			if !satisfies(dec.Value(wcols[at[i]], bins[at[i]]), c) {
+				in = false
+				break
+			}
+		}
+		if in {
+			weights[l] = toFloat(dec.Value(sum, bins[0])) / m
+		}
+	}
+	return queryFamily{cols: nil, rng: -1, wcols: wcols, weights: weights, scale: m}, nil
+}
+
+// satisfies reports whether a bin's representative value meets a condition.
+func satisfies(v any, c spec.Condition) bool {
+	switch x := v.(type) {
+	case string:
+		for _, s := range c.Values {
+			if s == x {
+				return true
+			}
+		}
+		return false
+	case bool:
+		for _, s := range c.Values {
+			if b, err := parseBool(s); err == nil && b == x {
+				return true
+			}
+		}
+		return false
+	case time.Time:
+		return !x.Before(c.DateLo) && !x.After(c.DateHi)
+	default:
+		f := toFloat(v)
+		return f >= c.Lo && f <= c.Hi
+	}
+}
+
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "true", "t", "1":
+		return true, nil
+	case "false", "f", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("not a boolean: %q", s)
+}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return math.NaN()
+}
+
+// pmwFamilies turns query families into PMW families.
+func pmwFamilies(fams []queryFamily) []pmw.Family {
+	out := make([]pmw.Family, len(fams))
+	for i, f := range fams {
+		switch {
+		case f.weights != nil:
+			out[i] = pmw.Weighted(f.cols, f.wcols, f.weights)
+		case f.rng >= 0:
+			out[i] = pmw.Range(f.rng, f.cols[:len(f.cols)-1])
+		default:
+			out[i] = pmw.Marginal(f.cols)
+		}
+	}
+	return out
+}
+
+// Families returns the PMW query families of the spec's workload over the
+// universe of the released columns; see [workload] for how each kind of
+// query is expressed.
+func Families(s *spec.Spec) ([]pmw.Family, error) {
+	dec, err := NewDecoder(ColumnNames(s), s.ReleaseColumns())
+	if err != nil {
+		return nil, err
+	}
+	fams, err := workload(s, dec)
+	if err != nil {
+		return nil, err
+	}
+	return pmwFamilies(fams), nil
+}
