@@ -85,6 +85,8 @@ type Config struct {
 	MaxRounds int
 	// Reapply re-applies past measurements each round (post-processing).
 	Reapply bool
+	// Progress receives PMW's round count (pmw.Config.Progress).
+	Progress func(round, rounds int)
 	// Workers bounds PMW's parallelism; 0 means the pmw default.
 	Workers int
 }
@@ -213,6 +215,7 @@ func Run(ctx context.Context, src dp.Source, h *hypergraph.Hypergraph, stats Sta
 		Reapply:     cfg.Reapply,
 		Ledger:      pmwLedger,
 		Workers:     cfg.Workers,
+		Progress:    cfg.Progress,
 	})
 	if err != nil {
 		return nil, err

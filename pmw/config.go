@@ -47,6 +47,9 @@ type Config struct {
 	// Ledger, when not nil, is charged for the two halves of the budget
 	// before any data is read, and receives n̂ as a published output.
 	Ledger *dp.Ledger
+	// Progress, when not nil, is called after every round with the round
+	// number t and T. It sees public values only.
+	Progress func(round, rounds int)
 	// Workers is the number of goroutines of the dense pass; 0 means
 	// [DefaultWorkers].
 	Workers int

@@ -125,6 +125,9 @@ func Run(ctx context.Context, src dp.Source, u *Universe, fams []Family, hist []
 			return nil, fmt.Errorf("pmw: stopped before round %d: %w", t+1, err)
 		}
 		e.round()
+		if cfg.Progress != nil {
+			cfg.Progress(t+1, e.rounds)
+		}
 	}
 	return e.result(), nil
 }

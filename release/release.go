@@ -179,6 +179,11 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		Families:  fams,
 		Rounds:    o.Rounds,
 		MaxRounds: maxRounds,
+		Progress: func(t, total int) {
+			if t == total || t%max(1, total/10) == 0 {
+				log.Info("PMW round", "round", t, "of", total)
+			}
+		},
 	}, ledger)
 	if err != nil {
 		return nil, err
