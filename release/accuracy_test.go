@@ -59,14 +59,7 @@ func TestAccuracyTPCH(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eng, err := engine.Open(ctx, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer eng.Close()
-		if err := eng.Load(ctx, s); err != nil {
-			t.Fatal(err)
-		}
+		eng := loadedEngine(t, s)
 		ev, err := Evaluate(ctx, s, eng, sum.Parquet)
 		if err != nil {
 			t.Fatal(err)
@@ -81,12 +74,8 @@ func TestAccuracyTPCH(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cols := s.ReleaseColumns()
-		sizes := make([]int, len(cols))
-		uniform := make([]engine.Cell, 0)
-		for i, c := range cols {
-			sizes[i] = c.Size()
-		}
+		sizes := s.ReleaseSizes()
+		var uniform []engine.Cell
 		truth, err := eng.Histogram(ctx, h, s.Release.Columns, sizes)
 		if err != nil {
 			t.Fatal(err)

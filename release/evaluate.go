@@ -61,11 +61,10 @@ func Evaluate(ctx context.Context, s *spec.Spec, eng *engine.Engine, synthetic s
 	}
 	names := ColumnNames(s)
 	cols := s.ReleaseColumns()
-	sizes := make([]int, len(cols))
+	sizes := s.ReleaseSizes()
 	synCols := make([]spec.Column, len(cols))
 	synRefs := make([]spec.ColumnRef, len(cols))
 	for i, c := range cols {
-		sizes[i] = c.Size()
 		synCols[i] = *c
 		synCols[i].Name = names[i]
 		synCols[i].OutOfDomain = spec.OutOfDomainError

@@ -137,10 +137,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	names := ColumnNames(s)
 	cols := s.ReleaseColumns()
-	sizes := make([]int, len(cols))
-	for i, c := range cols {
-		sizes[i] = c.Size()
-	}
+	sizes := s.ReleaseSizes()
 	cap := o.MemoryCap
 	if cap == 0 {
 		cap = pmw.DefaultMemoryCap

@@ -20,16 +20,6 @@ import (
 	"github.com/synth-dp/synth/spec"
 )
 
-func duck(t testing.TB) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("duckdb", "?autoinstall_known_extensions=false&autoload_known_extensions=false")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
 func loadSpec(t testing.TB, path string) *spec.Spec {
 	t.Helper()
 	s, err := spec.Load(path)
@@ -46,6 +36,21 @@ func release(t testing.TB, s *spec.Spec, dir string, seed uint64) *Summary {
 		t.Fatal(err)
 	}
 	return sum
+}
+
+// loadedEngine opens an in-memory engine with the spec's tables loaded; it
+// is closed when the test ends.
+func loadedEngine(t testing.TB, s *spec.Spec) *engine.Engine {
+	t.Helper()
+	eng, err := engine.Open(context.Background(), "duckdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	if err := eng.Load(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return eng
 }
 
 // output returns a published DP output of the report by name.
@@ -75,7 +80,7 @@ func TestReleaseExamples(t *testing.T) {
 			s := loadSpec(t, filepath.Join("..", "examples", name, "synth.yaml"))
 			dir := t.TempDir()
 			sum := release(t, s, dir, 7)
-			db := duck(t)
+			db := openDuckDB(t)
 			path := filepath.Join(dir, ParquetName)
 
 			rows, err := db.Query("DESCRIBE SELECT * FROM read_parquet(?)", path)
@@ -170,14 +175,7 @@ func trueStatistics(t *testing.T, s *spec.Spec) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.Open(ctx, "duckdb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	if err := eng.Load(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	eng := loadedEngine(t, s)
 	secrets := map[string]float64{}
 	n, err := eng.JoinSize(ctx, h)
 	if err != nil {
@@ -231,7 +229,7 @@ func TestNoTrueStatisticLeaks(t *testing.T) {
 				t.Fatal(err)
 			}
 			var meta string
-			if err := duck(t).QueryRow("SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
+			if err := openDuckDB(t).QueryRow("SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
 				filepath.Join(dir, ParquetName), MetadataKey).Scan(&meta); err != nil {
 				t.Fatal(err)
 			}

@@ -47,6 +47,17 @@ func (s *Spec) ReleaseColumns() []*Column {
 	return out
 }
 
+// ReleaseSizes returns the domain sizes of the released columns in release
+// order: the radices of the universe's mixed-radix cell index.
+func (s *Spec) ReleaseSizes() []int {
+	cols := s.ReleaseColumns()
+	sizes := make([]int, len(cols))
+	for i, c := range cols {
+		sizes[i] = c.Size()
+	}
+	return sizes
+}
+
 // UniverseSize is the product of the released columns' domain sizes, or
 // (0, false) when it overflows int64.
 func (s *Spec) UniverseSize() (int64, bool) {
