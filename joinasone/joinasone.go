@@ -101,11 +101,30 @@ type Result struct {
 	PMW *pmw.Result
 }
 
-// Run executes join-as-one on the join h whose data stats reads. It
-// charges the whole budget to ledger before it reads any data; it returns
-// an error wrapping dp.ErrBudgetExceeded if the ledger cannot afford
-// (Epsilon, Delta).
-func Run(ctx context.Context, src dp.Source, h *hypergraph.Hypergraph, stats Stats, cfg Config, ledger *dp.Ledger) (*Result, error) {
+// Plan is a join-as-one run whose budget is charged and which has not read
+// any data yet. It runs once.
+type Plan struct {
+	h         *hypergraph.Hypergraph
+	cfg       Config
+	alg       Algorithm
+	tau       float64
+	scale     float64
+	beta      float64
+	pmwBudget dp.Budget
+	root      *dp.Ledger
+	pmwLedger *dp.Ledger
+	ran       bool
+}
+
+// Algorithm is the algorithm the plan runs.
+func (p *Plan) Algorithm() Algorithm { return p.alg }
+
+// Prepare validates cfg for the join h, picks the algorithm and charges the
+// whole budget to ledger, part by part — without reading any data, so that
+// a run the budget cannot afford stops before it touches data (DESIGN.md §3).
+// It returns an error wrapping dp.ErrBudgetExceeded if the ledger cannot
+// afford (Epsilon, Delta).
+func Prepare(h *hypergraph.Hypergraph, cfg Config, ledger *dp.Ledger) (*Plan, error) {
 	if err := (dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta}).Validate(); err != nil {
 		return nil, fmt.Errorf("joinasone: %w", err)
 	}
@@ -119,51 +138,77 @@ func Run(ctx context.Context, src dp.Source, h *hypergraph.Hypergraph, stats Sta
 		return nil, errors.New("joinasone: no released columns")
 	}
 	eps, delta := cfg.Epsilon, cfg.Delta
-	alg := General
+	p := &Plan{h: h, cfg: cfg, alg: General}
 	switch h.Len() {
 	case 1:
-		alg = OneTable
+		p.alg = OneTable
 	case 2:
-		alg = TwoTable
+		p.alg = TwoTable
 	}
-
-	// Charge every share before touching data (DESIGN.md §3, invariant 3).
-	root, err := ledger.Split("join-as-one", dp.Budget{Epsilon: eps, Delta: delta}, "basic composition of its parts",
-		map[string]any{"algorithm": string(alg)})
-	if err != nil {
-		return nil, err
-	}
-	pmwBudget := dp.Budget{Epsilon: eps / 2, Delta: delta / 2}
+	// The parameters first, so that nothing is charged for a run that
+	// cannot start.
+	p.pmwBudget = dp.Budget{Epsilon: eps / 2, Delta: delta / 2}
 	half := dp.Budget{Epsilon: eps / 2, Delta: delta / 2}
-	var tau, scale, beta float64
-	switch alg {
+	var err error
+	switch p.alg {
 	case OneTable:
-		pmwBudget = dp.Budget{Epsilon: eps, Delta: delta}
+		p.pmwBudget = dp.Budget{Epsilon: eps, Delta: delta}
 	case TwoTable:
-		if tau, err = dp.Tau(eps/2, delta/2, 1); err != nil {
+		if p.tau, err = dp.Tau(eps/2, delta/2, 1); err != nil {
 			return nil, err
 		}
-		scale = 2 / eps
-		if err := root.Charge("tlap: noisy max degree Δ̃", half, "TLap on a value of sensitivity 1 (Ghazi et al. Alg. 1 line 1)",
-			map[string]any{"tau": tau, "scale": scale}); err != nil {
-			return nil, err
-		}
+		p.scale = 2 / eps
 	default:
-		beta = eps / math.Log(1/delta)
-		if tau, err = dp.Tau(eps/2, delta/2, beta); err != nil {
+		p.beta = eps / math.Log(1/delta)
+		if p.tau, err = dp.Tau(eps/2, delta/2, p.beta); err != nil {
 			return nil, err
 		}
-		scale = 2 * beta / eps
-		if err := root.Charge("tlap: noisy log residual sensitivity ln Δ̃", half,
-			"TLap on ln RS^β, of sensitivity β (Ghazi et al. Alg. 3 line 2, Lemma 3.7)",
-			map[string]any{"beta": beta, "tau": tau, "scale": scale}); err != nil {
-			return nil, err
-		}
+		p.scale = 2 * p.beta / eps
 	}
-	pmwLedger, err := root.Split("pmw", pmwBudget, "PMW_{ε,δ,Δ̃} of Ghazi et al. App. A", nil)
+	if p.root, err = ledger.Split("join-as-one", dp.Budget{Epsilon: eps, Delta: delta}, "basic composition of its parts",
+		map[string]any{"algorithm": string(p.alg)}); err != nil {
+		return nil, err
+	}
+	switch p.alg {
+	case TwoTable:
+		err = p.root.Charge("tlap: noisy max degree Δ̃", half, "TLap on a value of sensitivity 1 (Ghazi et al. Alg. 1 line 1)",
+			map[string]any{"tau": p.tau, "scale": p.scale})
+	case General:
+		err = p.root.Charge("tlap: noisy log residual sensitivity ln Δ̃", half,
+			"TLap on ln RS^β, of sensitivity β (Ghazi et al. Alg. 3 line 2, Lemma 3.7)",
+			map[string]any{"beta": p.beta, "tau": p.tau, "scale": p.scale})
+	}
 	if err != nil {
 		return nil, err
 	}
+	if p.pmwLedger, err = p.root.Split("pmw", p.pmwBudget, "PMW_{ε,δ,Δ̃} of Ghazi et al. App. A", nil); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Run executes join-as-one on the join h whose data stats reads:
+// [Prepare] then [Plan.Run].
+func Run(ctx context.Context, src dp.Source, h *hypergraph.Hypergraph, stats Stats, cfg Config, ledger *dp.Ledger) (*Result, error) {
+	p, err := Prepare(h, cfg, ledger)
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(ctx, src, stats)
+}
+
+// ErrPlanUsed is returned by a second [Plan.Run]: its budget was spent by
+// the first.
+var ErrPlanUsed = errors.New("joinasone: plan already ran; its budget is spent")
+
+// Run reads the statistics and runs the mechanism. It may be called once.
+func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, error) {
+	if p.ran {
+		return nil, ErrPlanUsed
+	}
+	p.ran = true
+	h, cfg, alg, tau, scale, beta, root := p.h, p.cfg, p.alg, p.tau, p.scale, p.beta, p.root
+	pmwBudget, pmwLedger := p.pmwBudget, p.pmwLedger
 
 	// Δ̃ from the data.
 	deltaTilde := 1.0

@@ -227,3 +227,26 @@ func TestInvalidConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanRunsOnce: Prepare charges the budget without reading data, and a
+// plan's budget can be spent by one run only.
+func TestPlanRunsOnce(t *testing.T) {
+	h, f := fig1(6, 2, true)
+	l := newLedger(t, 1, 1e-6)
+	p, err := Prepare(h, fig1Config(t, 1, 1e-6, 2, 1), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.calls.Load(); n != 0 {
+		t.Fatalf("Prepare read the data %d times", n)
+	}
+	if rem := l.Remaining(); rem.Epsilon > 1e-12 {
+		t.Fatalf("Prepare left ε = %v uncharged", rem.Epsilon)
+	}
+	if _, err := p.Run(context.Background(), dp.NewSource(), f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background(), dp.NewSource(), f); !errors.Is(err, ErrPlanUsed) {
+		t.Fatalf("second Run: err = %v, want ErrPlanUsed", err)
+	}
+}

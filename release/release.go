@@ -150,25 +150,13 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	log.Info("release planned", "relations", h.Len(), "universe_cells", u.Len(), "families", len(fams),
-		"epsilon", s.Privacy.Epsilon, "delta", s.Privacy.Delta, "seeded", src.Seeded())
 
-	// Data: load and check, then the mechanism.
-	log.Info("loading tables", "engine", o.Engine)
-	eng, err := engine.Open(ctx, o.Engine)
-	if err != nil {
-		return nil, err
-	}
-	defer eng.Close()
-	if err := eng.Load(ctx, s); err != nil {
-		return nil, err
-	}
 	maxRounds := o.MaxRounds
 	if maxRounds == 0 {
 		maxRounds = DefaultMaxRounds
 	}
-	log.Info("computing join statistics and running PMW")
-	res, err := joinasone.Run(ctx, src, h, eng, joinasone.Config{
+	// The whole budget is charged here, before any data is read.
+	plan, err := joinasone.Prepare(h, joinasone.Config{
 		Epsilon:   s.Privacy.Epsilon,
 		Delta:     s.Privacy.Delta,
 		Columns:   s.Release.Columns,
@@ -182,6 +170,24 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			}
 		},
 	}, ledger)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("release planned", "algorithm", string(plan.Algorithm()), "relations", h.Len(), "universe_cells", u.Len(),
+		"families", len(fams), "epsilon", s.Privacy.Epsilon, "delta", s.Privacy.Delta, "seeded", src.Seeded())
+
+	// Data: load and check, then the mechanism.
+	log.Info("loading tables", "engine", o.Engine)
+	eng, err := engine.Open(ctx, o.Engine)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	if err := eng.Load(ctx, s); err != nil {
+		return nil, err
+	}
+	log.Info("computing join statistics and running PMW")
+	res, err := plan.Run(ctx, src, eng)
 	if err != nil {
 		return nil, err
 	}
