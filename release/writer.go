@@ -64,7 +64,7 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 type Writer struct {
 	dec   *Decoder
 	file  *File
-	pw    *parquet.Writer
+	pw    *parquet.GenericWriter[any]
 	alloc memory.Allocator
 	rb    *array.RecordBuilder
 
@@ -129,7 +129,7 @@ func newWriter(path string, names []string, cols []*spec.Column, metadata map[st
 	w := &Writer{
 		dec:   dec,
 		file:  f,
-		pw:    parquet.NewWriter(f, config),
+		pw:    parquet.NewGenericWriter[any](f, config),
 		alloc: alloc,
 		rb:    array.NewRecordBuilder(alloc, arrowSchema(dec)),
 		batch: batch,
