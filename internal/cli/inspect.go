@@ -92,24 +92,31 @@ func loadAll(ctx context.Context, g *globalOptions, config string) (*spec.Spec, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	h, eng, err := loadData(ctx, g, s)
+	return s, h, eng, err
+}
+
+// loadData builds the join hypergraph of a loaded spec, opens the engine and
+// loads (and checks) the data. The caller closes the engine.
+func loadData(ctx context.Context, g *globalOptions, s *spec.Spec) (*hypergraph.Hypergraph, *engine.Engine, error) {
 	h, err := s.Hypergraph()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	g.logger.Info("opening engine", "engine", g.engine)
 	eng, err := engine.Open(ctx, g.engine)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	for _, t := range s.Tables {
 		g.logger.Info("loading table", "table", t.Name, "source", t.Source)
 	}
 	if err := eng.Load(ctx, s); err != nil {
 		eng.Close()
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	g.logger.Info("data checked against the declared domains")
-	return s, h, eng, nil
+	return h, eng, nil
 }
 
 func runInspect(ctx context.Context, g *globalOptions, o *inspectOptions) error {

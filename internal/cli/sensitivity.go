@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/synth-dp/synth/residual"
+	"github.com/synth-dp/synth/spec"
 )
 
 type sensitivityOptions struct {
@@ -41,11 +42,10 @@ They are for the data custodian; do not publish them.`,
 				return usageErrorf("--beta %v: want a finite number > 0", o.beta)
 			}
 			fmt.Fprintln(g.stderr, "synth: sensitivity prints NON-PRIVATE values computed from the data; do not publish them")
-			s, h, eng, err := loadAll(cmd.Context(), g, o.config)
+			s, err := spec.Load(o.config)
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
 			beta := o.beta
 			if !cmd.Flags().Changed("beta") {
 				if s.Privacy.Delta <= 0 {
@@ -53,6 +53,11 @@ They are for the data custodian; do not publish them.`,
 				}
 				beta = s.Privacy.Epsilon / math.Log(1/s.Privacy.Delta)
 			}
+			h, eng, err := loadData(cmd.Context(), g, s)
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
 			sens, err := residual.Compute(cmd.Context(), h, eng, beta)
 			if err != nil {
 				return err
