@@ -105,10 +105,12 @@ func (h *Hypergraph) All() Set {
 	return Set(1)<<uint(len(h.rels)) - 1
 }
 
-// Relation returns relation i.
+// Relation returns relation i. Its Attrs map is shared with the
+// hypergraph and must not be modified.
 func (h *Hypergraph) Relation(i int) Relation { return h.rels[i] }
 
-// Relations returns the relations in index order. The slice is a copy.
+// Relations returns the relations in index order. The slice is a copy; the
+// Attrs maps are shared and must not be modified.
 func (h *Hypergraph) Relations() []Relation { return append([]Relation(nil), h.rels...) }
 
 // Index returns the index of the relation with the given name, or -1.
