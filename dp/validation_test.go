@@ -178,7 +178,8 @@ func TestSources(t *testing.T) {
 	if NewSeededSource(1).Uint64() == NewSeededSource(2).Uint64() {
 		t.Error("different seeds, same first word")
 	}
-	if NewSource().Uint64() == NewSource().Uint64() {
+	a, b := NewSource(), NewSource()
+	if a.Uint64() == b.Uint64() {
 		t.Error("two crypto sources agree (probability 2⁻⁶⁴)")
 	}
 }
