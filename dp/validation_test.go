@@ -178,8 +178,8 @@ func TestSources(t *testing.T) {
 	if NewSeededSource(1).Uint64() == NewSeededSource(2).Uint64() {
 		t.Error("different seeds, same first word")
 	}
-	a, b := NewSource(), NewSource()
-	if a.Uint64() == b.Uint64() {
+	c1, c2 := NewSource(), NewSource()
+	if c1.Uint64() == c2.Uint64() {
 		t.Error("two crypto sources agree (probability 2⁻⁶⁴)")
 	}
 }
