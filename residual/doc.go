@@ -53,6 +53,13 @@
 // proved in its doc comment. [Compute] does all three and returns a
 // [Sensitivity].
 //
+// The exact search can take seconds to minutes for small β with many
+// private relations (see [RS]). [RSContext] and [LocalSensitivityAtContext]
+// poll a context every few thousand units of search work and return an
+// error wrapping ctx.Err() once it is done; [Compute] passes its context to
+// the queries and to the search. [RS] and [LocalSensitivityAt] run to
+// completion.
+//
 // Not implemented: residual sensitivity with selections or projections
 // (Dong and Yi's extensions), user-level DP, and computing T_E with
 // AJAR/FAQ-width guarantees (the engine runs plain group-by queries).

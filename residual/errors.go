@@ -3,7 +3,9 @@ package residual
 import "errors"
 
 // Sentinel errors. Every error the package returns wraps one of them, so
-// callers can tell the categories apart with [errors.Is].
+// callers can tell the categories apart with [errors.Is], except errors of
+// a done context, which wrap ctx.Err() ([context.Canceled] or
+// [context.DeadlineExceeded]) instead.
 var (
 	// ErrInvalidParameter is wrapped by errors about β, k or a table that
 	// does not fit its hypergraph.

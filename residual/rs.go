@@ -1,6 +1,7 @@
 package residual
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -87,9 +88,21 @@ func polys(te *Table, h *hypergraph.Hypergraph) ([]int, []poly, error) {
 // below the float64 range for m ≤ [MaxRelations] and k ≤ [MaxK]); the result
 // is the exact maximum up to float64 rounding.
 //
+// LocalSensitivityAt cannot be cancelled; [LocalSensitivityAtContext] can.
+//
 // Errors wrap [ErrInvalidParameter] (k < 0, k > [MaxK], a table built for
 // another hypergraph) or [ErrNoPrivate].
 func LocalSensitivityAt(te *Table, h *hypergraph.Hypergraph, k int) (float64, error) {
+	return LocalSensitivityAtContext(context.Background(), te, h, k)
+}
+
+// LocalSensitivityAtContext is [LocalSensitivityAt] with cancellation: the
+// branch and bound polls ctx every few thousand units of work (a few
+// milliseconds at most) and, once ctx is done, stops and returns an error
+// wrapping ctx.Err() ([context.Canceled] or [context.DeadlineExceeded]),
+// with no partial value. An error of ctx is also returned when ctx is
+// already done on entry, after the arguments have been checked.
+func LocalSensitivityAtContext(ctx context.Context, te *Table, h *hypergraph.Hypergraph, k int) (float64, error) {
 	if k < 0 || k > MaxK {
 		return 0, fmt.Errorf("%w: k = %d, want 0 ≤ k ≤ %d", ErrInvalidParameter, k, MaxK)
 	}
@@ -97,21 +110,33 @@ func LocalSensitivityAt(te *Table, h *hypergraph.Hypergraph, k int) (float64, er
 	if err != nil {
 		return 0, err
 	}
-	return localSensitivity(ps, newSearcher(ps[0].n), k), nil
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("residual: LŜ^%d search: %w", k, err)
+	}
+	ls, err := localSensitivity(ps, newSearcher(ctx, ps[0].n), k)
+	if err != nil {
+		return 0, fmt.Errorf("residual: LŜ^%d search: %w", k, err)
+	}
+	return ls, nil
 }
 
-// localSensitivity is LŜ^k for the polynomials ps (all with the same n).
-func localSensitivity(ps []poly, s *searcher, k int) float64 {
+// localSensitivity is LŜ^k for the polynomials ps (all with the same n). It
+// returns the error of s's context when that is done during the search.
+func localSensitivity(ps []poly, s *searcher, k int) (float64, error) {
 	best := 0.0
 	for _, p := range ps {
 		best = max(best, lowerBound(p, k))
 	}
 	for _, p := range ps {
-		if v, ok := s.max(p, k, best); ok {
+		v, ok := s.max(p, k, best)
+		if s.err != nil {
+			return 0, s.err
+		}
+		if ok {
 			best = v
 		}
 	}
-	return best
+	return best, nil
 }
 
 // SearchLimit returns the number of values of k that [RS] examines for a
@@ -186,8 +211,8 @@ func checkBeta(beta float64) error {
 // 1/13.8, shared 2-core machine): m = 3 or 4 take under 0.3 ms, m = 6 up
 // to 45 ms, m = 8 up to about 2.5 s. The cost grows roughly like K^{p−2}
 // as β shrinks: with m = 4, β = 10⁻³ takes about 1 s and β = 10⁻⁴ about
-// 40 s; with m = 6, β = 10⁻² takes about 30 s. RS takes no context and
-// cannot be cancelled. The result is exact up to float64 rounding.
+// 40 s; with m = 6, β = 10⁻² takes about 30 s. RS cannot be cancelled;
+// [RSContext] can. The result is exact up to float64 rounding.
 //
 // RS^β is a β-smooth upper bound on the local sensitivity of count(I) under
 // the neighbour relation of DESIGN.md §3 (add or remove one tuple of one
@@ -198,6 +223,16 @@ func checkBeta(beta float64) error {
 //
 // Errors wrap [ErrInvalidParameter], [ErrNoPrivate] or [ErrSearchTooLarge].
 func RS(te *Table, h *hypergraph.Hypergraph, beta float64) (rs float64, k int, err error) {
+	return RSContext(context.Background(), te, h, beta)
+}
+
+// RSContext is [RS] with cancellation: the precomputation and the branch
+// and bound poll ctx every few thousand units of work (a few milliseconds
+// at most) and, once ctx is done, stop and return an error wrapping
+// ctx.Err() ([context.Canceled] or [context.DeadlineExceeded]), with no
+// partial value. An error of ctx is also returned when ctx is already done
+// on entry, after the arguments have been checked.
+func RSContext(ctx context.Context, te *Table, h *hypergraph.Hypergraph, beta float64) (rs float64, k int, err error) {
 	if err := checkBeta(beta); err != nil {
 		return 0, 0, err
 	}
@@ -209,6 +244,9 @@ func RS(te *Table, h *hypergraph.Hypergraph, beta float64) (rs float64, k int, e
 	if err != nil {
 		return 0, 0, err
 	}
+	if err := ctx.Err(); err != nil {
+		return 0, 0, fmt.Errorf("residual: RS^β search: %w", err)
+	}
 	// g(0) = LŜ^0 = max_i P_i(0), attained at s = 0. The joint search over
 	// all s with |s| < limit reports strict improvements only. Exact ties
 	// between different k cannot occur unless the values are 0 (then k = 0
@@ -219,7 +257,10 @@ func RS(te *Table, h *hypergraph.Hypergraph, beta float64) (rs float64, k int, e
 	for _, p := range ps {
 		best = max(best, p.c[0])
 	}
-	s := newRSSearcher(ps[0].n, beta, limit-1)
+	s, err := newRSSearcher(ctx, ps[0].n, beta, limit-1)
+	if err != nil {
+		return 0, 0, fmt.Errorf("residual: RS^β search: %w", err)
+	}
 	// Search the relations with the largest bound first, and skip those
 	// whose bound cannot beat the best value found.
 	order := make([]kid, len(ps))
@@ -231,7 +272,11 @@ func RS(te *Table, h *hypergraph.Hypergraph, beta float64) (rs float64, k int, e
 		if o.bound <= best {
 			break
 		}
-		if g, k, ok := s.max(ps[o.v], best); ok {
+		g, k, ok := s.max(ps[o.v], best)
+		if s.err != nil {
+			return 0, 0, fmt.Errorf("residual: RS^β search: %w", s.err)
+		}
+		if ok {
 			best, argmax = g, k
 		}
 	}

@@ -1,6 +1,7 @@
 package residual
 
 import (
+	"context"
 	"math"
 	"math/bits"
 	"sort"
@@ -119,6 +120,11 @@ type kid struct {
 	bound float64
 }
 
+// checkEvery is the number of work units (leaves of the search tree and
+// candidate values of a branching variable, each O(2^n) or O(n²) work)
+// between two polls of a search's context: a few milliseconds at most.
+const checkEvery = 4096
+
 // searcher maximises one poly over the integer compositions of k by depth-
 // first branch and bound. It is not safe for concurrent use.
 type searcher struct {
@@ -130,11 +136,15 @@ type searcher struct {
 	mb    []float64
 	best  float64
 	found bool
-	nodes int64
+	ctx   context.Context // polled every checkEvery units of work
+	work  int             // units of work since the last poll
+	err   error           // ctx.Err() once ctx is done; the search unwinds
 }
 
-func newSearcher(n int) *searcher {
-	s := &searcher{n: n, buf: make([][]float64, n+1), kids: make([][]kid, n+1)}
+// newSearcher returns a searcher for polynomials in n variables whose
+// searches stop early, with err set, once ctx is done.
+func newSearcher(ctx context.Context, n int) *searcher {
+	s := &searcher{n: n, buf: make([][]float64, n+1), kids: make([][]kid, n+1), ctx: ctx}
 	for t := 0; t <= n; t++ {
 		s.buf[t] = make([]float64, 1<<uint(n-t))
 	}
@@ -143,11 +153,29 @@ func newSearcher(n int) *searcher {
 	return s
 }
 
+// stop charges units of work and reports whether the search must stop
+// because its context is done, polling the context once every checkEvery
+// units. Once it reports true it keeps doing so, and s.err is set.
+func (s *searcher) stop(units int) bool {
+	if s.err != nil {
+		return true
+	}
+	s.work += units
+	if s.work < checkEvery {
+		return false
+	}
+	s.work = 0
+	s.err = s.ctx.Err()
+	return s.err != nil
+}
+
 // max returns the maximum of p over non-negative integer vectors s with
 // Σ s = k when it exceeds floor, and found = false otherwise. The search is
 // exact: a subtree is dropped only when an upper bound on every value in it
 // is ≤ the best value found so far (or floor). Comparisons are in float64,
-// so "exact" means up to float64 rounding of the polynomial's value.
+// so "exact" means up to float64 rounding of the polynomial's value. When
+// the searcher's context is done the search stops early and the result
+// must be discarded: s.err is set.
 func (s *searcher) max(p poly, k int, floor float64) (float64, bool) {
 	copy(s.buf[0], p.c)
 	s.best, s.found = floor, false
@@ -165,10 +193,12 @@ func (s *searcher) max(p poly, k int, floor float64) (float64, bool) {
 // buf[t] holds the polynomial in the remaining n−t variables (variable t is
 // bit 0) and r units remain to distribute among them.
 func (s *searcher) node(t, r int) {
-	s.nodes++
 	q := s.buf[t]
 	nv := s.n - t
 	if nv == 1 {
+		if s.stop(1) {
+			return
+		}
 		if v := q[0] + q[1]*float64(r); v > s.best {
 			s.best, s.found = v, true
 		}
@@ -190,6 +220,9 @@ func (s *searcher) node(t, r int) {
 	}
 	kids := s.kids[t][:0]
 	for v := 0; v <= r; v++ {
+		if s.stop(1) {
+			return
+		}
 		fv, rest := float64(v), r-v
 		b := 0.0
 		for d := 0; d < nv && d <= rest; d++ {
@@ -207,7 +240,7 @@ func (s *searcher) node(t, r int) {
 	s.kids[t] = kids
 	child := s.buf[t+1]
 	for _, c := range kids {
-		if c.bound <= s.best {
+		if c.bound <= s.best || s.err != nil {
 			break
 		}
 		fv := float64(c.v)
@@ -254,8 +287,12 @@ type rsSearcher struct {
 	bestK int
 }
 
-func newRSSearcher(n int, beta float64, kmax int) *rsSearcher {
-	s := &rsSearcher{searcher: *newSearcher(n), beta: beta, kmax: kmax}
+// newRSSearcher returns a searcher over |s| ≤ kmax whose searches stop
+// early, with err set, once ctx is done. It precomputes O(n²·kmax) bounds
+// and polls ctx between rows of them; when ctx is done it returns the
+// context's error.
+func newRSSearcher(ctx context.Context, n int, beta float64, kmax int) (*rsSearcher, error) {
+	s := &rsSearcher{searcher: *newSearcher(ctx, n), beta: beta, kmax: kmax}
 	s.decay = make([]float64, kmax+1)
 	for k := range s.decay {
 		s.decay[k] = math.Exp(-beta * float64(k))
@@ -271,17 +308,22 @@ func newRSSearcher(n int, beta float64, kmax int) *rsSearcher {
 	for nv := 1; nv <= n; nv++ {
 		s.elem[nv] = make([][]float64, nv+1)
 		for d := range s.elem[nv] {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			s.elem[nv][d] = make([]float64, kmax+1)
 			for r := range s.elem[nv][d] {
 				s.elem[nv][d][r] = elemMax(nv, r, d)
 			}
 		}
 	}
-	return s
+	return s, nil
 }
 
 // max returns max_{|s| ≤ kmax} e^{−β|s|}·P(s) and the |s| attaining it
-// when the value exceeds floor (found = false otherwise).
+// when the value exceeds floor (found = false otherwise). When the
+// searcher's context is done the search stops early and the result must be
+// discarded: s.err is set.
 func (s *rsSearcher) max(p poly, floor float64) (g float64, k int, found bool) {
 	copy(s.buf[0], p.c)
 	s.best, s.bestK, s.found = floor, 0, false
@@ -305,11 +347,13 @@ func (s *rsSearcher) offer(g float64, k int) {
 
 // node explores the subtree where variables 0..t−1 are fixed with sum a.
 func (s *rsSearcher) node(t, a int) {
-	s.nodes++
 	q := s.buf[t]
 	nv := s.n - t
 	room := s.kmax - a
 	if nv == 1 {
+		if s.stop(1) {
+			return
+		}
 		// h(r) = e^{−β(a+r)}·(q0 + q1·r) is log-concave in r, with its real
 		// maximum at r* = 1/β − q0/q1: the best integer r is ⌊r*⌋ or ⌈r*⌉,
 		// clamped to [0, room].
@@ -329,6 +373,9 @@ func (s *rsSearcher) node(t, a int) {
 	kids := s.kids[t][:0]
 	half := len(q) / 2
 	for v := 0; v <= room; v++ {
+		if s.stop(1) {
+			return
+		}
 		fv := float64(v)
 		// Exact degree statistics of the child q[2F] + v·q[2F+1].
 		for d := 0; d < nv; d++ {
@@ -368,7 +415,7 @@ func (s *rsSearcher) node(t, a int) {
 	s.kids[t] = kids
 	child := s.buf[t+1]
 	for _, c := range kids {
-		if c.bound <= s.best {
+		if c.bound <= s.best || s.err != nil {
 			break
 		}
 		fv := float64(c.v)

@@ -33,7 +33,12 @@ type Sensitivity struct {
 // add or remove one tuple of one private relation; public relations are
 // part of every join but never change.
 //
-// Errors wrap [ErrInvalidParameter] (β not a finite number > 0, nil
+// ctx is passed to every query and to the search ([RSContext]): once it is
+// done, Compute stops within a few milliseconds of search work (or when the
+// current query returns) and returns an error wrapping ctx.Err()
+// ([context.Canceled] or [context.DeadlineExceeded]).
+//
+// Other errors wrap [ErrInvalidParameter] (β not a finite number > 0, nil
 // arguments), [ErrTooManyRelations], [ErrNoPrivate], [ErrSearchTooLarge] or
 // [ErrCounter]. β is checked before any query runs.
 func Compute(ctx context.Context, h *hypergraph.Hypergraph, counter BoundaryCounter, beta float64) (*Sensitivity, error) {
@@ -50,11 +55,11 @@ func Compute(ctx context.Context, h *hypergraph.Hypergraph, counter BoundaryCoun
 	if err != nil {
 		return nil, err
 	}
-	rs, k, err := RS(te, h, beta)
+	rs, k, err := RSContext(ctx, te, h, beta)
 	if err != nil {
 		return nil, err
 	}
-	ls, err := LocalSensitivityAt(te, h, 0)
+	ls, err := LocalSensitivityAtContext(ctx, te, h, 0)
 	if err != nil {
 		return nil, err
 	}
