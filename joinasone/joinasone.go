@@ -74,6 +74,13 @@ type Config struct {
 	Epsilon, Delta float64
 	// Columns are the released columns, in universe order.
 	Columns []spec.ColumnRef
+	// Beta is β of residual sensitivity for Alg. 3; 0 means the paper's
+	// β = 1/λ = ε/ln(1/δ). Any public β > 0 keeps the guarantee (ln RS^β
+	// has sensitivity β and the TLap noise is calibrated to it); a smaller
+	// β shrinks the e^{TLap} factor of Δ̃ (its shift τ(ε/2, δ/2, β) grows
+	// linearly in β) but can raise RS^β. It must not be chosen by looking
+	// at the data.
+	Beta float64
 	// Universe is the product of the released columns' binned domains.
 	Universe *pmw.Universe
 	// Families is the workload PMW keeps accurate.
@@ -134,6 +141,9 @@ func Prepare(h *hypergraph.Hypergraph, cfg Config, ledger *dp.Ledger) (*Plan, er
 	if h.Private() == 0 {
 		return nil, ErrNoPrivateRelation
 	}
+	if math.IsNaN(cfg.Beta) || math.IsInf(cfg.Beta, 0) || cfg.Beta < 0 {
+		return nil, fmt.Errorf("joinasone: %w: beta = %v, want a finite number > 0 (or 0 for ε/ln(1/δ))", dp.ErrInvalidParameter, cfg.Beta)
+	}
 	if cfg.Universe == nil || len(cfg.Columns) == 0 {
 		return nil, errors.New("joinasone: no released columns")
 	}
@@ -160,6 +170,9 @@ func Prepare(h *hypergraph.Hypergraph, cfg Config, ledger *dp.Ledger) (*Plan, er
 		p.scale = 2 / eps
 	default:
 		p.beta = eps / math.Log(1/delta)
+		if cfg.Beta != 0 {
+			p.beta = cfg.Beta
+		}
 		if p.tau, err = dp.Tau(eps/2, delta/2, p.beta); err != nil {
 			return nil, err
 		}

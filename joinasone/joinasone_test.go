@@ -182,27 +182,37 @@ func TestGeneralJoinUsesResidualSensitivity(t *testing.T) {
 		f.rels["r2"] = append(f.rels["r2"], tuple{"a": i % 3, "b": i % 5})
 		f.rels["r3"] = append(f.rels["r3"], tuple{"b": i % 2, "y": i % 3})
 	}
-	beta := eps / math.Log(1/delta)
-	sens, err := residual.Compute(context.Background(), h, f, beta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tau, _ := dp.Tau(eps/2, delta/2, beta)
 	u, _ := pmw.NewUniverse([]string{"x", "y"}, []int{2, 3}, 0)
-	cfg := Config{Epsilon: eps, Delta: delta, Universe: u,
-		Columns:  []spec.ColumnRef{{Table: "r1", Column: "x"}, {Table: "r3", Column: "y"}},
-		Families: []pmw.Family{pmw.Marginal([]int{0, 1})}}
-	for run := 0; run < 50; run++ {
-		res, err := Run(context.Background(), dp.NewSource(), h, f, cfg, newLedger(t, eps, delta))
+	// Beta 0 is the paper's β = ε/ln(1/δ); an explicit public β replaces it.
+	for _, cfgBeta := range []float64{0, 0.02} {
+		beta := cfgBeta
+		if beta == 0 {
+			beta = eps / math.Log(1/delta)
+		}
+		sens, err := residual.Compute(context.Background(), h, f, beta)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Algorithm != General {
-			t.Fatalf("algorithm %q, want %q", res.Algorithm, General)
-		}
-		lo, hi := sens.RS, sens.RS*math.Exp(2*tau)
-		if res.DeltaTilde < lo*(1-1e-12) || res.DeltaTilde > hi*(1+1e-12) {
-			t.Fatalf("Δ̃ = %v outside [RS, RS·e^{2τ}] = [%v, %v]", res.DeltaTilde, lo, hi)
+		tau, _ := dp.Tau(eps/2, delta/2, beta)
+		cfg := Config{Epsilon: eps, Delta: delta, Beta: cfgBeta, Universe: u,
+			Columns:  []spec.ColumnRef{{Table: "r1", Column: "x"}, {Table: "r3", Column: "y"}},
+			Families: []pmw.Family{pmw.Marginal([]int{0, 1})}}
+		for run := 0; run < 50; run++ {
+			l := newLedger(t, eps, delta)
+			res, err := Run(context.Background(), dp.NewSource(), h, f, cfg, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Algorithm != General {
+				t.Fatalf("algorithm %q, want %q", res.Algorithm, General)
+			}
+			lo, hi := sens.RS, sens.RS*math.Exp(2*tau)
+			if res.DeltaTilde < lo*(1-1e-12) || res.DeltaTilde > hi*(1+1e-12) {
+				t.Fatalf("β = %v: Δ̃ = %v outside [RS^β, RS^β·e^{2τ}] = [%v, %v]", beta, res.DeltaTilde, lo, hi)
+			}
+			if got := l.Spends()[0].Parts[0].Details["beta"]; got != beta {
+				t.Fatalf("ledger records β = %v, want %v", got, beta)
+			}
 		}
 	}
 }
@@ -248,5 +258,17 @@ func TestPlanRunsOnce(t *testing.T) {
 	}
 	if _, err := p.Run(context.Background(), dp.NewSource(), f); !errors.Is(err, ErrPlanUsed) {
 		t.Fatalf("second Run: err = %v, want ErrPlanUsed", err)
+	}
+}
+
+// TestInvalidBeta: β must be finite and ≥ 0 (0 selects the default).
+func TestInvalidBeta(t *testing.T) {
+	h, f := fig1(3, 2, true)
+	for _, beta := range []float64{-1, math.NaN(), math.Inf(1)} {
+		cfg := fig1Config(t, 1, 1e-6, 2, 1)
+		cfg.Beta = beta
+		if _, err := Run(context.Background(), dp.NewSource(), h, f, cfg, newLedger(t, 1, 1e-6)); !errors.Is(err, dp.ErrInvalidParameter) {
+			t.Errorf("β = %v: err = %v, want ErrInvalidParameter", beta, err)
+		}
 	}
 }

@@ -159,6 +159,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	plan, err := joinasone.Prepare(h, joinasone.Config{
 		Epsilon:   s.Privacy.Epsilon,
 		Delta:     s.Privacy.Delta,
+		Beta:      s.Release.Beta,
 		Columns:   s.Release.Columns,
 		Universe:  u,
 		Families:  fams,

@@ -33,6 +33,7 @@
 //	release:                                # required
 //	  method: join-as-one                   # or uniformized; default join-as-one
 //	  columns: [o_orderpriority, customer.c_mktsegment]
+//	  beta: 0.1                             # optional, public; β of residual sensitivity (3+ tables), default ε/ln(1/δ)
 //	workload:                               # optional
 //	  marginals: [[o_orderpriority, c_mktsegment], [l_quantity]]
 //	  ranges: [{column: l_quantity, by: [o_orderpriority]}]

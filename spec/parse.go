@@ -793,10 +793,17 @@ func (p *parser) checkJoin() {
 }
 
 func (p *parser) release(n *yaml.Node) {
-	m := p.mapping(n, "release", "method", "columns")
+	m := p.mapping(n, "release", "method", "columns", "beta")
 	p.s.Release.Method = JoinAsOne
 	if v := m.get("method"); v != nil {
 		p.s.Release.Method = Method(p.choice(v, "release.method", string(JoinAsOne), string(Uniformized)))
+	}
+	if v := m.get("beta"); v != nil {
+		if b := p.number(v, "release.beta"); b > 0 {
+			p.s.Release.Beta = b
+		} else {
+			p.fail(deref(v), "release.beta", "must be > 0, got %v", b)
+		}
 	}
 	items := p.sequence(m.required("columns"), "release.columns")
 	if len(items) == 0 {

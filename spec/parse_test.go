@@ -182,6 +182,9 @@ func badCases() []badCase {
 		{"release empty", withLine(19, `  columns: []`), "release.columns", 19, "at least one column"},
 		{"release twice", withLine(19, `  columns: [c_mktsegment, customer.c_mktsegment]`), "release.columns[1]", 19, "customer.c_mktsegment is listed twice"},
 		{"unknown method", withLine(19, "  method: fast\n  columns: [c_mktsegment]"), "release.method", 19, `must be one of join-as-one, uniformized, got "fast"`},
+		{"beta zero", withLine(19, "  beta: 0\n  columns: [c_mktsegment]"), "release.beta", 19, "must be > 0, got 0"},
+		{"beta NaN", withLine(19, "  beta: .nan\n  columns: [c_mktsegment]"), "release.beta", 19, "must be finite"},
+		{"beta text", withLine(19, "  beta: small\n  columns: [c_mktsegment]"), "release.beta", 19, "must be a number"},
 		{"misspelt release", withLines(map[int]string{18: `releas: {columns: [c_mktsegment]}`, 19: ""}), "", 18, `unknown key "releas"`},
 		{"missing release", withLines(map[int]string{18: "", 19: ""}), "release", 1, "missing (required)"},
 		// Workload.
@@ -660,5 +663,24 @@ func TestSDVBad(t *testing.T) {
 				t.Errorf("got file %q key %q line %d %q; want %q %q %d %q", e.File, e.Key, e.Line, err, wantFile, tc.key, tc.line, tc.msg)
 			}
 		})
+	}
+}
+
+// TestReleaseBeta: an explicit β is kept; without it Beta is 0 (the
+// default ε/ln(1/δ) is applied by the mechanism).
+func TestReleaseBeta(t *testing.T) {
+	s, err := Parse([]byte(withLine(19, "  beta: 0.05\n  columns: [c_mktsegment, o_totalprice, o_orderdate, o_shippriority, o_urgent]")), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Release.Beta != 0.05 {
+		t.Fatalf("beta = %v, want 0.05", s.Release.Beta)
+	}
+	s, err = Parse([]byte(withLines(nil)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Release.Beta != 0 {
+		t.Fatalf("beta = %v without release.beta, want 0", s.Release.Beta)
 	}
 }

@@ -186,6 +186,11 @@ type JoinEq struct {
 type Release struct {
 	// Method is the release algorithm; JoinAsOne by default.
 	Method Method
+	// Beta is the smoothing parameter β of residual sensitivity used by
+	// join-as-one on three or more relations; 0 means the paper's
+	// β = 1/λ = ε/ln(1/δ). It must be public: chosen without looking at
+	// the data.
+	Beta float64
 	// Columns lists the released columns in release order.
 	Columns []ColumnRef
 }
