@@ -122,9 +122,6 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if !(s.Privacy.Delta > 0) {
 		return nil, fmt.Errorf("%w: join-as-one needs δ > 0 (its truncated Laplace padding is (ε, δ)-DP), the spec has δ = %v", ErrUnsupported, s.Privacy.Delta)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("release: %w", err)
-	}
 
 	// Everything public first: budget, universe, workload.
 	ledger, err := dp.NewLedger(dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta})
@@ -138,11 +135,11 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	names := ColumnNames(s)
 	cols := s.ReleaseColumns()
 	sizes := s.ReleaseSizes()
-	cap := o.MemoryCap
-	if cap == 0 {
-		cap = pmw.DefaultMemoryCap
+	memCap := o.MemoryCap
+	if memCap == 0 {
+		memCap = pmw.DefaultMemoryCap
 	}
-	u, err := pmw.NewUniverse(names, sizes, cap)
+	u, err := pmw.NewUniverse(names, sizes, memCap)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +210,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, fmt.Errorf("release: %w", err)
 	}
 
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("release: %w", err)
+	}
 	parquetPath := filepath.Join(dir, ParquetName)
 	reportPath := filepath.Join(dir, ReportName)
 	w, err := NewWriter(parquetPath, names, cols, map[string]string{MetadataKey: string(reportJSON)})
