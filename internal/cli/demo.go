@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/synth-dp/synth/internal/demo"
+	"github.com/synth-dp/synth/release"
 )
 
 type demoOptions struct {
@@ -44,7 +45,7 @@ func newDemoCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			g.logger.Info("demo instance built", "k", o.k, "tables", "accounts, transactions")
-			sum, err := runRelease(cmd.Context(), g, s, o.out, 0, 0)
+			sum, err := runRelease(cmd.Context(), g, s, release.Options{OutDir: o.out})
 			if err != nil {
 				return err
 			}

@@ -90,6 +90,8 @@ func TestExitCodes(t *testing.T) {
 		{"demo epsilon Inf", []string{"demo", "--out", out, "--epsilon", "Inf"}, ExitUsage, []string{"--epsilon +Inf", hint}},
 		{"demo k too small", []string{"demo", "--out", out, "--k", "1"}, ExitUsage, []string{"--k 1", hint}},
 		{"demo k too large", []string{"demo", "--out", out, "--k", "4097"}, ExitUsage, []string{"--k 4097", hint}},
+		{"release zero memory cap", []string{"release", "--config", good, "--out", out, "--memory-cap", "0"}, ExitUsage, []string{"--memory-cap 0", hint}},
+		{"release universe over the memory cap", []string{"release", "--config", "../../examples/adult/synth.yaml", "--out", out, "--memory-cap", "1"}, ExitUsage, []string{"age", "coarser"}},
 		{"release zero max rounds", []string{"release", "--config", good, "--out", out, "--max-rounds", "0"}, ExitUsage, []string{"--max-rounds 0", hint}},
 		{"sensitivity default beta with delta 0", []string{"sensitivity", "--config", deltaZero}, ExitUsage, []string{"give --beta", hint}},
 		{"release negative rounds", []string{"release", "--config", good, "--out", out, "--rounds", "-1"}, ExitUsage, []string{"--rounds -1", hint}},

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
 )
@@ -17,6 +18,7 @@ type releaseOptions struct {
 	out       string
 	rounds    int
 	maxRounds int
+	memCapMiB int64
 }
 
 func newReleaseCmd(g *globalOptions) *cobra.Command {
@@ -43,11 +45,14 @@ on an error or an interrupt nothing half-written is left behind.`,
 			if o.maxRounds < 1 {
 				return usageErrorf("--max-rounds %d: want ≥ 1", o.maxRounds)
 			}
+			if o.memCapMiB < 1 || o.memCapMiB > 1<<40 {
+				return usageErrorf("--memory-cap %d: want a number of MiB ≥ 1", o.memCapMiB)
+			}
 			s, err := spec.Load(o.config)
 			if err != nil {
 				return err
 			}
-			sum, err := runRelease(cmd.Context(), g, s, o.out, o.rounds, o.maxRounds)
+			sum, err := runRelease(cmd.Context(), g, s, release.Options{OutDir: o.out, Rounds: o.rounds, MaxRounds: o.maxRounds, MemoryCap: o.memCapMiB << 20})
 			if err != nil {
 				return err
 			}
@@ -60,6 +65,7 @@ on an error or an interrupt nothing half-written is left behind.`,
 	cmd.Flags().StringVar(&o.out, "out", "", "output folder (default: the spec's output.path)")
 	cmd.Flags().IntVar(&o.rounds, "rounds", 0, "PMW rounds T (default: chosen from the noisy join size by Ghazi et al. App. A's rule, at most --max-rounds)")
 	cmd.Flags().IntVar(&o.maxRounds, "max-rounds", release.DefaultMaxRounds, "cap on the automatic number of PMW rounds")
+	cmd.Flags().Int64Var(&o.memCapMiB, "memory-cap", pmw.DefaultMemoryCap>>20, "largest memory (MiB) PMW may use for the universe; a larger universe is refused")
 	return cmd
 }
 
@@ -72,16 +78,9 @@ func (g *globalOptions) source() dp.Source {
 	return dp.NewSource()
 }
 
-func runRelease(ctx context.Context, g *globalOptions, s *spec.Spec, out string, rounds, maxRounds int) (*release.Summary, error) {
-	sum, err := release.Run(ctx, release.Options{
-		Spec:      s,
-		OutDir:    out,
-		Engine:    g.engine,
-		Source:    g.source(),
-		Logger:    g.logger,
-		Rounds:    rounds,
-		MaxRounds: maxRounds,
-	})
+func runRelease(ctx context.Context, g *globalOptions, s *spec.Spec, o release.Options) (*release.Summary, error) {
+	o.Spec, o.Engine, o.Source, o.Logger = s, g.engine, g.source(), g.logger
+	sum, err := release.Run(ctx, o)
 	if errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("interrupted; no output was written: %w", err)
 	}

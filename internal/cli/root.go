@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
 )
@@ -88,7 +89,7 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid), errors.Is(err, release.ErrUnsupported):
+	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid), errors.Is(err, release.ErrUnsupported), errors.Is(err, pmw.ErrTooLarge):
 		return ExitUsage
 	default:
 		return ExitRuntime
