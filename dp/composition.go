@@ -50,18 +50,7 @@ func PerStepEpsilon(eps, delta float64, k int) (float64, error) {
 // (Dwork–Roth 2014, Thm. 3.16; Ghazi et al. cite it as basic composition).
 // It returns an error if any budget is invalid or none is given.
 func BasicComposition(budgets ...Budget) (Budget, error) {
-	if len(budgets) == 0 {
-		return Budget{}, fmt.Errorf("%w: no budgets to compose", ErrInvalidParameter)
-	}
-	var out Budget
-	for _, b := range budgets {
-		if err := b.Validate(); err != nil {
-			return Budget{}, err
-		}
-		out.Epsilon += b.Epsilon
-		out.Delta += b.Delta
-	}
-	return out, nil
+	return fold(budgets, func(a, b float64) float64 { return a + b })
 }
 
 // ParallelComposition returns the guarantee of running the mechanisms on
@@ -72,6 +61,11 @@ func BasicComposition(budgets ...Budget) (Budget, error) {
 // [GroupPrivacy] with k instead. [Ledger.SplitParallel] charges such a
 // share once.
 func ParallelComposition(budgets ...Budget) (Budget, error) {
+	return fold(budgets, math.Max)
+}
+
+// fold validates every budget and combines their ε and δ with op.
+func fold(budgets []Budget, op func(a, b float64) float64) (Budget, error) {
 	if len(budgets) == 0 {
 		return Budget{}, fmt.Errorf("%w: no budgets to compose", ErrInvalidParameter)
 	}
@@ -80,8 +74,7 @@ func ParallelComposition(budgets ...Budget) (Budget, error) {
 		if err := b.Validate(); err != nil {
 			return Budget{}, err
 		}
-		out.Epsilon = math.Max(out.Epsilon, b.Epsilon)
-		out.Delta = math.Max(out.Delta, b.Delta)
+		out = Budget{Epsilon: op(out.Epsilon, b.Epsilon), Delta: op(out.Delta, b.Delta)}
 	}
 	return out, nil
 }

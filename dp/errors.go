@@ -25,3 +25,15 @@ func checkDelta(name string, v float64) error {
 	}
 	return nil
 }
+
+// checkMechanism validates the (ε, δ, Δ) of an approximate-DP noise
+// mechanism: ε > 0 finite, 0 < δ < 1, Δ > 0 finite.
+func checkMechanism(eps, delta, sens float64) error {
+	if err := checkPositive("epsilon", eps); err != nil {
+		return err
+	}
+	if err := checkDelta("delta", delta); err != nil {
+		return err
+	}
+	return checkPositive("sensitivity", sens)
+}

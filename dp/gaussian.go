@@ -59,13 +59,7 @@ func SigmaClassical(eps, delta, sens float64) (float64, error) {
 // the returned σ satisfies the condition as evaluated in float64. It is
 // valid for every ε > 0, unlike [SigmaClassical].
 func SigmaAnalytic(eps, delta, sens float64) (float64, error) {
-	if err := checkPositive("epsilon", eps); err != nil {
-		return 0, err
-	}
-	if err := checkDelta("delta", delta); err != nil {
-		return 0, err
-	}
-	if err := checkPositive("sensitivity", sens); err != nil {
+	if err := checkMechanism(eps, delta, sens); err != nil {
 		return 0, err
 	}
 	// Work with Δ = 1 and scale at the end: the condition depends on σ/Δ.

@@ -10,13 +10,7 @@ import (
 // scale b = Δ/ε, the noise TLap^τ_b on [0, 2τ] added to a value of
 // sensitivity Δ is (ε, δ)-DP and never lowers the value.
 func Tau(eps, delta, sens float64) (float64, error) {
-	if err := checkPositive("epsilon", eps); err != nil {
-		return 0, err
-	}
-	if err := checkDelta("delta", delta); err != nil {
-		return 0, err
-	}
-	if err := checkPositive("sensitivity", sens); err != nil {
+	if err := checkMechanism(eps, delta, sens); err != nil {
 		return 0, err
 	}
 	// ln(1 + (e^ε−1)/δ) computed with Expm1 and Log1p to stay exact for

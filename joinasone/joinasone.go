@@ -111,16 +111,16 @@ type Result struct {
 // Plan is a join-as-one run whose budget is charged and which has not read
 // any data yet. It runs once.
 type Plan struct {
-	h         *hypergraph.Hypergraph
-	cfg       Config
-	alg       Algorithm
-	tau       float64
-	scale     float64
-	beta      float64
-	pmwBudget dp.Budget
-	root      *dp.Ledger
-	pmwLedger *dp.Ledger
-	ran       bool
+	h   *hypergraph.Hypergraph
+	cfg Config
+	alg Algorithm
+	// tau, scale and beta parameterise the TLap noise of Δ̃ (unused for
+	// one table).
+	tau, scale, beta float64
+	// root is the run's share of the ledger (Δ̃ is published there) and
+	// pmwLedger the share reserved for PMW, whose ε and δ it is run with.
+	root, pmwLedger *dp.Ledger
+	ran             bool
 }
 
 // Algorithm is the algorithm the plan runs.
@@ -156,18 +156,21 @@ func Prepare(h *hypergraph.Hypergraph, cfg Config, ledger *dp.Ledger) (*Plan, er
 		p.alg = TwoTable
 	}
 	// The parameters first, so that nothing is charged for a run that
-	// cannot start.
-	p.pmwBudget = dp.Budget{Epsilon: eps / 2, Delta: delta / 2}
+	// cannot start. Two or more tables: half the budget for Δ̃ (one TLap
+	// charge), half for PMW; one table: all of it for PMW.
 	half := dp.Budget{Epsilon: eps / 2, Delta: delta / 2}
+	pmwBudget := half
+	var mechanism, rule string
 	var err error
 	switch p.alg {
 	case OneTable:
-		p.pmwBudget = dp.Budget{Epsilon: eps, Delta: delta}
+		pmwBudget = dp.Budget{Epsilon: eps, Delta: delta}
 	case TwoTable:
 		if p.tau, err = dp.Tau(eps/2, delta/2, 1); err != nil {
 			return nil, err
 		}
 		p.scale = 2 / eps
+		mechanism, rule = "tlap: noisy max degree Δ̃", "TLap on a value of sensitivity 1 (Ghazi et al. Alg. 1 line 1)"
 	default:
 		p.beta = eps / math.Log(1/delta)
 		if cfg.Beta != 0 {
@@ -177,24 +180,22 @@ func Prepare(h *hypergraph.Hypergraph, cfg Config, ledger *dp.Ledger) (*Plan, er
 			return nil, err
 		}
 		p.scale = 2 * p.beta / eps
+		mechanism, rule = "tlap: noisy log residual sensitivity ln Δ̃", "TLap on ln RS^β, of sensitivity β (Ghazi et al. Alg. 3 line 2, Lemma 3.7)"
 	}
 	if p.root, err = ledger.Split("join-as-one", dp.Budget{Epsilon: eps, Delta: delta}, "basic composition of its parts",
 		map[string]any{"algorithm": string(p.alg)}); err != nil {
 		return nil, err
 	}
-	switch p.alg {
-	case TwoTable:
-		err = p.root.Charge("tlap: noisy max degree Δ̃", half, "TLap on a value of sensitivity 1 (Ghazi et al. Alg. 1 line 1)",
-			map[string]any{"tau": p.tau, "scale": p.scale})
-	case General:
-		err = p.root.Charge("tlap: noisy log residual sensitivity ln Δ̃", half,
-			"TLap on ln RS^β, of sensitivity β (Ghazi et al. Alg. 3 line 2, Lemma 3.7)",
-			map[string]any{"beta": p.beta, "tau": p.tau, "scale": p.scale})
+	if mechanism != "" {
+		details := map[string]any{"tau": p.tau, "scale": p.scale}
+		if p.alg == General {
+			details["beta"] = p.beta
+		}
+		if err := p.root.Charge(mechanism, half, rule, details); err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	if p.pmwLedger, err = p.root.Split("pmw", p.pmwBudget, "PMW_{ε,δ,Δ̃} of Ghazi et al. App. A", nil); err != nil {
+	if p.pmwLedger, err = p.root.Split("pmw", pmwBudget, "PMW_{ε,δ,Δ̃} of Ghazi et al. App. A", nil); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -220,15 +221,15 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 		return nil, ErrPlanUsed
 	}
 	p.ran = true
-	h, cfg, alg, tau, scale, beta, root := p.h, p.cfg, p.alg, p.tau, p.scale, p.beta, p.root
-	pmwBudget, pmwLedger := p.pmwBudget, p.pmwLedger
+	h, cfg := p.h, p.cfg
 
 	// Δ̃ from the data.
 	deltaTilde := 1.0
-	switch alg {
+	switch p.alg {
 	case TwoTable:
-		shared := h.AttrsOf(1)
-		shared = intersect(shared, h.AttrsOf(2))
+		// With two relations, the boundary of the first is exactly the
+		// join attributes they share.
+		shared := h.Boundary(1)
 		var maxDeg int64
 		// A tuple added to relation i changes the join by the degree of its
 		// join value in the other relation: only private relations move.
@@ -242,19 +243,19 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 			}
 			maxDeg = max(maxDeg, d)
 		}
-		deltaTilde = float64(maxDeg) + dp.TLap(src, tau, scale)
+		deltaTilde = float64(maxDeg) + dp.TLap(src, p.tau, p.scale)
 	case General:
-		sens, err := residual.Compute(ctx, h, stats, beta)
+		sens, err := residual.Compute(ctx, h, stats, p.beta)
 		if err != nil {
 			return nil, err
 		}
-		deltaTilde = sens.RS * math.Exp(dp.TLap(src, tau, scale))
+		deltaTilde = sens.RS * math.Exp(dp.TLap(src, p.tau, p.scale))
 	}
 	// Δ̃ ≥ 1 keeps PMW's sensitivity meaningful when the true bound is 0
 	// (an empty join): raising a DP value by a public rule is
 	// post-processing.
 	deltaTilde = math.Max(deltaTilde, 1)
-	root.Publish("delta_tilde", deltaTilde)
+	p.root.Publish("delta_tilde", deltaTilde)
 
 	cells, err := stats.Histogram(ctx, h, cfg.Columns, cfg.Universe.Sizes())
 	if err != nil {
@@ -265,32 +266,18 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 		hist[i] = pmw.Cell{Index: c.Index, Count: c.Count}
 	}
 	res, err := pmw.Run(ctx, src, cfg.Universe, cfg.Families, hist, pmw.Config{
-		Epsilon:     pmwBudget.Epsilon,
-		Delta:       pmwBudget.Delta,
+		Epsilon:     p.pmwLedger.Total().Epsilon,
+		Delta:       p.pmwLedger.Total().Delta,
 		Sensitivity: deltaTilde,
 		Rounds:      cfg.Rounds,
 		MaxRounds:   cfg.MaxRounds,
 		Reapply:     cfg.Reapply,
-		Ledger:      pmwLedger,
+		Ledger:      p.pmwLedger,
 		Workers:     cfg.Workers,
 		Progress:    cfg.Progress,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Algorithm: alg, DeltaTilde: deltaTilde, PMW: res}, nil
-}
-
-func intersect(a, b []string) []string {
-	in := map[string]bool{}
-	for _, x := range b {
-		in[x] = true
-	}
-	var out []string
-	for _, x := range a {
-		if in[x] {
-			out = append(out, x)
-		}
-	}
-	return out
+	return &Result{Algorithm: p.alg, DeltaTilde: deltaTilde, PMW: res}, nil
 }

@@ -62,6 +62,15 @@ func Evaluate(ctx context.Context, s *spec.Spec, eng *engine.Engine, synthetic s
 	names := ColumnNames(s)
 	cols := s.ReleaseColumns()
 	sizes := s.ReleaseSizes()
+	// The workload is public: check it before any data is read.
+	dec, err := NewDecoder(names, cols)
+	if err != nil {
+		return nil, err
+	}
+	fams, err := workload(s, dec)
+	if err != nil {
+		return nil, err
+	}
 	synCols := make([]spec.Column, len(cols))
 	synRefs := make([]spec.ColumnRef, len(cols))
 	for i, c := range cols {
@@ -88,18 +97,8 @@ func Evaluate(ctx context.Context, s *spec.Spec, eng *engine.Engine, synthetic s
 	}
 	ev := &Evaluation{Label: InternalLabel, Synthetic: synthetic, TrueRows: total(trueHist), SyntheticRows: total(synHist)}
 
-	dec, err := NewDecoder(names, cols)
-	if err != nil {
-		return nil, err
-	}
-	fams, err := workload(s, dec)
-	if err != nil {
-		return nil, err
-	}
 	var allAbs, allRel []float64
 	for _, f := range fams {
-		tm := marginal(trueHist, sizes, f.cols)
-		sm := marginal(synHist, sizes, f.cols)
 		var abs, rel []float64
 		add := func(t, s float64) {
 			e := math.Abs(s - t)
@@ -119,12 +118,14 @@ func Evaluate(ctx context.Context, s *spec.Spec, eng *engine.Engine, synthetic s
 			}
 			add(t*f.scale, s*f.scale)
 		case f.rng < 0:
+			tm, sm := marginal(trueHist, sizes, f.cols), marginal(synHist, sizes, f.cols)
 			for i := range tm {
 				add(tm[i], sm[i])
 			}
 		default:
 			// The range column is the last (fastest) of f.cols: every block
 			// of n consecutive cells is one cell of the by-marginal.
+			tm, sm := marginal(trueHist, sizes, f.cols), marginal(synHist, sizes, f.cols)
 			n := sizes[f.rng]
 			for b := 0; b < len(tm); b += n {
 				for lo := 0; lo < n; lo++ {

@@ -162,8 +162,9 @@ func buildInspectReport(path string, s *spec.Spec, h *hypergraph.Hypergraph) ins
 	if rep.JoinAttributes == nil {
 		rep.JoinAttributes = []joinAttribute{}
 	}
+	cols := s.ReleaseColumns()
 	for i, ref := range s.Release.Columns {
-		c := s.ReleaseColumns()[i]
+		c := cols[i]
 		rep.ReleaseColumns = append(rep.ReleaseColumns, releaseColumn{Name: ref.String(), Type: string(c.Type), Size: c.Size()})
 	}
 	rep.UniverseSize, _ = s.UniverseSize()
