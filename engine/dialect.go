@@ -17,7 +17,6 @@ import (
 // float or date.
 type dialect interface {
 	// name is the engine's name in messages.
-	name() string
 	// ident quotes an identifier.
 	ident(name string) string
 	// str renders a string literal.
@@ -66,16 +65,12 @@ type dialect interface {
 	bigint() string
 	double() string
 	text() string
-	boolean() string
-	dateType() string
 }
 
 // duckDB is the [dialect] of DuckDB 1.5.
 type duckDB struct{}
 
 var _ dialect = duckDB{}
-
-func (duckDB) name() string { return "duckdb" }
 
 func (duckDB) ident(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
@@ -190,20 +185,17 @@ func (d duckDB) dateIndex(expr string, min time.Time, g spec.Granularity) string
 	}
 }
 
-func (duckDB) bigint() string   { return "BIGINT" }
-func (duckDB) double() string   { return "DOUBLE" }
-func (duckDB) text() string     { return "VARCHAR" }
-func (duckDB) boolean() string  { return "BOOLEAN" }
-func (duckDB) dateType() string { return "DATE" }
+func (duckDB) bigint() string { return "BIGINT" }
+func (duckDB) double() string { return "DOUBLE" }
+func (duckDB) text() string   { return "VARCHAR" }
 
 // format is the table's source format, from the spec or the extension.
 func format(t *spec.Table) string {
-	f := strings.ToLower(t.Format)
-	if f == "" {
-		if strings.HasSuffix(strings.ToLower(t.Source), ".parquet") {
-			return "parquet"
-		}
-		return "csv"
+	if t.Format != "" {
+		return strings.ToLower(t.Format)
 	}
-	return f
+	if f := spec.FormatOf(t.Source); f != "" {
+		return f
+	}
+	return "csv"
 }

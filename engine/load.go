@@ -39,8 +39,8 @@ func BinColumn(column string) string { return binPrefix + column }
 const (
 	numberRE    = `[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][+-]?[0-9]+)?`
 	dateRE      = `[0-9]{4}-[0-9]{2}-[0-9]{2}`
-	canonIntRE  = `-?(0|[1-9][0-9]{0,17})`
-	maxCategory = 8 // categories listed in an Expected message
+	canonIntRE  = `(0|-?[1-9][0-9]{0,17})` // no "-0": it must not join "0" only when a column happens to be BIGINT
+	maxCategory = 8                        // categories listed in an Expected message
 )
 
 // booleanTrue and booleanFalse are the accepted spellings of a boolean,
@@ -111,10 +111,12 @@ func (e *Engine) Load(ctx context.Context, s *spec.Spec) error {
 		if err := checkTable(t); err != nil {
 			return err
 		}
-		if names[t.Name] {
-			return fmt.Errorf("engine: load: table %q appears twice", t.Name)
+		// DuckDB resolves identifiers case-insensitively: names that differ
+		// only in case would replace each other.
+		if names[strings.ToLower(t.Name)] {
+			return fmt.Errorf("engine: load: table %q appears twice (table names are compared ignoring case)", t.Name)
 		}
-		names[t.Name] = true
+		names[strings.ToLower(t.Name)] = true
 	}
 	for i := range s.Tables {
 		t := &s.Tables[i]
@@ -207,10 +209,14 @@ func checkTable(t *spec.Table) error {
 			return fmt.Errorf("engine: load: table %s: a column has no name", t.Name)
 		case strings.HasPrefix(c.Name, ReservedPrefix):
 			return fmt.Errorf("%s: names starting with %q are reserved", where, ReservedPrefix)
-		case seen[c.Name]:
-			return fmt.Errorf("%s: declared twice", where)
+		case seen[strings.ToLower(c.Name)]:
+			return fmt.Errorf("%s: declared twice (column names are compared ignoring case)", where)
+		case strings.EqualFold(c.Name, "rowid"):
+			// DuckDB's rowid pseudo-column numbers the CSV rows; a column of
+			// that name would hide it.
+			return fmt.Errorf("%s: the name rowid is reserved by the engine", where)
 		}
-		seen[c.Name] = true
+		seen[strings.ToLower(c.Name)] = true
 		switch c.Type {
 		case spec.Key:
 			continue

@@ -47,7 +47,6 @@ type factor struct {
 // plan builds the SQL of a count plan.
 type plan struct {
 	e     *Engine
-	h     *hypergraph.Hypergraph
 	vars  []planVar
 	ctes  []string
 	alive []factor
@@ -65,7 +64,7 @@ func (e *Engine) newPlan(ctx context.Context, h *hypergraph.Hypergraph, set hype
 			return nil, nil, fmt.Errorf("%w: attribute %q is in no relation of %v", ErrInvalid, a, h.Names(set))
 		}
 	}
-	p := &plan{e: e, h: h}
+	p := &plan{e: e}
 	d := e.d
 	attrVar := map[string]int{}
 	var kept []int

@@ -187,3 +187,14 @@ func TestUniverseSize(t *testing.T) {
 		t.Error("2^63 cells: want overflow")
 	}
 }
+
+func TestFormatOf(t *testing.T) {
+	for src, want := range map[string]string{
+		"a.csv": "csv", "A.CSV": "csv", "a.csv.gz": "csv", "a.csv.zst": "csv",
+		"a.parquet": "parquet", "a.pq": "parquet", "a.parquet.gz": "", "a.txt": "", "a": "",
+	} {
+		if got := FormatOf(src); got != want {
+			t.Errorf("FormatOf(%q) = %q, want %q", src, got, want)
+		}
+	}
+}

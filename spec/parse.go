@@ -437,7 +437,7 @@ func (p *parser) table(n *yaml.Node, path string) {
 	if f := m.get("format"); f != nil {
 		t.Format = p.choice(f, join(path, "format"), "csv", "parquet")
 	} else {
-		t.Format = formatOf(src)
+		t.Format = FormatOf(src)
 		if t.Format == "" {
 			p.fail(deref(m.get("source")), join(path, "source"), "cannot tell the format of %q from its extension; add format: csv or format: parquet", src)
 		}
@@ -512,11 +512,19 @@ func equalStrings(a, b []string) bool {
 	return true
 }
 
-// formatOf infers the file format from the extension, or "".
-func formatOf(src string) string {
+// FormatOf infers a source's format from its extension: "csv" for .csv
+// (also compressed, .csv.gz or .csv.zst), "parquet" for .parquet or .pq
+// (Parquet compresses inside the file), or "" when the extension says
+// neither.
+func FormatOf(src string) string {
 	s := strings.ToLower(src)
 	for _, ext := range []string{".gz", ".zst"} {
-		s = strings.TrimSuffix(s, ext)
+		if t := strings.TrimSuffix(s, ext); t != s {
+			if strings.HasSuffix(t, ".csv") {
+				return "csv"
+			}
+			return ""
+		}
 	}
 	switch {
 	case strings.HasSuffix(s, ".csv"):
