@@ -464,6 +464,7 @@ func (e *engine) renormalise() {
 	}
 	e.z *= c
 	e.r /= c
+	e.fresh = false // the cached tables hold the old scale
 }
 
 // result finishes the average (n̂/T)·(S + w·R) into S and returns it.

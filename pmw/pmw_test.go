@@ -523,3 +523,46 @@ func TestRunAutoRounds(t *testing.T) {
 		t.Fatalf("ε₀ = %v, want %v for T = %d", res.Eps0, eps0, want)
 	}
 }
+
+// TestRenormaliseRefreshesTables: when the unnormalised weights drift out
+// of float range, renormalise rescales them; the cached marginal tables
+// must not be reused at the old scale.
+func TestRenormaliseRefreshesTables(t *testing.T) {
+	u, err := NewUniverse([]string{"a", "b"}, []int{4, 5}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := []Cell{{Index: 0, Count: 30}, {Index: 7, Count: 50}, {Index: 19, Count: 20}}
+	e, err := newEngine(dp.NewSource(), u, []Family{Marginal([]int{0}), Marginal([]int{1})},
+		Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.init(hist); err != nil {
+		t.Fatal(err)
+	}
+	e.round()
+	e.answers() // tables fresh for the current w
+	want := append([]float64(nil), e.ans...)
+	for i := range want {
+		want[i] *= e.nhat / e.z
+	}
+	// An equivalent state whose weights are tiny: w, Z, the tables all
+	// scaled by 1e-120, R by 1e120.
+	const c = 1e-120
+	for i := range e.w {
+		e.w[i] *= c
+	}
+	for i := range e.scratch[0] {
+		e.scratch[0][i] *= c
+	}
+	e.z *= c
+	e.r /= c
+	e.renormalise()
+	e.answers()
+	for i := range want {
+		if got := e.ans[i] * e.nhat / e.z; math.Abs(got-want[i]) > 1e-9*math.Max(1, want[i]) {
+			t.Fatalf("answer %d after renormalise: %v, want %v", i, got, want[i])
+		}
+	}
+}
