@@ -31,17 +31,11 @@ func Gaussian(src Source, sigma float64) float64 {
 // ε < 1, so larger ε is an error. It is a documented alternative to
 // [SigmaAnalytic], which is never larger and is valid for every ε.
 func SigmaClassical(eps, delta, sens float64) (float64, error) {
-	if err := checkPositive("epsilon", eps); err != nil {
+	if err := checkMechanism(eps, delta, sens); err != nil {
 		return 0, err
 	}
 	if eps >= 1 {
 		return 0, fmt.Errorf("%w: epsilon = %v, the classical Gaussian bound needs epsilon < 1 (use SigmaAnalytic)", ErrInvalidParameter, eps)
-	}
-	if err := checkDelta("delta", delta); err != nil {
-		return 0, err
-	}
-	if err := checkPositive("sensitivity", sens); err != nil {
-		return 0, err
 	}
 	return sens * math.Sqrt(2*math.Log(1.25/delta)) / eps, nil
 }

@@ -125,11 +125,8 @@ func (l *Ledger) charge(s *Spend) error {
 	if s.Rho != 0 || l.rhoTotal > 0 {
 		return l.chargeRho(s)
 	}
-	if err := checkPositive("epsilon of "+s.Mechanism, s.Epsilon); err != nil {
-		return err
-	}
-	if math.IsNaN(s.Delta) || s.Delta < 0 || s.Delta >= 1 {
-		return fmt.Errorf("%w: delta of %s = %v", ErrInvalidParameter, s.Mechanism, s.Delta)
+	if err := s.Budget.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", s.Mechanism, err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -48,9 +48,10 @@ func AboveThreshold(src Source, f func(l int) (float64, error), n int, threshold
 // monotonicity a skipped f(ℓ) ≤ f' cannot cross), then runs forward as
 // AboveThreshold. Its output distribution — and, for the same source state,
 // its output — equals that of AboveThreshold, so it is ε-DP for queries of
-// sensitivity Δ. If f is not monotone, the output is still ε-DP (it is a
-// post-processing of the noisy comparisons) but no longer equals SVT's.
-// k is clamped to [0, n].
+// sensitivity Δ. That argument needs f non-decreasing: for a non-monotone
+// f a skipped f(ℓ) is replaced by a later query's value, and which one
+// depends on the noise, so the SVT proof no longer covers the output; do
+// not call it with a non-monotone f. k is clamped to [0, n].
 func AboveThresholdJumpStart(src Source, f func(l int) (float64, error), n, k int, threshold, eps, sens float64) (int, error) {
 	bT, bV, err := svtScales(n, threshold, eps, sens)
 	if err != nil {

@@ -169,8 +169,8 @@ func arrowSchema(dec *Decoder) *arrow.Schema {
 }
 
 // Schema returns the Parquet schema of the file the writer of names and
-// cols produces (see [Writer] for the types), named "synth". It is what
-// golden tests and `synth inspect` compare against.
+// cols produces (see [Writer] for the types), named "synth", for callers
+// that check a file against its spec (the golden schema test does).
 func Schema(names []string, cols []*spec.Column) (*parquet.Schema, error) {
 	dec, err := NewDecoder(names, cols)
 	if err != nil {

@@ -12,6 +12,9 @@ import (
 	"github.com/synth-dp/synth/spec"
 )
 
+// nonPrivateLabel marks output computed from the data without noise.
+const nonPrivateLabel = "NON-PRIVATE: computed from the data without noise; for the data custodian only, do not publish"
+
 type sensitivityOptions struct {
 	config string
 	beta   float64
@@ -63,10 +66,13 @@ They are for the data custodian; do not publish them.`,
 				return err
 			}
 			if o.format == "json" {
-				return writeJSON(g.stdout, sens)
+				return writeJSON(g.stdout, struct {
+					Label string `json:"label"`
+					*residual.Sensitivity
+				}{nonPrivateLabel, sens})
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "NON-PRIVATE diagnostic\n")
+			fmt.Fprintf(tw, "%s\n", nonPrivateLabel)
 			fmt.Fprintf(tw, "beta:\t%g\n", sens.Beta)
 			fmt.Fprintf(tw, "local sensitivity LŜ^0:\t%g\n", sens.LocalSensitivity)
 			fmt.Fprintf(tw, "residual sensitivity RS^β:\t%g (at k = %d)\n", sens.RS, sens.ArgmaxK)

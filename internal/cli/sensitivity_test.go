@@ -12,6 +12,7 @@ import (
 )
 
 type sensitivityJSON struct {
+	Label            string             `json:"label"`
 	Beta             *float64           `json:"beta"`
 	RS               *float64           `json:"rs"`
 	LocalSensitivity *float64           `json:"local_sensitivity"`
@@ -27,6 +28,9 @@ func runSensitivity(t *testing.T, args ...string) (sensitivityJSON, result) {
 	}
 	if got.Beta == nil || got.RS == nil || got.LocalSensitivity == nil || got.TE == nil {
 		t.Fatalf("missing keys beta, rs, local_sensitivity or t_e:\n%s", r.stdout)
+	}
+	if !strings.HasPrefix(got.Label, "NON-PRIVATE") {
+		t.Errorf("JSON label %q does not say NON-PRIVATE", got.Label)
 	}
 	if !strings.Contains(r.stderr, "NON-PRIVATE") {
 		t.Errorf("stderr does not say NON-PRIVATE:\n%s", r.stderr)
@@ -114,6 +118,9 @@ func TestSensitivityText(t *testing.T) {
 	r := mustRun(t, "-q", "sensitivity", "--config", tpchSpec)
 	if !strings.HasPrefix(r.stdout, "NON-PRIVATE") {
 		t.Errorf("text output does not start with NON-PRIVATE:\n%s", r.stdout)
+	}
+	if !strings.HasPrefix(got.Label, "NON-PRIVATE") {
+		t.Errorf("JSON label %q does not say NON-PRIVATE", got.Label)
 	}
 	if !strings.Contains(r.stderr, "NON-PRIVATE") {
 		t.Errorf("stderr does not say NON-PRIVATE:\n%s", r.stderr)
