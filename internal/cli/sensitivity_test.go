@@ -119,9 +119,6 @@ func TestSensitivityText(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "NON-PRIVATE") {
 		t.Errorf("text output does not start with NON-PRIVATE:\n%s", r.stdout)
 	}
-	if !strings.HasPrefix(got.Label, "NON-PRIVATE") {
-		t.Errorf("JSON label %q does not say NON-PRIVATE", got.Label)
-	}
 	if !strings.Contains(r.stderr, "NON-PRIVATE") {
 		t.Errorf("stderr does not say NON-PRIVATE:\n%s", r.stderr)
 	}
