@@ -214,9 +214,11 @@ func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, 
 	}
 	e.plan = newPassPlan(u, projs)
 	workers := cfg.workers()
-	// Memory: dense state, per-worker tables, true tables, per-query
-	// arrays, inner-block offsets.
-	need := u.MemoryEstimate() + int64(workers+1)*8*int64(e.plan.tableLen) + 3*8*int64(e.nq)
+	// Memory: dense state, per-worker tables, true tables, the weighted
+	// families' per-table-cell indices (at most 8 bytes a table cell), three
+	// float64 per query plus the range families' (lo, hi) pairs (at most two
+	// ints a query), inner-block offsets.
+	need := u.MemoryEstimate() + int64(workers+2)*8*int64(e.plan.tableLen) + 5*8*int64(e.nq)
 	for _, off := range e.plan.innerOff {
 		need += 4 * int64(len(off))
 	}
