@@ -13,7 +13,13 @@
 //
 //   - [Laplace]: Lap(b); ε-DP for L1 sensitivity Δ with b = Δ/ε.
 //   - [TLap] with [Tau]: truncated shifted Laplace on [0, 2τ]; (ε, δ)-DP,
-//     never lowers the value (Ghazi et al. §2).
+//     never lowers the value (Ghazi et al. §2). Continuous: for analysis
+//     and tests only; mechanisms pad with its integer analogue.
+//   - [TruncatedDiscreteLaplace] with [TDLapTau]: the exact integer TLap on
+//     {0, …, 2τ′}; (ε, δ)-DP for integer statistics, never lowers them. It
+//     pads n̂ and Alg. 1's Δ̃.
+//   - [LogPad]: the integer form of Alg. 3's e^TLap factor, ln of the bound
+//     on the public grid [LogGrid]; (ε, δ)-DP, never below its input.
 //   - [Gaussian] with [SigmaAnalytic] (Balle–Wang 2018) or [SigmaClassical]
 //     (Dwork–Roth Thm. A.1); (ε, δ)-DP for L2 sensitivity Δ; ρ-zCDP with
 //     [SigmaForRho].
@@ -36,8 +42,14 @@
 // output is exactly distributed. [Laplace], [TLap], [Gaussian] and [Cauchy]
 // compute in float64 and are NOT hardened; [Exponential] and the SVT
 // release only an index, so the low-bit attack does not apply directly, but
-// their noise is still a float64 approximation. Release integer statistics
-// through the discrete samplers where an adversary sees the raw output.
+// their noise is still a float64 approximation. Nothing a mechanism
+// publishes (the report, the Parquet metadata, the log, direct answers) may
+// be a raw float from a continuous sampler (DESIGN.md §3, invariant 6):
+// integer statistics are padded or noised with the discrete samplers
+// ([TruncatedDiscreteLaplace], [DiscreteLaplace], [DiscreteGaussian]),
+// multiplicative bounds with [LogPad], whose output is an integer grid
+// index. A float sampler may only feed values that are themselves never
+// published and whose published consequences are integers.
 //
 // # Composition and accounting
 //
@@ -59,7 +71,8 @@
 //
 // # Not implemented
 //
-// Snapping or grid-based float Laplace (Mironov's fix), Rényi-DP
+// Mironov's snapping mechanism for float Laplace (we use integer samplers
+// and grids instead), Rényi-DP
 // accounting, privacy amplification by subsampling, and the monotone-query
 // variant of SVT with smaller noise (Lyu et al. 2017).
 package dp

@@ -28,8 +28,11 @@ func Tau(eps, delta, sens float64) (float64, error) {
 // truncated to [0, τ]; no rejection loop. The result always lies in
 // [0, 2τ].
 //
-// Floating-point safety: float64 arithmetic, not hardened against Mironov's
-// attack; the value it pads is then used only inside further mechanisms.
+// Floating-point safety: float64 arithmetic, NOT hardened against
+// Mironov's attack: a value padded with TLap and published lets a reader
+// rule out neighbours from the low bits. Never publish its output or a
+// value padded with it; use [TruncatedDiscreteLaplace] (integers) or
+// [LogPad] (multiplicative bounds) instead (DESIGN.md §3, invariant 6).
 // It panics if b or τ is not finite and positive (τ = 0 returns 0).
 func TLap(src Source, tau, b float64) float64 {
 	if !(b > 0) || math.IsInf(b, 0) || !(tau >= 0) || math.IsInf(tau, 0) {

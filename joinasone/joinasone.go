@@ -11,17 +11,23 @@
 //
 //   - (ε/2, δ/2) for Δ̃, a private upper bound on how much one neighbour
 //     changes the join:
-//     two relations (Alg. 1): Δ̃ = Δ + TLap^{τ(ε/2,δ/2,1)}_{2/ε}, where Δ is
-//     the maximum degree of a join value (its global sensitivity is 1);
-//     any join (Alg. 3): Δ̃ = RS^β·exp(TLap^{τ(ε/2,δ/2,β)}_{2β/ε}) with
-//     β = 1/λ = ε/ln(1/δ), since ln RS^β has global sensitivity β
-//     (Lemma 3.7);
+//     two relations (Alg. 1): Δ̃ = Δ + X, where Δ is the maximum degree of
+//     a join value (its global sensitivity is 1) and X the exact integer
+//     TLap (dp.TruncatedDiscreteLaplace with budget (ε/2, δ/2));
+//     any join (Alg. 3): Δ̃ = ⌈e^{g·K}⌉ with K = ⌈ln RS^β / g⌉ + 1 + X on
+//     the public grid g = 2⁻²⁰ (dp.LogPad), β = 1/λ = ε/ln(1/δ) by
+//     default, since ln RS^β has global sensitivity β (Lemma 3.7): the
+//     paper's RS^β·e^{TLap} with the noise drawn as an integer number of
+//     grid steps;
+//
+// Δ̃ is an integer drawn with integer arithmetic, so publishing it is safe
+// against floating-point attacks (DESIGN.md §3, invariant 6).
 //   - (ε/2, δ/2) for PMW_{ε/2,δ/2,Δ̃} on the join's histogram over the
 //     released columns (App. A), which pads the join size to n̂ before it
 //     starts (the fix of the two flawed ideas of §3.1).
 //
-// TLap never lowers the value it pads, so Δ̃ ≥ Δ (resp. ≥ RS^β ≥ LS) holds
-// always, not only with high probability.
+// The padding never lowers the value it pads, so Δ̃ ≥ Δ (resp. ≥ RS^β ≥
+// LS) holds always, not only with high probability.
 //
 // A single relation is the one-table case: one tuple changes the join by
 // exactly one row, Δ̃ = 1 is public and PMW gets the whole (ε, δ).
@@ -44,6 +50,10 @@ import (
 // ErrNoPrivateRelation is returned when every relation is public: there is
 // nothing to protect and no neighbour notion to calibrate to.
 var ErrNoPrivateRelation = errors.New("joinasone: every relation is public")
+
+// maxLogFactor bounds ln of Alg. 3's noise factor Δ̃/RS^β: 40·ln 2. A β
+// whose factor can exceed 2⁴⁰ is refused before any data is read.
+const maxLogFactor = 40 * math.Ln2
 
 // Stats is what the mechanism reads from the data: aggregates only.
 // *engine.Engine implements it.
@@ -114,9 +124,11 @@ type Plan struct {
 	h   *hypergraph.Hypergraph
 	cfg Config
 	alg Algorithm
-	// tau, scale and beta parameterise the TLap noise of Δ̃ (unused for
-	// one table).
-	tau, scale, beta float64
+	// pad (Alg. 1) or logPad and beta (Alg. 3) draw the noise of Δ̃
+	// (unused for one table).
+	pad    *dp.TruncatedDiscreteLaplace
+	logPad *dp.LogPad
+	beta   float64
 	// root is the run's share of the ledger (Δ̃ is published there) and
 	// pmwLedger the share reserved for PMW, whose ε and δ it is run with.
 	root, pmwLedger *dp.Ledger
@@ -166,30 +178,44 @@ func Prepare(h *hypergraph.Hypergraph, cfg Config, ledger *dp.Ledger) (*Plan, er
 	case OneTable:
 		pmwBudget = dp.Budget{Epsilon: eps, Delta: delta}
 	case TwoTable:
-		if p.tau, err = dp.Tau(eps/2, delta/2, 1); err != nil {
-			return nil, err
+		if p.pad, err = dp.NewTruncatedDiscreteLaplace(eps/2, delta/2, 1); err != nil {
+			return nil, fmt.Errorf("joinasone: Δ̃: %w", err)
 		}
-		p.scale = 2 / eps
-		mechanism, rule = "tlap: noisy max degree Δ̃", "TLap on a value of sensitivity 1 (Ghazi et al. Alg. 1 line 1)"
+		mechanism, rule = "truncated discrete Laplace: noisy max degree Δ̃",
+			"exact integer TLap on the max degree, of sensitivity 1 (Ghazi et al. Alg. 1 line 1; dp.TruncatedDiscreteLaplace)"
 	default:
 		p.beta = eps / math.Log(1/delta)
 		if cfg.Beta != 0 {
 			p.beta = cfg.Beta
 		}
-		if p.tau, err = dp.Tau(eps/2, delta/2, p.beta); err != nil {
-			return nil, err
+		if p.logPad, err = dp.NewLogPad(eps/2, delta/2, p.beta); err != nil {
+			return nil, fmt.Errorf("joinasone: Δ̃: %w", err)
 		}
-		p.scale = 2 * p.beta / eps
-		mechanism, rule = "tlap: noisy log residual sensitivity ln Δ̃", "TLap on ln RS^β, of sensitivity β (Ghazi et al. Alg. 3 line 2, Lemma 3.7)"
+		// Refuse before any data is read a β whose noise factor alone could
+		// reach e^MaxLogFactor > 2⁴⁰ (the factor grows linearly in β; at
+		// ε = 1 the product overflowed float64 from β ≈ 13): Δ̃ would make
+		// PMW pure noise, or overflow.
+		if f := p.logPad.MaxLogFactor(); f > maxLogFactor {
+			return nil, fmt.Errorf("joinasone: %w: beta = %v makes the noise factor of Δ̃ up to e^%.4g (above 2⁴⁰); "+
+				"choose beta ≤ %.3g at ε = %v, δ = %v (β must be fixed without looking at the data)",
+				dp.ErrInvalidParameter, p.beta, f, p.beta*maxLogFactor/f, eps, delta)
+		}
+		mechanism, rule = "truncated discrete Laplace on a log grid: noisy residual sensitivity Δ̃",
+			"ln Δ̃ = ln RS^β (sensitivity β, Lemma 3.7) snapped up to the grid 2⁻²⁰ plus exact integer TLap noise "+
+				"(Ghazi et al. Alg. 3 line 2; dp.LogPad)"
 	}
 	if p.root, err = ledger.Split("join-as-one", dp.Budget{Epsilon: eps, Delta: delta}, "basic composition of its parts",
 		map[string]any{"algorithm": string(p.alg)}); err != nil {
 		return nil, err
 	}
 	if mechanism != "" {
-		details := map[string]any{"tau": p.tau, "scale": p.scale}
+		var details map[string]any
 		if p.alg == General {
-			details["beta"] = p.beta
+			n := p.logPad.Noise()
+			details = map[string]any{"tau": n.Tau(), "scale": n.Scale(), "grid": dp.LogGrid,
+				"grid_sensitivity": n.Sensitivity(), "beta": p.beta}
+		} else {
+			details = map[string]any{"tau": p.pad.Tau(), "scale": p.pad.Scale()}
 		}
 		if err := p.root.Charge(mechanism, half, rule, details); err != nil {
 			return nil, err
@@ -223,7 +249,8 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 	p.ran = true
 	h, cfg := p.h, p.cfg
 
-	// Δ̃ from the data.
+	// Δ̃ from the data: an integer, drawn with integer arithmetic (DESIGN.md
+	// §3, invariant 6).
 	deltaTilde := 1.0
 	switch p.alg {
 	case TwoTable:
@@ -243,13 +270,22 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 			}
 			maxDeg = max(maxDeg, d)
 		}
-		deltaTilde = float64(maxDeg) + dp.TLap(src, p.tau, p.scale)
+		deltaTilde = float64(maxDeg + p.pad.Sample(src))
 	case General:
 		sens, err := residual.Compute(ctx, h, stats, p.beta)
 		if err != nil {
 			return nil, err
 		}
-		deltaTilde = sens.RS * math.Exp(dp.TLap(src, p.tau, p.scale))
+		// max(RS, 1) keeps the logarithm finite for an empty join; it is
+		// 1-Lipschitz on the log scale, so ln max(RS, 1) still has
+		// sensitivity β.
+		_, bound := p.logPad.Pad(src, math.Max(sens.RS, 1))
+		// Deciding on a DP output is post-processing.
+		if !(bound <= 1<<53) {
+			return nil, fmt.Errorf("joinasone: the DP sensitivity bound Δ̃ = %.4g is too large for PMW (> 2⁵³): "+
+				"one tuple can reach too much of the join; release fewer relations or use a smaller beta", bound)
+		}
+		deltaTilde = math.Ceil(bound)
 	}
 	// Δ̃ ≥ 1 keeps PMW's sensitivity meaningful when the true bound is 0
 	// (an empty join): raising a DP value by a public rule is

@@ -34,7 +34,9 @@ type Measurement struct {
 type Result struct {
 	// Universe is the universe the weights live on.
 	Universe *Universe
-	// NHat is n̂ = |J| + TLap^{τ(ε/2, δ/2, Δ̃)}_{2Δ̃/ε}, the DP join size.
+	// NHat is n̂ = |J| + X, X the exact truncated discrete Laplace of
+	// integer sensitivity ⌈Δ̃⌉ and budget (ε/2, δ/2): the DP join size, an
+	// integer (held in a float64, exactly).
 	NHat float64
 	// Rounds is T and Eps0 the per-step ε₀ of the rounds.
 	Rounds int
@@ -67,8 +69,10 @@ type Result struct {
 // Δ̃ tuples, Run is (ε, δ)-DP (Ghazi et al. Thm. A.1), for any number of
 // queries, each with values in [−1, 1]:
 //
-//   - n̂ = |J| + TLap^{τ(ε/2, δ/2, Δ̃)}_{2Δ̃/ε} is (ε/2, δ/2)-DP (|J| has
-//     sensitivity Δ̃) and never below |J|;
+//   - n̂ = |J| + X with X ~ dp.TruncatedDiscreteLaplace(ε/2, δ/2, ⌈Δ̃⌉)
+//     (the integer TLap) is (ε/2, δ/2)-DP (|J| is an integer of
+//     sensitivity ≤ Δ̃) and never below |J|; it is an integer drawn with
+//     integer arithmetic, so it may be published (DESIGN.md §3, inv. 6);
 //   - conditioned on n̂, each of the T rounds selects q_t by the
 //     exponential mechanism with score |q(A_{t−1}) − q(J)| (sensitivity Δ̃)
 //     and measures m_t = q_t(J) + Lap(Δ̃/ε₀): 2T ε₀-DP steps, with ε₀ =
@@ -150,7 +154,8 @@ type engine struct {
 	cfg    Config
 	rounds int
 	eps0   float64
-	tau    float64
+	// nhatNoise pads |J| into n̂.
+	nhatNoise *dp.TruncatedDiscreteLaplace
 
 	plan    *passPlan
 	projOf  []int // per family: projection index in plan, −1 for none
@@ -231,7 +236,10 @@ func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, 
 	}
 	var err error
 	eps, delta := cfg.Epsilon/2, cfg.Delta/2
-	if e.tau, err = dp.Tau(eps, delta, cfg.Sensitivity); err != nil {
+	// |J| is an integer of sensitivity Δ̃, hence of integer sensitivity
+	// ⌈Δ̃⌉: the exact integer TLap pads it, so n̂ is an integer drawn with
+	// integer arithmetic (DESIGN.md §3, invariant 6).
+	if e.nhatNoise, err = dp.NewTruncatedDiscreteLaplace(eps, delta, int64(math.Ceil(cfg.Sensitivity))); err != nil {
 		return nil, fmt.Errorf("pmw: n̂: %w", err)
 	}
 	if cfg.autoRounds() {
@@ -264,9 +272,10 @@ func (e *engine) charge(l *dp.Ledger) error {
 			"(dp.PerStepEpsilon); conditioned on n̂ (Ghazi et al. App. A)"
 	}
 	if err := l.Charge("pmw: noisy join size n̂ (truncated Laplace)", half,
-		fmt.Sprintf("TLap with τ(ε/2, δ/2, Δ̃) = %g and scale 2Δ̃/ε on |J| of sensitivity Δ̃; "+
-			"basic composition with the rounds (Ghazi et al. App. A)", e.tau),
-		map[string]any{"T": rounds, "eps0": eps0, "sensitivity": e.cfg.Sensitivity, "tau": e.tau}); err != nil {
+		fmt.Sprintf("truncated discrete Laplace (exact, integer) on {0, …, 2τ′}, τ′ = %d, scale ⌈Δ̃⌉/(ε/2), on the integer |J| "+
+			"of sensitivity ⌈Δ̃⌉; (ε/2, δ/2)-DP (dp.TruncatedDiscreteLaplace); basic composition with the rounds "+
+			"(Ghazi et al. App. A)", e.nhatNoise.Tau()),
+		map[string]any{"T": rounds, "eps0": eps0, "sensitivity": e.cfg.Sensitivity, "tau": e.nhatNoise.Tau()}); err != nil {
 		return fmt.Errorf("pmw: %w", err)
 	}
 	if err := l.Charge("pmw: rounds (exponential mechanism + Laplace measurement)", half, roundsRule,
@@ -322,10 +331,14 @@ func (e *engine) init(hist []Cell) error {
 			f.directSparse(sparse, out)
 		}
 	}
-	e.nhat = float64(n)
 	if !e.cfg.testExactN {
-		e.nhat += dp.TLap(e.src, e.tau, 2*e.cfg.Sensitivity/e.cfg.Epsilon)
+		pad := e.nhatNoise.Sample(e.src)
+		if n > math.MaxInt64-pad || n+pad > 1<<53 {
+			return fmt.Errorf("%w: n̂ = %d + %d is beyond 2⁵³", ErrInvalidInput, n, pad)
+		}
+		n += pad
 	}
+	e.nhat = float64(n) // an integer < 2⁵³: exact in float64
 	if e.cfg.autoRounds() {
 		e.rounds = AutoRounds(e.nhat, e.cfg.Epsilon/2, e.cfg.Delta/2, e.cfg.Sensitivity, u.size, e.nq, e.cfg.MaxRounds)
 		var err error

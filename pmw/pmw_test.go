@@ -150,9 +150,12 @@ func naivePMW(t *testing.T, src dp.Source, u *Universe, fams []Family, hist []Ce
 		truth[i] = dot(q, j)
 	}
 	T := cfg.rounds()
-	tau, _ := dp.Tau(cfg.Epsilon/2, cfg.Delta/2, cfg.Sensitivity)
+	pad, err := dp.NewTruncatedDiscreteLaplace(cfg.Epsilon/2, cfg.Delta/2, int64(math.Ceil(cfg.Sensitivity)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	eps0, _ := dp.PerStepEpsilon(cfg.Epsilon/2, cfg.Delta/2, 2*T)
-	nhat := n + dp.TLap(src, tau, 2*cfg.Sensitivity/cfg.Epsilon)
+	nhat := n + float64(pad.Sample(src))
 	a := make([]float64, u.Len())
 	for x := range a {
 		a[x] = nhat / float64(u.Len())
@@ -448,6 +451,9 @@ func TestLedger(t *testing.T) {
 	}
 	if res.NHat < 2000 {
 		t.Errorf("n̂ = %v below |J| = 2000: TLap must never lower it", res.NHat)
+	}
+	if res.NHat != math.Trunc(res.NHat) {
+		t.Errorf("n̂ = %v is not an integer: a float from a continuous sampler must not be published", res.NHat)
 	}
 	// Nothing remains: the next run must be refused before any charge.
 	if _, err := Run(context.Background(), dp.NewSeededSource(5), u, testFamilies(), hist, cfg); !errors.Is(err, dp.ErrBudgetExceeded) {
