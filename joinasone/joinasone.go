@@ -106,7 +106,24 @@ type Config struct {
 	Progress func(round, rounds int)
 	// Workers bounds PMW's parallelism; 0 means the pmw default.
 	Workers int
+
+	// mutation plants a known privacy bug for the audits' mutation tests.
+	// Unexported: only this package's tests can set it; no production path
+	// does.
+	mutation mutation
 }
+
+// mutation names a planted privacy bug (audit tests only).
+type mutation int
+
+const (
+	honest mutation = iota
+	// mutNoDeltaNoise publishes Δ̃ = Δ (resp. RS^β) without noise.
+	mutNoDeltaNoise
+	// mutRSNoMax uses the local sensitivity LŜ⁰ instead of RS^β = max_k
+	// e^{−βk}·LŜ^k (Alg. 3 without the max over k).
+	mutRSNoMax
+)
 
 // Result is a run's output: DP values only.
 type Result struct {
@@ -188,17 +205,26 @@ func Prepare(h *hypergraph.Hypergraph, cfg Config, ledger *dp.Ledger) (*Plan, er
 		if cfg.Beta != 0 {
 			p.beta = cfg.Beta
 		}
-		if p.logPad, err = dp.NewLogPad(eps/2, delta/2, p.beta); err != nil {
-			return nil, fmt.Errorf("joinasone: Δ̃: %w", err)
-		}
 		// Refuse before any data is read a β whose noise factor alone could
 		// reach e^MaxLogFactor > 2⁴⁰ (the factor grows linearly in β; at
 		// ε = 1 the product overflowed float64 from β ≈ 13): Δ̃ would make
-		// PMW pure noise, or overflow.
-		if f := p.logPad.MaxLogFactor(); f > maxLogFactor {
-			return nil, fmt.Errorf("joinasone: %w: beta = %v makes the noise factor of Δ̃ up to e^%.4g (above 2⁴⁰); "+
+		// PMW pure noise, or overflow. The continuous τ screens absurd β
+		// cheaply; the exact factor of the integer sampler decides.
+		tooLarge := func(f float64) error {
+			return fmt.Errorf("joinasone: %w: beta = %v makes the noise factor of Δ̃ up to e^%.4g (above 2⁴⁰); "+
 				"choose beta ≤ %.3g at ε = %v, δ = %v (β must be fixed without looking at the data)",
 				dp.ErrInvalidParameter, p.beta, f, p.beta*maxLogFactor/f, eps, delta)
+		}
+		if tau, err := dp.Tau(eps/2, delta/2, p.beta); err != nil {
+			return nil, fmt.Errorf("joinasone: beta = %v: %w", p.beta, err)
+		} else if 2*tau > 2*maxLogFactor {
+			return nil, tooLarge(2 * tau)
+		}
+		if p.logPad, err = dp.NewLogPad(eps/2, delta/2, p.beta); err != nil {
+			return nil, fmt.Errorf("joinasone: Δ̃: %w", err)
+		}
+		if f := p.logPad.MaxLogFactor(); f > maxLogFactor {
+			return nil, tooLarge(f)
 		}
 		mechanism, rule = "truncated discrete Laplace on a log grid: noisy residual sensitivity Δ̃",
 			"ln Δ̃ = ln RS^β (sensitivity β, Lemma 3.7) snapped up to the grid 2⁻²⁰ plus exact integer TLap noise "+
@@ -249,48 +275,10 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 	p.ran = true
 	h, cfg := p.h, p.cfg
 
-	// Δ̃ from the data: an integer, drawn with integer arithmetic (DESIGN.md
-	// §3, invariant 6).
-	deltaTilde := 1.0
-	switch p.alg {
-	case TwoTable:
-		// With two relations, the boundary of the first is exactly the
-		// join attributes they share.
-		shared := h.Boundary(1)
-		var maxDeg int64
-		// A tuple added to relation i changes the join by the degree of its
-		// join value in the other relation: only private relations move.
-		for i := 0; i < 2; i++ {
-			if !h.Private().Has(i) {
-				continue
-			}
-			d, err := stats.MaxDegree(ctx, h, 1-i, shared)
-			if err != nil {
-				return nil, err
-			}
-			maxDeg = max(maxDeg, d)
-		}
-		deltaTilde = float64(maxDeg + p.pad.Sample(src))
-	case General:
-		sens, err := residual.Compute(ctx, h, stats, p.beta)
-		if err != nil {
-			return nil, err
-		}
-		// max(RS, 1) keeps the logarithm finite for an empty join; it is
-		// 1-Lipschitz on the log scale, so ln max(RS, 1) still has
-		// sensitivity β.
-		_, bound := p.logPad.Pad(src, math.Max(sens.RS, 1))
-		// Deciding on a DP output is post-processing.
-		if !(bound <= 1<<53) {
-			return nil, fmt.Errorf("joinasone: the DP sensitivity bound Δ̃ = %.4g is too large for PMW (> 2⁵³): "+
-				"one tuple can reach too much of the join; release fewer relations or use a smaller beta", bound)
-		}
-		deltaTilde = math.Ceil(bound)
+	deltaTilde, err := p.deltaTilde(ctx, src, stats)
+	if err != nil {
+		return nil, err
 	}
-	// Δ̃ ≥ 1 keeps PMW's sensitivity meaningful when the true bound is 0
-	// (an empty join): raising a DP value by a public rule is
-	// post-processing.
-	deltaTilde = math.Max(deltaTilde, 1)
 	p.root.Publish("delta_tilde", deltaTilde)
 
 	cells, err := stats.Histogram(ctx, h, cfg.Columns, cfg.Universe.Sizes())
@@ -316,4 +304,61 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 		return nil, err
 	}
 	return &Result{Algorithm: p.alg, DeltaTilde: deltaTilde, PMW: res}, nil
+}
+
+// deltaTilde reads the statistics Δ̃ needs and returns Δ̃: an integer ≥ 1
+// drawn with integer arithmetic (DESIGN.md §3, invariant 6).
+func (p *Plan) deltaTilde(ctx context.Context, src dp.Source, stats Stats) (float64, error) {
+	h := p.h
+	deltaTilde := 1.0
+	switch p.alg {
+	case TwoTable:
+		// With two relations, the boundary of the first is exactly the
+		// join attributes they share.
+		shared := h.Boundary(1)
+		var maxDeg int64
+		// A tuple added to relation i changes the join by the degree of its
+		// join value in the other relation: only private relations move.
+		for i := 0; i < 2; i++ {
+			if !h.Private().Has(i) {
+				continue
+			}
+			d, err := stats.MaxDegree(ctx, h, 1-i, shared)
+			if err != nil {
+				return 0, err
+			}
+			maxDeg = max(maxDeg, d)
+		}
+		deltaTilde = float64(maxDeg)
+		if p.cfg.mutation != mutNoDeltaNoise {
+			deltaTilde += float64(p.pad.Sample(src))
+		}
+	case General:
+		sens, err := residual.Compute(ctx, h, stats, p.beta)
+		if err != nil {
+			return 0, err
+		}
+		// max(RS, 1) keeps the logarithm finite for an empty join; it is
+		// 1-Lipschitz on the log scale, so ln max(RS, 1) still has
+		// sensitivity β.
+		rs := sens.RS
+		if p.cfg.mutation == mutRSNoMax {
+			rs = sens.LocalSensitivity
+		}
+		_, bound := p.logPad.Pad(src, math.Max(rs, 1))
+		if p.cfg.mutation == mutNoDeltaNoise {
+			bound = math.Max(rs, 1)
+		}
+		// Deciding on a DP output is post-processing.
+		if !(bound <= 1<<53) {
+			return 0, fmt.Errorf("joinasone: the DP sensitivity bound Δ̃ = %.4g is too large for PMW (> 2⁵³): "+
+				"one tuple can reach too much of the join; release fewer relations or use a smaller beta", bound)
+		}
+		deltaTilde = math.Ceil(bound)
+	}
+	// Δ̃ ≥ 1 keeps PMW's sensitivity meaningful when the true bound is 0
+	// (an empty join): raising a DP value by a public rule is
+	// post-processing.
+	deltaTilde = math.Max(deltaTilde, 1)
+	return deltaTilde, nil
 }

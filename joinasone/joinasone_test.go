@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
@@ -57,13 +58,13 @@ func newLedger(t testing.TB, eps, delta float64) *dp.Ledger {
 	return l
 }
 
-// TestTwoTableDeltaTildeBounds checks Alg. 1's Δ̃ on many runs: TLap never
-// lowers the max degree, so Δ ≤ Δ̃ ≤ Δ + 2τ(ε/2, δ/2, 1) always; and the
+// TestTwoTableDeltaTildeBounds checks Alg. 1's Δ̃ on many runs: the integer
+// TLap never lowers the max degree, so Δ ≤ Δ̃ ≤ Δ + 2τ′ always; and the
 // ledger records (ε/2, δ/2) for Δ̃ and (ε/2, δ/2) for PMW, adding to (ε, δ).
 func TestTwoTableDeltaTildeBounds(t *testing.T) {
 	const eps, delta = 1.0, 1e-6
 	h, f := fig1(12, 4, true)
-	tau, _ := dp.Tau(eps/2, delta/2, 1)
+	tau, _ := dp.TDLapTau(eps/2, delta/2, 1)
 	src := dp.NewSource()
 	for run := 0; run < 200; run++ {
 		l := newLedger(t, eps, delta)
@@ -74,8 +75,8 @@ func TestTwoTableDeltaTildeBounds(t *testing.T) {
 		if res.Algorithm != TwoTable {
 			t.Fatalf("algorithm %q, want %q", res.Algorithm, TwoTable)
 		}
-		if res.DeltaTilde < 12 || res.DeltaTilde > 12+2*tau {
-			t.Fatalf("Δ̃ = %v outside [Δ, Δ+2τ] = [12, %v]", res.DeltaTilde, 12+2*tau)
+		if res.DeltaTilde < 12 || res.DeltaTilde > float64(12+2*tau) || res.DeltaTilde != math.Trunc(res.DeltaTilde) {
+			t.Fatalf("Δ̃ = %v is not an integer in [Δ, Δ+2τ′] = [12, %v]", res.DeltaTilde, 12+2*tau)
 		}
 		if rem := l.Remaining(); rem.Epsilon > 1e-9 || rem.Delta > 1e-15 {
 			t.Fatalf("ledger left %+v unspent; the shares must add up to the total", rem)
@@ -114,8 +115,8 @@ func TestOnlyPrivateRelationsMove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tau, _ := dp.Tau(0.5, 0.5e-6, 1)
-	if res.DeltaTilde < 10 || res.DeltaTilde > 10+2*tau {
+	tau, _ := dp.TDLapTau(0.5, 0.5e-6, 1)
+	if res.DeltaTilde < 10 || res.DeltaTilde > float64(10+2*tau) {
 		t.Fatalf("Δ̃ = %v, want within [10, 10+2τ]: a tuple of private r2 changes the join by its degree in r1", res.DeltaTilde)
 	}
 }
@@ -193,7 +194,10 @@ func TestGeneralJoinUsesResidualSensitivity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tau, _ := dp.Tau(eps/2, delta/2, beta)
+		pad, err := dp.NewLogPad(eps/2, delta/2, beta)
+		if err != nil {
+			t.Fatal(err)
+		}
 		cfg := Config{Epsilon: eps, Delta: delta, Beta: cfgBeta, Universe: u,
 			Columns:  []spec.ColumnRef{{Table: "r1", Column: "x"}, {Table: "r3", Column: "y"}},
 			Families: []pmw.Family{pmw.Marginal([]int{0, 1})}}
@@ -206,9 +210,9 @@ func TestGeneralJoinUsesResidualSensitivity(t *testing.T) {
 			if res.Algorithm != General {
 				t.Fatalf("algorithm %q, want %q", res.Algorithm, General)
 			}
-			lo, hi := sens.RS, sens.RS*math.Exp(2*tau)
-			if res.DeltaTilde < lo*(1-1e-12) || res.DeltaTilde > hi*(1+1e-12) {
-				t.Fatalf("β = %v: Δ̃ = %v outside [RS^β, RS^β·e^{2τ}] = [%v, %v]", beta, res.DeltaTilde, lo, hi)
+			lo, hi := sens.RS, math.Ceil(math.Max(sens.RS, 1)*math.Exp(pad.MaxLogFactor()))
+			if res.DeltaTilde < lo || res.DeltaTilde > hi || res.DeltaTilde != math.Trunc(res.DeltaTilde) {
+				t.Fatalf("β = %v: Δ̃ = %v is not an integer in [RS^β, RS^β·e^{g(2τ′+2)}] = [%v, %v]", beta, res.DeltaTilde, lo, hi)
 			}
 			if got := l.Spends()[0].Parts[0].Details["beta"]; got != beta {
 				t.Fatalf("ledger records β = %v, want %v", got, beta)
@@ -269,6 +273,35 @@ func TestInvalidBeta(t *testing.T) {
 		cfg.Beta = beta
 		if _, err := Run(context.Background(), dp.NewSource(), h, f, cfg, newLedger(t, 1, 1e-6)); !errors.Is(err, dp.ErrInvalidParameter) {
 			t.Errorf("β = %v: err = %v, want ErrInvalidParameter", beta, err)
+		}
+	}
+}
+
+// TestBetaTooLargeRefusedBeforeData: a β whose noise factor could exceed
+// 2⁴⁰ (at ε = 1 the product overflowed float64 from β ≈ 13) is refused by
+// Prepare, before any statistic is read, with a suggested β.
+func TestBetaTooLargeRefusedBeforeData(t *testing.T) {
+	h, err := hypergraph.New([]hypergraph.Relation{
+		{Name: "r1", Attrs: map[string]string{"A": "a"}},
+		{Name: "r2", Attrs: map[string]string{"A": "a", "B": "b"}},
+		{Name: "r3", Attrs: map[string]string{"B": "b"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := pmw.NewUniverse([]string{"x"}, []int{2}, 0)
+	for _, tc := range []struct {
+		beta float64
+		ok   bool
+	}{{0, true}, {0.3, true}, {13, false}, {1e6, false}} {
+		cfg := Config{Epsilon: 1, Delta: 1e-6, Beta: tc.beta, Universe: u,
+			Columns: []spec.ColumnRef{{Table: "r1", Column: "x"}}, Families: []pmw.Family{pmw.Marginal([]int{0})}}
+		_, err := Prepare(h, cfg, newLedger(t, 1, 1e-6))
+		if tc.ok && err != nil {
+			t.Errorf("β = %v refused: %v", tc.beta, err)
+		}
+		if !tc.ok && (!errors.Is(err, dp.ErrInvalidParameter) || !strings.Contains(err.Error(), "choose beta ≤")) {
+			t.Errorf("β = %v: err = %v, want a refusal suggesting a β", tc.beta, err)
 		}
 	}
 }
