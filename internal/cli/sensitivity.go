@@ -32,7 +32,13 @@ bound LŜ^0 and the residual sensitivity RS^β = max_k e^{−βk}·LŜ^k
 (Ghazi et al. Def. 3.6). The default β is 1/λ = ε/ln(1/δ) from the spec.
 
 NON-PRIVATE: the values are computed from the private data without noise.
-They are for the data custodian; do not publish them.`,
+They are for the data custodian; do not publish them.
+
+Do not use this command to choose release.beta: β is part of the
+mechanism and must be fixed without looking at the private data (for
+example from the paper's default ε/ln(1/δ), or from public or synthetic
+data of the same shape). Picking β because RS^β of the private data came out
+small leaks through that choice, outside the privacy budget.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlag("config", o.config); err != nil {
