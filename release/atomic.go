@@ -3,8 +3,12 @@ package release
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // ErrFileDone is returned when a [File] is written to, finished or committed
@@ -52,7 +56,7 @@ func CreateFile(path string, perm os.FileMode) (*File, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("release: output path %s is a folder", path)
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	tmp, err := os.CreateTemp(dir, tempPrefix(base)+"*"+tempSuffix)
 	if err != nil {
 		return nil, fmt.Errorf("release: creating a temporary file for %s: %w", path, err)
 	}
@@ -196,15 +200,24 @@ func (g *Group) Create(path string, perm os.FileMode) (*File, error) {
 	return f, nil
 }
 
-// Commit finishes every file of g, then renames them in order. If a file
-// cannot be finished, every file is aborted and no final path changes. If a
-// rename fails, the files before it stay committed, it and the rest are
-// aborted, and the error names the committed files.
+// Commit finishes every file of g, checks that every temporary file is
+// still there (another process, such as [CleanStale] misjudging a stalled
+// run, may have removed one), then renames them in order. If a file cannot
+// be finished or its temporary file is gone, every file is aborted and no
+// final path changes. If a rename fails, the files before it stay
+// committed, it and the rest are aborted, and the error names the committed
+// files.
 func (g *Group) Commit() error {
 	for _, f := range g.files {
 		if err := f.Finish(); err != nil {
 			g.Abort()
 			return err
+		}
+	}
+	for _, f := range g.files {
+		if _, err := os.Lstat(f.name); err != nil {
+			g.Abort()
+			return fmt.Errorf("release: committing %s: temporary file: %w", f.path, err)
 		}
 	}
 	for i, f := range g.files {
@@ -228,4 +241,118 @@ func (g *Group) Abort() {
 	for _, f := range g.files {
 		f.Abort()
 	}
+}
+
+// Temporary file names: "." + base name + "." + random part + ".tmp", where
+// the random part is what [os.CreateTemp] puts in place of its "*": the
+// decimal form of a uint32, without leading zeros. [isTempName] recognises
+// exactly these names; TestTempNamesMatch ties the two together.
+const tempSuffix = ".tmp"
+
+func tempPrefix(base string) string { return "." + base + "." }
+
+// isTempName reports whether name is a name [CreateFile] gives the
+// temporary file of a file called base.
+func isTempName(name, base string) bool {
+	rnd, ok := strings.CutPrefix(name, tempPrefix(base))
+	if !ok {
+		return false
+	}
+	rnd, ok = strings.CutSuffix(rnd, tempSuffix)
+	if !ok {
+		return false
+	}
+	v, err := strconv.ParseUint(rnd, 10, 32)
+	return err == nil && strconv.FormatUint(v, 10) == rnd
+}
+
+// StaleAge is how long a temporary file must have gone unmodified before
+// [CleanStale] removes it.
+//
+// Nothing stops two releases from writing into one output folder (the last
+// commit wins), so a temporary file may belong to a live run. [Run] creates
+// the Parquet temporary file only after the mechanism has run, and from then
+// on the file grows whenever the Parquet writer's 32 KiB output buffer
+// fills: the rows come in runs of identical rows and compress well, so that
+// is every few million rows, a few seconds apart (38 million rows took 11 s
+// in a test, a write every 2 s), plus at most one pass over the universe
+// when few cells have rows. The report's temporary file is written and
+// committed at once. A file untouched for ten minutes is therefore taken to
+// belong to a killed run.
+//
+// Should the guess be wrong (a run stalled for longer, or a clock skewed by
+// more than that on a network file system), the other run still publishes
+// nothing partial: its [Group.Commit] finds its temporary file gone before
+// renaming anything and fails, leaving the final files as they were. A lock
+// would avoid the guess, but every run, including older versions and runs on
+// other hosts sharing the folder, would have to take it, and a lock file
+// left by a killed run would itself need cleaning.
+const StaleAge = 10 * time.Minute
+
+// staleBases are the final names of the files a release writes; CleanStale
+// removes temporary files of these only.
+var staleBases = []string{ParquetName, ReportName}
+
+// CleanStale removes the temporary files a killed release left in dir:
+// regular files named exactly as [CreateFile] names the temporary files of
+// [ParquetName] and [ReportName] (".synthetic.parquet.<digits>.tmp",
+// ".privacy-report.json.<digits>.tmp") and not modified for [StaleAge]. It
+// never removes anything else: not other files with similar names, not
+// folders or symbolic links, not younger temporary files, which may belong
+// to a release running into the same folder (see [StaleAge]).
+//
+// It returns the paths it removed, in name order. A dir that does not exist
+// holds nothing to clean: (nil, nil). An error reading dir is returned; an
+// error removing one file does not stop the others, and the errors are
+// joined. A file another cleaner removed first is skipped silently.
+func CleanStale(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("release: cleaning stale temporary files: %w", err)
+	}
+	now := time.Now()
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isStaleName(e.Name()) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("release: cleaning stale temporary files: %w", err))
+			}
+			continue
+		}
+		// A modification time in the future (clock skew) counts as fresh.
+		if now.Sub(info.ModTime()) < StaleAge {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if err := removeFile(path); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("release: removing stale temporary file: %w", err))
+			}
+			continue
+		}
+		removed = append(removed, path)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// removeFile is os.Remove; tests replace it to make a removal fail.
+var removeFile = os.Remove
+
+// isStaleName reports whether name is a temporary file name of one of
+// staleBases.
+func isStaleName(name string) bool {
+	for _, base := range staleBases {
+		if isTempName(name, base) {
+			return true
+		}
+	}
+	return false
 }

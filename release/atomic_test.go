@@ -2,10 +2,13 @@ package release
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func readString(t *testing.T, path string) string {
@@ -229,4 +232,182 @@ func TestGroupCommitPartialFailure(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(dir, "out.parquet")); err != nil || !st.IsDir() {
 		t.Errorf("out.parquet should still be the folder: %v", err)
 	}
+}
+
+// TestTempNamesMatch ties CleanStale's pattern to the names CreateFile
+// really generates: if os.CreateTemp ever changed its random part, a
+// temporary file left by a killed run would no longer be recognised.
+func TestTempNamesMatch(t *testing.T) {
+	dir := t.TempDir()
+	for _, base := range []string{ParquetName, ReportName} {
+		for range 200 {
+			f, err := CreateFile(filepath.Join(dir, base), 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name := filepath.Base(f.TempPath()); !isStaleName(name) || !isTempName(name, base) {
+				t.Errorf("CreateFile's temporary name %q is not recognised", name)
+			}
+			f.Abort()
+		}
+	}
+	if isStaleName(".other.csv.123.tmp") {
+		t.Error("a temporary file of another name counts as ours")
+	}
+}
+
+// age sets the modification time of path to d ago.
+func age(t *testing.T, path string, d time.Duration) {
+	t.Helper()
+	old := time.Now().Add(-d)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// killed leaves the temporary file of an atomic write of dir/base behind,
+// as a hard-killed run does, d ago.
+func killed(t *testing.T, dir, base string, d time.Duration) string {
+	t.Helper()
+	f, err := CreateFile(filepath.Join(dir, base), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("partial")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.tmp.Close(); err != nil { // no Abort: the process died
+		t.Fatal(err)
+	}
+	age(t, f.TempPath(), d)
+	return f.TempPath()
+}
+
+func TestCleanStale(t *testing.T) {
+	dir := t.TempDir()
+	old := StaleAge + time.Minute
+	stale := []string{killed(t, dir, ParquetName, old), killed(t, dir, ReportName, 24*time.Hour)}
+	slices.Sort(stale)
+	keep := []string{
+		filepath.Base(killed(t, dir, ParquetName, StaleAge-time.Minute)), // may be a live run's
+		filepath.Base(killed(t, dir, ReportName, -time.Hour)),            // in the future: clock skew
+		filepath.Base(killed(t, dir, "other.parquet", old)),              // not a file a release writes
+	}
+	// Old foreign files with similar names.
+	for _, name := range []string{
+		ParquetName, ReportName,
+		".synthetic.parquet.backup", "notes.tmp", ".synthetic.parquet.tmp", ".synthetic.parquet..tmp",
+		".synthetic.parquet.12a.tmp", ".synthetic.parquet.-1.tmp", ".synthetic.parquet.+1.tmp",
+		".synthetic.parquet.0123.tmp", ".synthetic.parquet.4294967296.tmp", "synthetic.parquet.123.tmp",
+		".synthetic.parquet.123.tmp.bak", ".synthetic.parquet.123.TMP", ".SYNTHETIC.PARQUET.123.tmp",
+		"x.synthetic.parquet.123.tmp", ".privacy-report.json.123.tmp~", ".privacy-report.json 123.tmp",
+		"target",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("keep"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		age(t, p, 24*time.Hour)
+		keep = append(keep, name)
+	}
+	// A folder and a symbolic link named like temporary files.
+	if err := os.Mkdir(filepath.Join(dir, ".synthetic.parquet.77.tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	age(t, filepath.Join(dir, ".synthetic.parquet.77.tmp"), 24*time.Hour)
+	if err := os.Symlink("target", filepath.Join(dir, ".privacy-report.json.78.tmp")); err != nil {
+		t.Fatal(err)
+	}
+	keep = append(keep, ".synthetic.parquet.77.tmp", ".privacy-report.json.78.tmp")
+	slices.Sort(keep)
+
+	removed, err := CleanStale(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(removed, stale) {
+		t.Errorf("removed %q, want %q", removed, stale)
+	}
+	assertOnly(t, dir, keep...)
+	if got := readString(t, filepath.Join(dir, "target")); got != "keep" {
+		t.Errorf("symbolic link target changed: %q", got)
+	}
+	// Nothing left to clean.
+	if removed, err := CleanStale(dir); err != nil || len(removed) != 0 {
+		t.Errorf("second CleanStale = %q, %v", removed, err)
+	}
+}
+
+func TestCleanStaleNoFolder(t *testing.T) {
+	dir := t.TempDir()
+	removed, err := CleanStale(filepath.Join(dir, "missing"))
+	if err != nil || removed != nil {
+		t.Errorf("CleanStale of a missing folder = %q, %v; want nothing", removed, err)
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removed, err = CleanStale(file)
+	var pe *fs.PathError
+	if err == nil || !strings.HasPrefix(err.Error(), "release: ") || !errors.As(err, &pe) || removed != nil {
+		t.Errorf("CleanStale of a file = %q, %v; want a release: error wrapping a *fs.PathError", removed, err)
+	}
+}
+
+// An error removing one file is returned, joined with the others, and does
+// not stop the rest.
+func TestCleanStaleRemoveErrorContinues(t *testing.T) {
+	dir := t.TempDir()
+	a := killed(t, dir, ParquetName, time.Hour)
+	b := killed(t, dir, ReportName, time.Hour)
+	c := killed(t, dir, ParquetName, time.Hour)
+	defer func() { removeFile = os.Remove }()
+	removeFile = func(path string) error {
+		if path == b {
+			return &fs.PathError{Op: "remove", Path: path, Err: fs.ErrPermission}
+		}
+		return os.Remove(path)
+	}
+	removed, err := CleanStale(dir)
+	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), filepath.Base(b)) {
+		t.Errorf("error %v should wrap fs.ErrPermission and name %s", err, b)
+	}
+	want := []string{a, c}
+	slices.Sort(want)
+	if !slices.Equal(removed, want) {
+		t.Errorf("removed %q, want %q", removed, want)
+	}
+	assertOnly(t, dir, filepath.Base(b))
+	// A file that vanished meanwhile (another cleaner) is no error.
+	removeFile = func(path string) error { return &fs.PathError{Op: "remove", Path: path, Err: fs.ErrNotExist} }
+	if removed, err := CleanStale(dir); err != nil || len(removed) != 0 {
+		t.Errorf("CleanStale with the file gone = %q, %v; want nothing", removed, err)
+	}
+}
+
+// A group whose temporary file disappeared (removed by a cleaner that took
+// a stalled run for a dead one) renames nothing.
+func TestGroupCommitTempGone(t *testing.T) {
+	dir := t.TempDir()
+	var g Group
+	defer g.Abort()
+	report, err := g.Create(filepath.Join(dir, ReportName), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := g.Create(filepath.Join(dir, ParquetName), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report.Write([]byte("R"))
+	data.Write([]byte("P"))
+	if err := os.Remove(data.TempPath()); err != nil {
+		t.Fatal(err)
+	}
+	err = g.Commit()
+	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "release: ") {
+		t.Fatalf("Commit = %v, want a release: error wrapping fs.ErrNotExist", err)
+	}
+	assertOnly(t, dir)
 }

@@ -73,6 +73,22 @@
 // column. A condition is [lo, hi] for integer, numeric and date columns,
 // and a list of values for categorical and boolean columns.
 //
+// # Sources
+//
+// Two tables may read one file only if both are public. Two private tables
+// with one source (a self-join through one file) are refused: one
+// individual's tuple would then sit in two relations, while the neighbour
+// notion (DESIGN.md §3: one tuple of one private table changes) and the
+// sensitivity bounds built on it (degrees, residual sensitivity) count each
+// private tuple in one relation, so they would be too small. A public table
+// reading a private table's file is refused too: a public table must never
+// change between neighbours, and that file does. Sources are compared after
+// resolving them against the spec's folder and cleaning them, and, when
+// both files exist, with [os.SameFile], which also catches a second
+// spelling, a symbolic link or a hard link. URLs are compared as written.
+// SDV metadata names no sources, so specs that use it are checked the same
+// way.
+//
 // # Strictness
 //
 // An unknown key anywhere is an error naming it and where it is; so are
@@ -100,7 +116,8 @@
 //
 // # Not done here
 //
-// Parse does not open the table sources: a missing file or a column absent
-// from it is reported by the engine when it loads the data, as are values
-// outside the declared domains.
+// Parse does not open the table sources (it only stats them, see Sources
+// above): a missing file or a column absent from it is reported by the
+// engine when it loads the data, as are values outside the declared
+// domains.
 package spec

@@ -41,7 +41,8 @@ func Load(path string) (*Spec, error) {
 // Parse validates the spec in data. file names it in error messages and
 // gives the folder that relative paths resolve against; with file "" they
 // resolve against the current directory. Parse reads the SDV metadata file
-// the spec names, if any, but not the table sources.
+// the spec names, if any, but not the table sources: it only stats them, to
+// refuse two tables reading one file (see "Sources" in the package doc).
 //
 // Parse reports the first problem it finds, in document order, as an
 // [*Error] wrapping [ErrInvalid]: the remaining problems often follow from
@@ -91,6 +92,9 @@ type parser struct {
 	sdv *sdvMetadata
 	// released marks released columns.
 	released map[ColumnRef]bool
+	// sources holds the sources of the tables parsed so far, to refuse
+	// two tables reading one file (see checkSource).
+	sources []*sourceEntry
 }
 
 // fail stops parsing with a problem at node n (which may be nil) and key.
@@ -445,6 +449,7 @@ func (p *parser) table(n *yaml.Node, path string) {
 	if v := m.get("public"); v != nil {
 		t.Public = p.boolean(v, join(path, "public"))
 	}
+	p.checkSource(&t, src, deref(m.get("source")), join(path, "source"))
 	if cn := m.get("columns"); cn != nil {
 		cm := p.mapping(cn, join(path, "columns"))
 		for _, name := range cm.seq {

@@ -161,6 +161,19 @@ func badCases() []badCase {
 		{"primary key twice", withLine(5, `    primary_key: [c_custkey, c_custkey]`), "tables[0].primary_key[1]", 5, "appears twice"},
 		{"no tables", "privacy: {epsilon: 1, delta: 0}\ntables: []\nrelease: {columns: [a]}\n", "tables", 2, "at least one table"},
 		{"no columns", withLines(map[int]string{6: "", 7: "", 8: ""}), "tables[0].columns", 3, `table "customer" declares no columns`},
+		// Two tables reading one file (see also TestSourcesOnDisk).
+		{"self-join through one file", withLine(10, `    source: customer.csv`), "tables[1].source", 10,
+			`"customer.csv" is also the source of private table "customer" (line 4): self-joins (two private tables read from one file) are not supported: one individual's tuple would appear in two relations`},
+		{"self-join two spellings", withLine(10, `    source: ./data/../customer.csv`), "tables[1].source", 10,
+			`"./data/../customer.csv" is the same file as the source "customer.csv" of private table "customer" (line 4): self-joins`},
+		{"self-join unclean absolute path", withLines(map[int]string{4: `    source: /nowhere/customer.csv`, 10: `    source: /nowhere/x/../customer.csv`}), "tables[1].source", 10,
+			`"/nowhere/x/../customer.csv" is the same file as the source "/nowhere/customer.csv" of private table "customer" (line 4): self-joins`},
+		{"self-join one URL", withLines(map[int]string{4: `    source: s3://bucket/t.parquet`, 10: `    source: s3://bucket/t.parquet`}), "tables[1].source", 10,
+			`of private table "customer" (line 4): self-joins`},
+		{"public table reads a private file", withLine(10, "    source: customer.csv\n    public: true"), "tables[1].source", 10,
+			`"customer.csv" is also the source of private table "customer" (line 4): public table "orders" and private table "customer" read the same file; a public table must never change between neighbouring instances`},
+		{"private table reads a public file", withLine(4, "    source: orders.parquet\n    public: true"), "tables[1].source", 11,
+			`"orders.parquet" is also the source of public table "customer" (line 4): public table "customer" and private table "orders" read the same file`},
 		// Join.
 		{"join column undeclared", withLine(17, `join: ["orders.o_custkey = customer.c_nationkey"]`), "join[0]", 17, `table "customer" declares no column "c_nationkey"`},
 		{"join unknown table", withLine(17, `join: ["order.o_custkey = customer.c_custkey"]`), "join[0]", 17, `no table "order"`},
@@ -630,6 +643,9 @@ func TestSDVBad(t *testing.T) {
 			return strings.Replace(s, "sdv_metadata: metadata.json", "sdv_metadata: nope.json", 1)
 		},
 			"synth.yaml", "sdv_metadata", 4, "no such file"},
+		{"self-join through one file", nil, func(s string) string {
+			return strings.Replace(s, "tpch/lineitem.csv", "tpch/orders.csv", 1)
+		}, "synth.yaml", "tables[2].source", 16, `is also the source of private table "orders" (line 11): self-joins`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
