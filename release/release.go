@@ -122,6 +122,13 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if !(s.Privacy.Delta > 0) {
 		return nil, fmt.Errorf("%w: join-as-one needs δ > 0 (its truncated Laplace padding is (ε, δ)-DP), the spec has δ = %v", ErrUnsupported, s.Privacy.Delta)
 	}
+	// A hard-killed earlier run can leave temporaries of our own naming;
+	// failing to remove one is not a reason to stop.
+	if removed, err := CleanStale(dir); err != nil {
+		log.Warn("could not clean stale temporary files", "dir", dir, "removed", removed, "err", err)
+	} else if len(removed) > 0 {
+		log.Info("removed stale temporary files left by a killed run", "files", removed)
+	}
 
 	// Everything public first: budget, universe, workload.
 	ledger, err := dp.NewLedger(dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta})
