@@ -73,6 +73,16 @@
 // column. A condition is [lo, hi] for integer, numeric and date columns,
 // and a list of values for categorical and boolean columns.
 //
+// # release.beta
+
+// β is the smoothing parameter of residual sensitivity (Ghazi et al. Alg. 3,
+// joins of three or more tables). It is part of the mechanism and must be
+// chosen WITHOUT looking at the private data (not from `synth sensitivity`
+// output, which is non-private): a β picked because RS^β came out small
+// leaks through the choice. The noise factor of Δ̃ grows like e^(c·β/ε);
+// a β that could push it above 2⁴⁰ is refused before any data is read, with
+// the largest β allowed at the spec's (ε, δ).
+//
 // # Sources
 //
 // Two tables may read one file only if both are public. Two private tables
