@@ -74,7 +74,7 @@
 // and a list of values for categorical and boolean columns.
 //
 // # release.beta
-
+//
 // β is the smoothing parameter of residual sensitivity (Ghazi et al. Alg. 3,
 // joins of three or more tables). It is part of the mechanism and must be
 // chosen WITHOUT looking at the private data (not from `synth sensitivity`
