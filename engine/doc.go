@@ -40,6 +40,22 @@
 // by one, which on an acyclic join is Yannakakis-style bottom-up
 // aggregation.
 //
+// # Equality of join values
+//
+// Every statistic groups join values by the equality the join itself uses:
+// the degree of a value, the boundary groups of T_E and the join of a
+// histogram all compare the same expression of the stored values (the
+// value, or its text for an attribute whose columns have different SQL
+// types). This is a privacy invariant, not a nicety: one tuple changes the
+// join by the number of tuples its value joins, and the degrees and T_E
+// bound that number only if they count those tuples in one group. Load
+// therefore stores every value in a form whose equality does not depend on
+// how it is compared: a numeric −0 is stored as +0 (IEEE equality would
+// join it with 0 while its text "-0.0" would not group with "0.0"),
+// integers as BIGINT, dates as DATE, booleans as BOOLEAN, and key columns as
+// text or canonical BIGINT ("-0" and "01" are text and join nothing but
+// themselves).
+//
 // # Not implemented
 //
 // PostgreSQL and other server engines; reading from URLs (the DuckDB httpfs

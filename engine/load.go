@@ -94,7 +94,10 @@ func (e *fileError) Unwrap() []error {
 //
 // Key columns are kept as text, or as BIGINT when every non-empty value is
 // a canonical decimal integer (so that equality is unchanged), and are never
-// checked; an empty key is NULL and joins nothing.
+// checked; an empty key is NULL and joins nothing. Numeric columns are
+// stored as DOUBLE with −0 stored as +0, so that two stored values that
+// join are also equal as text and fall into one degree group (see
+// canonicalNumber for why the privacy argument needs this).
 //
 // Sources are read and checked first, into temporary tables private to the
 // load; the engine tables are then created in one transaction, replacing
@@ -509,9 +512,9 @@ func typed(d dialect, c *spec.Column, v string) string {
 			x = "least(greatest(" + x + ", " + d.float(c.Min) + "), " + d.float(c.Max) + ")"
 		}
 		if c.Type == spec.Integer {
-			return d.toBigint(x)
+			return d.toBigint(x) // CAST(−0.0 AS BIGINT) is 0: one integer zero
 		}
-		return x
+		return canonicalNumber(d, x)
 	case spec.Date:
 		x := d.toDate(v)
 		if clamp {
@@ -523,6 +526,34 @@ func typed(d dialect, c *spec.Column, v string) string {
 	}
 	return v
 }
+
+// canonicalNumber is the stored form of a numeric (DOUBLE) value x: −0 is
+// stored as +0, every other value as it is.
+//
+// Why: the sensitivity argument needs grouping equality to be join
+// equality. A tuple added to or removed from relation i changes the join
+// size by the number of join tuples of the other relations that its join
+// value matches, and the statistics bounding that change — the degrees
+// behind Alg. 1's Δ, the boundary counts T_E behind LŜ^k and RS^β — count
+// tuples per group of join values. If two values join but fall into
+// different groups, one tuple's change exceeds every group count and Δ̃
+// undercuts the true sensitivity (with −0 and 0 split evenly, by half: the
+// effective ε is up to twice the claimed one). The join compares DOUBLEs by IEEE equality, in
+// which −0 = 0, whereas the text form, which [Engine.Degrees] reports and
+// which joins between columns of different SQL types compare, tells them
+// apart ("-0.0", "0.0"). Storing +0 only makes the two equalities agree:
+// on finite DOUBLEs other than ±0, equality is identity of the bits, and the
+// text form DuckDB prints is the shortest one that parses back to the same
+// double, hence one text per value. NaN and infinities never reach the
+// table (the domain check rejects them).
+//
+// The other stored types need nothing: integer columns go through BIGINT
+// (−0, 3.0 and 3 become 0, 3 and 3), dates are DATEs printed as
+// YYYY-MM-DD, booleans BOOLEANs, and key columns text compared byte by byte
+// or BIGINT holding canonical integers only ("-0" and "01" keep a key column
+// text, so they never join "0" and "1", whatever the other values of the
+// column).
+func canonicalNumber(d dialect, x string) string { return d.plusZero(x) }
 
 // caseBins is the largest number of equal-width bins found by a CASE over
 // the edges; more bins are found arithmetically.

@@ -99,11 +99,7 @@ func (e *Engine) newPlan(ctx context.Context, h *hypergraph.Hypergraph, set hype
 			}
 			col := r.Attrs[a]
 			vars = append(vars, v)
-			x := d.ident(col)
-			if text[a] {
-				x = d.toText(x)
-			}
-			cols = append(cols, x+" AS "+p.alias(v))
+			cols = append(cols, joinValue(d, col, text[a])+" AS "+p.alias(v))
 			conds = append(conds, d.ident(col)+" IS NOT NULL")
 		}
 		for k, b := range p.vars {
@@ -267,6 +263,20 @@ func (p *plan) eliminate(kept []int) string {
 func sameSet(a, b []int) bool {
 	a, b = slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
 	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+// joinValue is the SQL expression a join attribute stored in column col is
+// compared on: the stored value, or its text when the attribute's columns
+// do not all have the same SQL type (mixed, from [Engine.mixedAttrs]). Every
+// statistic — joins, grouping by boundary values, degrees — groups and
+// compares through this one expression, so that grouping equality is join
+// equality, which the sensitivity bounds need (see canonicalNumber).
+func joinValue(d dialect, col string, mixed bool) string {
+	x := d.ident(col)
+	if mixed {
+		x = d.toText(x)
+	}
+	return x
 }
 
 // mixedAttrs reports the attributes whose columns do not all have the same

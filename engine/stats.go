@@ -15,7 +15,8 @@ import (
 // of attributes.
 type Degree struct {
 	// Values holds the value of every attribute, as text, in the order the
-	// attributes were asked for.
+	// attributes were asked for. Tuples are grouped by the join's equality
+	// of the stored values, not by this text (see [Engine.Degrees]).
 	Values []string
 	// Count is the number of tuples (with multiplicity) holding Values.
 	Count int64
@@ -42,8 +43,15 @@ type Cell struct {
 }
 
 // degreeQuery is the GROUP BY of relation rel over attrs, with the
-// validated column names.
-func (e *Engine) degreeQuery(h *hypergraph.Hypergraph, rel int, attrs []string) (string, error) {
+// validated column names: one row per value, each attribute's value as text
+// (in attrs order), then its count c.
+//
+// The groups are formed on the values the join compares ([joinValue]), not
+// on their text: a degree must count exactly the tuples that one tuple of
+// another relation joins, or the maximum degree undercuts the sensitivity
+// of the join size (see canonicalNumber). The text is only the label of a
+// group.
+func (e *Engine) degreeQuery(ctx context.Context, h *hypergraph.Hypergraph, rel int, attrs []string) (string, error) {
 	if h == nil || rel < 0 || rel >= h.Len() {
 		return "", fmt.Errorf("%w: relation %d", ErrInvalid, rel)
 	}
@@ -51,8 +59,12 @@ func (e *Engine) degreeQuery(h *hypergraph.Hypergraph, rel int, attrs []string) 
 	if len(attrs) == 0 {
 		return "", fmt.Errorf("%w: degrees in %s: no attributes", ErrInvalid, r.Name)
 	}
+	mixed, err := e.mixedAttrs(ctx, h)
+	if err != nil {
+		return "", err
+	}
 	d := e.d
-	var cols, conds []string
+	var keys, labels, conds []string
 	for k, a := range attrs {
 		c, ok := r.Attrs[a]
 		if !ok {
@@ -61,18 +73,24 @@ func (e *Engine) degreeQuery(h *hypergraph.Hypergraph, rel int, attrs []string) 
 		if slices.Contains(attrs[:k], a) {
 			return "", fmt.Errorf("%w: attribute %q given twice", ErrInvalid, a)
 		}
-		cols = append(cols, d.toText(d.ident(c)))
+		alias := fmt.Sprintf("v%d", k)
+		keys = append(keys, joinValue(d, c, mixed[a])+" AS "+d.ident(alias))
+		labels = append(labels, d.toText(d.ident(alias)))
 		conds = append(conds, d.ident(c)+" IS NOT NULL")
 	}
-	return "SELECT " + strings.Join(cols, ", ") + ", count(*) AS c FROM " + d.ident(r.Name) +
-		" WHERE " + strings.Join(conds, " AND ") + " GROUP BY " + strings.Join(seq(len(cols)), ", "), nil
+	return "SELECT " + strings.Join(labels, ", ") + ", c FROM (SELECT " + strings.Join(keys, ", ") +
+		", count(*) AS c FROM " + d.ident(r.Name) + " WHERE " + strings.Join(conds, " AND ") +
+		" GROUP BY " + strings.Join(seq(len(keys)), ", ") + ")", nil
 }
 
 // Degrees returns the degree of every value of the attributes attrs in
-// relation rel: the number of its tuples holding that value. Values are
-// sorted; values with a NULL component are left out.
+// relation rel: the number of its tuples holding that value, where two
+// values are the same exactly when the join of h finds them equal (so that
+// a degree is the number of tuples one tuple of another relation joins).
+// Values are sorted by their text; values with a NULL component are left
+// out. Every table of h must be loaded.
 func (e *Engine) Degrees(ctx context.Context, h *hypergraph.Hypergraph, rel int, attrs []string) ([]Degree, error) {
-	q, err := e.degreeQuery(h, rel, attrs)
+	q, err := e.degreeQuery(ctx, h, rel, attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +121,7 @@ func (e *Engine) Degrees(ctx context.Context, h *hypergraph.Hypergraph, rel int,
 // MaxDegree returns the largest degree of a value of attrs in relation rel,
 // 0 for an empty relation.
 func (e *Engine) MaxDegree(ctx context.Context, h *hypergraph.Hypergraph, rel int, attrs []string) (int64, error) {
-	q, err := e.degreeQuery(h, rel, attrs)
+	q, err := e.degreeQuery(ctx, h, rel, attrs)
 	if err != nil {
 		return 0, err
 	}
