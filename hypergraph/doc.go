@@ -10,6 +10,11 @@
 // two attributes x, y, atom(x) ⊆ atom(y), atom(y) ⊆ atom(x) or the two are
 // disjoint.
 //
+// [Fold] folds public lookup relations — public relations joined on their
+// primary key to a private one — into that private relation, so that
+// sensitivity is computed on fewer relations; its doc comment proves that
+// statistics of the folded join keep their guarantees.
+//
 // Sets of relations are bitmasks ([Set]); a hypergraph holds at most 64
 // relations. Hypergraphs are immutable after [New] and safe for concurrent
 // use.

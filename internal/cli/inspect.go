@@ -12,6 +12,7 @@ import (
 
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -30,12 +31,32 @@ type inspectReport struct {
 	Acyclic            bool            `json:"acyclic"`
 	Hierarchical       bool            `json:"hierarchical"`
 	HierarchicalReason string          `json:"hierarchical_reason,omitempty"`
+	FoldedJoin         foldedJoin      `json:"folded_join"`
 	Method             string          `json:"method"`
 	ReleaseColumns     []releaseColumn `json:"release_columns"`
 	UniverseSize       int64           `json:"universe_size"`
 	Budget             budget          `json:"budget"`
 	Workload           workloadSummary `json:"workload"`
 	DataValidated      bool            `json:"data_validated"`
+}
+
+// foldedJoin is the join the statistics run on after the public lookups
+// are folded into their private neighbours (hypergraph.Fold).
+type foldedJoin struct {
+	Relations     []string   `json:"relations"`
+	RelationCount int        `json:"relation_count"`
+	Algorithm     string     `json:"algorithm"`
+	Folds         []foldStep `json:"folds"`
+}
+
+// foldStep is one public table folded into a private one.
+type foldStep struct {
+	Public   string   `json:"public"`
+	Into     string   `json:"into"`
+	Relation string   `json:"relation"`
+	Key      []string `json:"key"`
+	On       []string `json:"on"`
+	Lossless bool     `json:"lossless"`
 }
 
 type joinAttribute struct {
@@ -67,8 +88,11 @@ func newInspectCmd(g *globalOptions) *cobra.Command {
 		Short: "Validate a spec and its data and print the join's structure",
 		Long: `inspect validates the spec and every value of the data against its declared
 public domain, then prints the relations, the join attributes, whether the
-join is acyclic and hierarchical, the universe size of the released columns
-and the budget. It prints no statistic of the data.`,
+join is acyclic and hierarchical, the folded join (public tables joined on
+their primary key folded into a private neighbour, whose keys it checks for
+uniqueness) with the algorithm a join-as-one release runs on it, the
+universe size of the released columns and the budget. It prints no
+statistic of the data.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlag("config", o.config); err != nil {
@@ -125,7 +149,16 @@ func runInspect(ctx context.Context, g *globalOptions, o *inspectOptions) error 
 		return err
 	}
 	defer eng.Close()
+	f, err := s.Folding()
+	if err != nil {
+		return err
+	}
+	// Building the folded relations checks the folded public tables' keys.
+	if err := eng.Fold(ctx, f); err != nil {
+		return err
+	}
 	rep := buildInspectReport(o.config, s, h)
+	rep.FoldedJoin = buildFoldedJoin(s, f)
 	rep.DataValidated = true
 	if o.format == "json" {
 		return writeJSON(g.stdout, rep)
@@ -171,6 +204,32 @@ func buildInspectReport(path string, s *spec.Spec, h *hypergraph.Hypergraph) ins
 	return rep
 }
 
+// buildFoldedJoin describes the folded join and the algorithm join-as-one
+// picks for it (by the number of relations, as joinasone.Prepare does).
+func buildFoldedJoin(s *spec.Spec, f *hypergraph.Folding) foldedJoin {
+	fh := f.Folded()
+	fj := foldedJoin{Relations: fh.Names(fh.All()), RelationCount: fh.Len(), Folds: []foldStep{}}
+	switch {
+	case s.Release.Method != "" && s.Release.Method != spec.JoinAsOne:
+		fj.Algorithm = "not join-as-one (method " + string(s.Release.Method) + ")"
+	case fh.Private() == 0:
+		fj.Algorithm = "none: every relation is public"
+	case fh.Len() == 1:
+		fj.Algorithm = string(joinasone.OneTable)
+	case fh.Len() == 2:
+		fj.Algorithm = string(joinasone.TwoTable)
+	default:
+		fj.Algorithm = string(joinasone.General)
+	}
+	for _, g := range f.Groups() {
+		for _, st := range g.Steps {
+			fj.Folds = append(fj.Folds, foldStep{Public: st.Public, Into: g.Members[0], Relation: g.Name,
+				Key: st.Key, On: st.On, Lossless: st.Lossless})
+		}
+	}
+	return fj
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -192,6 +251,19 @@ func writeInspectText(w io.Writer, r inspectReport) error {
 		fmt.Fprintf(tw, "hierarchical:\ttrue\n")
 	} else {
 		fmt.Fprintf(tw, "hierarchical:\tfalse (%s)\n", r.HierarchicalReason)
+	}
+	fj := r.FoldedJoin
+	if len(fj.Folds) == 0 {
+		fmt.Fprintf(tw, "folded join:\tnothing to fold (no public table joined on its primary key); %d relations: %s\n", fj.RelationCount, fj.Algorithm)
+	} else {
+		fmt.Fprintf(tw, "folded join:\t%s (%d relations: %s)\n", strings.Join(fj.Relations, ", "), fj.RelationCount, fj.Algorithm)
+	}
+	for _, st := range fj.Folds {
+		how := "a lookup: residual sensitivity unchanged"
+		if !st.Lossless {
+			how = "it also joins other tables: the folded sensitivity bound may be looser"
+		}
+		fmt.Fprintf(tw, "fold:\t%s into %s on %s (primary key %s; %s)\n", st.Public, st.Into, strings.Join(st.On, ", "), strings.Join(st.Key, ", "), how)
 	}
 	fmt.Fprintf(tw, "method:\t%s\n", r.Method)
 	for _, c := range r.ReleaseColumns {
