@@ -168,7 +168,51 @@ func MemberColumn(table, column string) string { return table + "." + column }
 // with P = {(1, a)}, S = {a, b × 100}, R = {1} has LŜ^0 = 1, but after
 // folding P into R the relation R′(k, c) may gain (·, b) — a tuple no
 // neighbour of I can add — and LŜ^0(F(I)) = 100.
+//
+// # Only lossless folds are made
+//
+// Because a fold that is not lossless can loosen the bound (the example
+// above: 100 instead of 1), Fold keeps only lossless steps: it folds, finds
+// the first public relation whose step is not lossless, leaves it unfolded
+// and folds again, until every step is lossless (each pass removes one
+// candidate, so this ends). Folding then never changes RS^β and only
+// removes relations — the ratings ⋈ users ⋈ movies and order-lines ⋈
+// orders ⋈ customers ⋈ products shapes, where the public table is a leaf
+// lookup, fold; a public table that links two private ones stays a relation
+// of its own. The choice depends on the spec only.
 func Fold(h *Hypergraph, keys map[string][]string) (*Folding, error) {
+	skip := map[int]bool{}
+	for {
+		f, err := foldSkipping(h, keys, skip)
+		if err != nil {
+			return nil, err
+		}
+		lossy := ""
+		for _, g := range f.groups {
+			for _, st := range g.Steps {
+				if !st.Lossless && lossy == "" {
+					lossy = st.Public
+				}
+			}
+		}
+		if lossy == "" {
+			return f, nil
+		}
+		skip[h.Index(lossy)] = true
+	}
+}
+
+// FoldAll folds every public relation whose key is covered, lossless or
+// not, as described on [Fold] but without its lossless filter. Its result
+// keeps the privacy guarantees (the first theorem) but can loosen RS^β (the
+// second); releases use [Fold]. It exists for the tests of both theorems.
+func FoldAll(h *Hypergraph, keys map[string][]string) (*Folding, error) {
+	return foldSkipping(h, keys, nil)
+}
+
+// foldSkipping folds as described on [Fold], never folding the relations
+// in skip, and marks each step lossless or not.
+func foldSkipping(h *Hypergraph, keys map[string][]string, skip map[int]bool) (*Folding, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: fold: no hypergraph", ErrInvalid)
 	}
@@ -195,7 +239,7 @@ func Fold(h *Hypergraph, keys map[string][]string) (*Folding, error) {
 	priv := h.Private()
 	for i, r := range h.rels {
 		key := keys[r.Name]
-		if !r.Public || len(key) == 0 {
+		if !r.Public || len(key) == 0 || skip[i] {
 			continue
 		}
 		foldable[i] = true

@@ -133,7 +133,7 @@ func TestFoldLinkAndShared(t *testing.T) {
 	// P links R1 (on its key K) and R2 (on C): it folds into R1, and the
 	// step is not lossless.
 	h := mustNew(t, "R1:A,K", "pub:P:K,C", "R2:C,D")
-	f, err := Fold(h, map[string][]string{"P": {col("P", "K")}})
+	f, err := FoldAll(h, map[string][]string{"P": {col("P", "K")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestFoldLinkAndShared(t *testing.T) {
 	// P's key attribute is held by two private relations: the first one
 	// (in order) gets it.
 	h = mustNew(t, "S:K,B", "pub:P:K", "R:K,A")
-	f, err = Fold(h, map[string][]string{"P": {col("P", "K")}})
+	f, err = FoldAll(h, map[string][]string{"P": {col("P", "K")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestFoldLinkAndShared(t *testing.T) {
 func TestFoldComposite(t *testing.T) {
 	h := mustNew(t, "R:A,B,C", "pub:P:B,C,D", "S:D")
 	// Key (B, C) is covered by R.
-	f, err := Fold(h, map[string][]string{"P": {col("P", "B"), col("P", "C")}})
+	f, err := FoldAll(h, map[string][]string{"P": {col("P", "B"), col("P", "C")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,5 +226,41 @@ func TestFoldErrors(t *testing.T) {
 	h = mustNew(t, "R:K", "pub:P:K", "R+P:K")
 	if _, err := Fold(h, map[string][]string{"P": {"p_k"}}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "R+P") {
 		t.Errorf("name collision: got %v", err)
+	}
+}
+
+// TestFoldKeepsOnlyLosslessSteps: Fold leaves a public relation that links
+// two private ones unfolded (FoldAll folds it and marks the step lossy), and
+// a chain whose link is lossy stops there; a leaf lookup still folds.
+func TestFoldKeepsOnlyLosslessSteps(t *testing.T) {
+	h := mustNew(t, "R1:A,B", "pub:P:B,C", "R2:C,D")
+	keys := map[string][]string{"P": {col("P", "B")}}
+	f, err := Fold(h, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Folded().Names(f.Folded().All()); !reflect.DeepEqual(got, []string{"R1", "P", "R2"}) {
+		t.Errorf("Fold of a linking public relation: %v, want it unfolded", got)
+	}
+	all, err := FoldAll(h, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.Folded().Len() != 2 || all.Steps()[0].Lossless {
+		t.Errorf("FoldAll: %v, steps %+v", all.Folded().Names(all.Folded().All()), all.Steps())
+	}
+	// A leaf lookup folds, and every step Fold makes is lossless.
+	h = mustNew(t, "ratings:U,M", "users:U", "pub:movies:M,G")
+	f, err = Fold(h, map[string][]string{"movies": {col("movies", "M")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Folded().Len() != 2 {
+		t.Errorf("leaf lookup not folded: %v", f.Folded().Names(f.Folded().All()))
+	}
+	for _, st := range f.Steps() {
+		if !st.Lossless {
+			t.Errorf("Fold made a lossy step %+v", st)
+		}
 	}
 }

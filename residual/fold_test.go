@@ -89,7 +89,7 @@ func foldTables(t *testing.T, in *brute.Instance, keys map[string][]string) (f *
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err = hypergraph.Fold(h, keys)
+	f, err = hypergraph.FoldAll(h, keys)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,8 @@ import (
 
 // Folding builds the join hypergraph ([Spec.Hypergraph]) and folds every
 // public table whose declared primary key is covered by its join with a
-// private table into that table ([hypergraph.Fold], which states the rule
+// private table, and whose fold is lossless (it links no other relation),
+// into that table ([hypergraph.Fold], which states the rule
 // and proves that statistics of the folded join keep their privacy
 // guarantees). It depends on the spec only, never on the data; the engine
 // checks, when it builds the folded relations, that each folded public
