@@ -4,7 +4,7 @@ BIN     ?= bin/synth
 PKGS    ?= ./...
 export CGO_ENABLED = 1
 
-.PHONY: all build test test-short bench lint demo clean
+.PHONY: all build test test-short bench accuracy lint demo clean
 
 all: build
 
@@ -24,6 +24,11 @@ test-short:
 ## bench: run every benchmark once (benchmarks may read ../shared/data)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## accuracy: the accuracy table (TVD of the workload marginals on Adult, Bank
+## and TPC-H, ε ∈ {0.5, 1, 4}, 3 seeds; minutes). PEER=DIR adds a peer's outputs.
+accuracy:
+	SYNTH_ACCURACY_TABLE=1 SYNTH_PEER_DIR=$(PEER) $(GO) test -run '^TestAccuracyTable$$' -count=1 -timeout 60m -v ./release/
 
 ## lint: gofmt and go vet (and staticcheck when installed)
 lint:

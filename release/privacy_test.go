@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/internal/demo"
@@ -108,5 +110,36 @@ func TestPublishedOutputsAreIntegers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReleaseCleansStaleTemporaries: a temporary left by a hard-killed
+// release (our own naming, older than StaleAge) is removed by the next
+// release into the folder; a foreign file is kept.
+func TestReleaseCleansStaleTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, ".synthetic.parquet.12345.tmp")
+	foreign := filepath.Join(dir, "notes.tmp")
+	for _, p := range []string{stale, foreign} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-2 * StaleAge)
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp, err := demo.Write(t.TempDir(), 20, 1, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), Options{Spec: sp, OutDir: dir, Engine: "duckdb", Source: dp.NewSeededSource(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale temporary still there: %v", err)
+	}
+	if _, err := os.Stat(foreign); err != nil {
+		t.Errorf("foreign file removed: %v", err)
 	}
 }

@@ -135,10 +135,15 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release: %w", err)
 	}
-	h, err := s.Hypergraph()
+	// Public tables joined on their primary key (lossless lookups) are
+	// folded into their private neighbour: the folded join is the same and
+	// its statistics keep their guarantees (hypergraph.Fold proves both);
+	// the folding depends on the spec only.
+	folding, err := s.Folding()
 	if err != nil {
 		return nil, err
 	}
+	h := folding.Folded()
 	names := ColumnNames(s)
 	cols := s.ReleaseColumns()
 	sizes := s.ReleaseSizes()
@@ -164,7 +169,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		Epsilon:   s.Privacy.Epsilon,
 		Delta:     s.Privacy.Delta,
 		Beta:      s.Release.Beta,
-		Columns:   s.Release.Columns,
+		Columns:   spec.FoldColumns(folding, s.Release.Columns),
 		Universe:  u,
 		Families:  fams,
 		Rounds:    o.Rounds,
@@ -191,6 +196,11 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err := eng.Load(ctx, s); err != nil {
 		return nil, err
 	}
+	// The folded relations, once the folded public tables' keys are checked
+	// unique (a check on public data only).
+	if err := eng.Fold(ctx, folding); err != nil {
+		return nil, err
+	}
 	log.Info("computing join statistics and running PMW")
 	res, err := plan.Run(ctx, src, eng)
 	if err != nil {
@@ -198,6 +208,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	log.Info("mechanism done", "algorithm", string(res.Algorithm), "delta_tilde", res.DeltaTilde, "n_hat", res.PMW.NHat)
 
+	orig := folding.Original()
 	report := ledger.Report(dp.ReportMeta{
 		Neighbours:      Neighbours,
 		Mechanism:       string(res.Algorithm),
@@ -208,8 +219,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			"release_columns":  names,
 			"universe_size":    u.Len(),
 			"pmw_rounds":       res.PMW.Rounds,
-			"relations":        h.Names(h.All()),
-			"public_relations": append([]string{}, h.Names(h.All()&^h.Private())...),
+			"relations":        orig.Names(orig.All()),
+			"public_relations": append([]string{}, orig.Names(orig.All()&^orig.Private())...),
+			"folded_relations": h.Names(h.All()),
 		},
 	})
 	reportJSON, err := json.MarshalIndent(report, "", "  ")

@@ -30,6 +30,8 @@ func newSensitivityCmd(g *globalOptions) *cobra.Command {
 of every non-empty proper subset E of the relations, the local sensitivity
 bound LŜ^0 and the residual sensitivity RS^β = max_k e^{−βk}·LŜ^k
 (Ghazi et al. Def. 3.6). The default β is 1/λ = ε/ln(1/δ) from the spec.
+Public tables joined on their primary key are folded into their private
+neighbour first, as a release does (see inspect).
 
 NON-PRIVATE: the values are computed from the private data without noise.
 They are for the data custodian; do not publish them.
@@ -62,11 +64,20 @@ small leaks through that choice, outside the privacy budget.`,
 				}
 				beta = s.Privacy.Epsilon / math.Log(1/s.Privacy.Delta)
 			}
-			h, eng, err := loadData(cmd.Context(), g, s)
+			_, eng, err := loadData(cmd.Context(), g, s)
 			if err != nil {
 				return err
 			}
 			defer eng.Close()
+			// The folded join, as a release computes it.
+			f, err := s.Folding()
+			if err != nil {
+				return err
+			}
+			if err := eng.Fold(cmd.Context(), f); err != nil {
+				return err
+			}
+			h := f.Folded()
 			sens, err := residual.Compute(cmd.Context(), h, eng, beta)
 			if err != nil {
 				return err
