@@ -1,0 +1,246 @@
+// Package score measures how faithful a synthetic file is, independently of
+// the release path: the total-variation distance (TVD) of marginal tables
+// between the true data and a synthetic file, beside the TVD of the uniform
+// distribution (the floor a useless release gets).
+//
+// It is an oracle for tests and the accuracy table, so it shares as little
+// as possible with the code it checks: the true join is read from the raw
+// source files with DuckDB's own CSV/Parquet readers (every value as text,
+// the join written here from the spec's equalities, not by engine/), and
+// every value — true or synthetic — is binned in Go by spec.Column.Bin, not
+// by the engine's SQL binning. It reads private data: its numbers are
+// internal (DESIGN.md §3, invariant 5).
+package score
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"strings"
+
+	_ "github.com/duckdb/duckdb-go/v2" // the DuckDB driver
+
+	"github.com/synth-dp/synth/spec"
+)
+
+// Table is a set of binned rows over the released columns: Rows[i][j] is
+// the bin of released column j in row i.
+type Table struct {
+	Rows [][]int
+}
+
+// readerFor returns the DuckDB table function reading path as text.
+func readerFor(path string) string {
+	q := "'" + strings.ReplaceAll(path, "'", "''") + "'"
+	lower := strings.ToLower(path)
+	if strings.HasSuffix(lower, ".parquet") {
+		return "read_parquet(" + q + ")"
+	}
+	return "read_csv(" + q + ", all_varchar = true, header = true)"
+}
+
+func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// bin reads the text rows of q (one column per released column) and bins
+// them with spec.Column.Bin; a value that does not bin is an error naming
+// it. NULLs (e.g. a row a drop policy would remove) are skipped with the
+// row.
+func bin(ctx context.Context, db *sql.DB, q string, cols []*spec.Column) (*Table, error) {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("score: %w\n%s", err, q)
+	}
+	defer rows.Close()
+	out := &Table{}
+	raw := make([]sql.NullString, len(cols))
+	dst := make([]any, len(cols))
+	for i := range raw {
+		dst[i] = &raw[i]
+	}
+next:
+	for rows.Next() {
+		if err := rows.Scan(dst...); err != nil {
+			return nil, fmt.Errorf("score: %w", err)
+		}
+		r := make([]int, len(cols))
+		for j, c := range cols {
+			if !raw[j].Valid {
+				continue next
+			}
+			b, err := c.Bin(raw[j].String)
+			if err != nil {
+				return nil, fmt.Errorf("score: column %s: value %q: %w", c.Name, raw[j].String, err)
+			}
+			r[j] = b
+		}
+		out.Rows = append(out.Rows, r)
+	}
+	return out, rows.Err()
+}
+
+func open() (*sql.DB, error) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return nil, fmt.Errorf("score: %w", err)
+	}
+	return db, nil
+}
+
+// Truth reads the true join of the spec's tables over the released columns
+// from the raw source files. Values outside their domain under an
+// out_of_domain policy are an error (the examples have none).
+func Truth(ctx context.Context, s *spec.Spec) (*Table, error) {
+	db, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var from []string
+	for _, t := range s.Tables {
+		from = append(from, readerFor(t.Source)+" AS "+ident(t.Name))
+	}
+	var where []string
+	for _, j := range s.Join {
+		where = append(where, ident(j.Left.Table)+"."+ident(j.Left.Column)+" = "+ident(j.Right.Table)+"."+ident(j.Right.Column))
+	}
+	var sel []string
+	for _, r := range s.Release.Columns {
+		sel = append(sel, "CAST("+ident(r.Table)+"."+ident(r.Column)+" AS VARCHAR)")
+	}
+	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + strings.Join(from, ", ")
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	return bin(ctx, db, q, s.ReleaseColumns())
+}
+
+// Synthetic reads a synthetic file (Parquet, or CSV with a header) whose
+// columns are named names, in the order of the released columns.
+func Synthetic(ctx context.Context, s *spec.Spec, path string, names []string) (*Table, error) {
+	if len(names) != len(s.Release.Columns) {
+		return nil, fmt.Errorf("score: %d column names for %d released columns", len(names), len(s.Release.Columns))
+	}
+	db, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var sel []string
+	for _, n := range names {
+		sel = append(sel, "CAST("+ident(n)+" AS VARCHAR)")
+	}
+	return bin(ctx, db, "SELECT "+strings.Join(sel, ", ")+" FROM "+readerFor(path), s.ReleaseColumns())
+}
+
+// Marginal returns the normalised marginal table of t over the released
+// column positions cols (sizes their domain sizes), in mixed radix, first
+// column most significant. An empty table gives all zeros.
+func (t *Table) Marginal(cols, sizes []int) []float64 {
+	n := 1
+	for _, c := range cols {
+		n *= sizes[c]
+	}
+	out := make([]float64, n)
+	for _, r := range t.Rows {
+		k := 0
+		for _, c := range cols {
+			k = k*sizes[c] + r[c]
+		}
+		out[k]++
+	}
+	if len(t.Rows) > 0 {
+		for i := range out {
+			out[i] /= float64(len(t.Rows))
+		}
+	}
+	return out
+}
+
+// TVD is the total-variation distance ½·Σ|p − q| of two distributions of
+// the same length.
+func TVD(p, q []float64) float64 {
+	s := 0.0
+	for i := range p {
+		s += math.Abs(p[i] - q[i])
+	}
+	return s / 2
+}
+
+// Uniform returns the uniform distribution on n cells.
+func Uniform(n int) []float64 {
+	u := make([]float64, n)
+	for i := range u {
+		u[i] = 1 / float64(n)
+	}
+	return u
+}
+
+// Result is the score of one synthetic table against the truth.
+type Result struct {
+	// Marginals are the scored column sets (released column positions).
+	Marginals [][]int
+	// TVD[i] and UniformTVD[i] are the synthetic and the uniform
+	// distribution's TVD on marginal i.
+	TVD, UniformTVD []float64
+	// MeanTVD and MeanUniformTVD are their means.
+	MeanTVD, MeanUniformTVD float64
+	// Rows and TrueRows are the row counts.
+	Rows, TrueRows int
+}
+
+// Score compares syn with truth on the given marginals (released column
+// positions); sizes are the released columns' domain sizes.
+func Score(truth, syn *Table, marginals [][]int, sizes []int) Result {
+	r := Result{Marginals: marginals, Rows: len(syn.Rows), TrueRows: len(truth.Rows)}
+	for _, m := range marginals {
+		p := truth.Marginal(m, sizes)
+		r.TVD = append(r.TVD, TVD(p, syn.Marginal(m, sizes)))
+		r.UniformTVD = append(r.UniformTVD, TVD(p, Uniform(len(p))))
+	}
+	for i := range r.TVD {
+		r.MeanTVD += r.TVD[i] / float64(len(r.TVD))
+		r.MeanUniformTVD += r.UniformTVD[i] / float64(len(r.TVD))
+	}
+	return r
+}
+
+// WorkloadMarginals returns the spec's workload marginals as released
+// column positions; with no marginal in the workload, every 1- and 2-way
+// marginal.
+func WorkloadMarginals(s *spec.Spec) ([][]int, error) {
+	pos := map[spec.ColumnRef]int{}
+	for i, r := range s.Release.Columns {
+		pos[r] = i
+	}
+	var out [][]int
+	for _, m := range s.Workload.Marginals {
+		var cols []int
+		for _, r := range m {
+			p, ok := pos[r]
+			if !ok {
+				return nil, fmt.Errorf("score: workload column %s is not released", r)
+			}
+			cols = append(cols, p)
+		}
+		out = append(out, cols)
+	}
+	if len(out) == 0 {
+		return AllOneTwoWay(len(s.Release.Columns)), nil
+	}
+	return out, nil
+}
+
+// AllOneTwoWay returns every 1-way and 2-way marginal of d columns.
+func AllOneTwoWay(d int) [][]int {
+	var out [][]int
+	for i := 0; i < d; i++ {
+		out = append(out, []int{i})
+	}
+	for i := 0; i < d; i++ {
+		for j := i + 1; j < d; j++ {
+			out = append(out, []int{i, j})
+		}
+	}
+	return out
+}

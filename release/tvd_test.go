@@ -1,0 +1,109 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/score"
+	"github.com/synth-dp/synth/spec"
+)
+
+// scoredRelease runs a release of the example name at ε (the example's δ)
+// and scores its workload marginals against the true join with the
+// independent scorer of internal/score. opts may adjust the options.
+func scoredRelease(t testing.TB, name string, eps float64, src dp.Source, opts func(*Options)) (score.Result, *Summary) {
+	t.Helper()
+	s := loadSpec(t, filepath.Join("..", "examples", name, "synth.yaml"))
+	s.Privacy.Epsilon = eps
+	o := Options{Spec: s, OutDir: t.TempDir(), Engine: "duckdb", Source: src}
+	if opts != nil {
+		opts(&o)
+	}
+	sum, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scoreFile(t, s, sum.Parquet, ColumnNames(s)), sum
+}
+
+// truthCache holds the true tables by spec source, so that the table of
+// many runs reads each data set once.
+var truthCache = map[string]*score.Table{}
+
+func scoreFile(t testing.TB, s *spec.Spec, path string, names []string) score.Result {
+	t.Helper()
+	ctx := context.Background()
+	key := s.Digest()
+	truth, ok := truthCache[key]
+	if !ok {
+		var err error
+		if truth, err = score.Truth(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		truthCache[key] = truth
+	}
+	syn, err := score.Synthetic(ctx, s, path, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := score.WorkloadMarginals(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return score.Score(truth, syn, ms, s.ReleaseSizes())
+}
+
+// TestAccuracyTable prints the accuracy table of the closing notes: mean
+// TVD of the workload marginals over 3 seeds for each example and ε, beside
+// the uniform distribution's and, when SYNTH_PEER_DIR names a folder of
+// peer outputs ({name}_eps{ε}_seed{s}.csv with the released columns' names),
+// the peer's. It takes minutes, so it runs only when SYNTH_ACCURACY_TABLE
+// is set (make accuracy).
+func TestAccuracyTable(t *testing.T) {
+	if os.Getenv("SYNTH_ACCURACY_TABLE") == "" {
+		t.Skip("set SYNTH_ACCURACY_TABLE=1 to print the accuracy table (make accuracy)")
+	}
+	names := []string{"adult", "bank", "tpch"}
+	if v := os.Getenv("SYNTH_ACCURACY_DATA"); v != "" {
+		names = strings.Split(v, ",")
+	}
+	peer := os.Getenv("SYNTH_PEER_DIR")
+	var out strings.Builder
+	out.WriteString("| data | ε | synth TVD (mean of 3 seeds) | rows / true | uniform TVD | peer TVD |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, name := range names {
+		for _, eps := range []float64{0.5, 1, 4} {
+			var tvd, uni, ratio, ptvd float64
+			np := 0
+			for seed := uint64(1); seed <= 3; seed++ {
+				r, _ := scoredRelease(t, name, eps, dp.NewSeededSource(seed), nil)
+				tvd += r.MeanTVD / 3
+				uni = r.MeanUniformTVD
+				ratio += float64(r.Rows) / float64(r.TrueRows) / 3
+				if peer != "" {
+					p := filepath.Join(peer, fmt.Sprintf("%s_eps%g_seed%d.csv", name, eps, seed))
+					if _, err := os.Stat(p); err == nil {
+						s := loadSpec(t, filepath.Join("..", "examples", name, "synth.yaml"))
+						var cols []string
+						for _, c := range s.Release.Columns {
+							cols = append(cols, c.Column)
+						}
+						ptvd += scoreFile(t, s, p, cols).MeanTVD
+						np++
+					}
+				}
+			}
+			ps := "–"
+			if np > 0 {
+				ps = fmt.Sprintf("%.3f", ptvd/float64(np))
+			}
+			fmt.Fprintf(&out, "| %s | %g | %.3f | %.2f | %.3f | %s |\n", name, eps, tvd, ratio, uni, ps)
+			t.Logf("%s ε=%g: TVD %.3f (uniform %.3f, peer %s)", name, eps, tvd, uni, ps)
+		}
+	}
+	fmt.Println(out.String())
+}
