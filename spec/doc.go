@@ -38,6 +38,10 @@
 //	  marginals: [[o_orderpriority, c_mktsegment], [l_quantity]]
 //	  ranges: [{column: l_quantity, by: [o_orderpriority]}]
 //	  numeric: [{sum: o_totalprice, where: {o_orderpriority: [1-URGENT], l_quantity: [1, 10]}}]
+//	pmw:                                    # optional
+//	  variant: mwem                         # or paper (Ghazi et al. App. A as stated); default mwem
+//	  noise: gaussian                       # or laplace; mwem only
+//	  nhat_share: 0.05                      # share of (ε, δ) for the padded join size; mwem only
 //	output: {path: out/orders}              # optional; relative to the spec's folder
 //
 // Column types and their keys:

@@ -146,7 +146,7 @@ func (p *parser) parse(data []byte) *Spec {
 	p.s = &Spec{File: p.file}
 	p.released = map[ColumnRef]bool{}
 	p.tableNode = map[string]*yaml.Node{}
-	m := p.mapping(root, "", "privacy", "sdv_metadata", "tables", "relationships", "join", "release", "workload", "output")
+	m := p.mapping(root, "", "privacy", "sdv_metadata", "tables", "relationships", "join", "release", "workload", "pmw", "output")
 	p.sections = m.vals
 
 	p.privacy(m.required("privacy"))
@@ -167,6 +167,9 @@ func (p *parser) parse(data []byte) *Spec {
 	p.release(m.required("release"))
 	if n := m.get("workload"); n != nil {
 		p.workload(n)
+	}
+	if n := m.get("pmw"); n != nil {
+		p.pmw(n)
 	}
 	if n := m.get("output"); n != nil {
 		p.output(n)
@@ -968,6 +971,29 @@ func (p *parser) condition(cond *Condition, n *yaml.Node, path string) {
 			seen[v] = true
 			cond.Values = append(cond.Values, v)
 		}
+	}
+}
+
+func (p *parser) pmw(n *yaml.Node) {
+	m := p.mapping(n, "pmw", "variant", "noise", "nhat_share")
+	if v := m.get("variant"); v != nil {
+		p.s.PMW.Variant = p.choice(v, "pmw.variant", PMWVariantMWEM, PMWVariantPaper)
+	}
+	if v := m.get("noise"); v != nil {
+		p.s.PMW.Noise = p.choice(v, "pmw.noise", PMWNoiseGauss, PMWNoiseLaplace)
+		if p.s.PMW.Variant == PMWVariantPaper {
+			p.fail(deref(v), "pmw.noise", "applies to the mwem variant only (the paper variant always uses Laplace noise)")
+		}
+	}
+	if v := m.get("nhat_share"); v != nil {
+		x := p.number(v, "pmw.nhat_share")
+		if !(x > 0 && x < 1) {
+			p.fail(deref(v), "pmw.nhat_share", "must lie strictly between 0 and 1, got %v", x)
+		}
+		if p.s.PMW.Variant == PMWVariantPaper {
+			p.fail(deref(v), "pmw.nhat_share", "applies to the mwem variant only (the paper variant spends half on n̂)")
+		}
+		p.s.PMW.NHatShare = x
 	}
 }
 

@@ -198,6 +198,14 @@ func badCases() []badCase {
 		{"beta zero", withLine(19, "  beta: 0\n  columns: [c_mktsegment]"), "release.beta", 19, "must be > 0, got 0"},
 		{"beta NaN", withLine(19, "  beta: .nan\n  columns: [c_mktsegment]"), "release.beta", 19, "must be finite"},
 		{"beta text", withLine(19, "  beta: small\n  columns: [c_mktsegment]"), "release.beta", 19, "must be a number"},
+		// The pmw section.
+		{"pmw unknown variant", withLine(24, "pmw: {variant: fast}\noutput: {path: out}"), "pmw.variant", 24, `must be one of mwem, paper, got "fast"`},
+		{"pmw unknown noise", withLine(24, "pmw: {noise: cauchy}\noutput: {path: out}"), "pmw.noise", 24, `must be one of gaussian, laplace`},
+		{"pmw share one", withLine(24, "pmw: {nhat_share: 1}\noutput: {path: out}"), "pmw.nhat_share", 24, "strictly between 0 and 1, got 1"},
+		{"pmw share negative", withLine(24, "pmw: {nhat_share: -0.1}\noutput: {path: out}"), "pmw.nhat_share", 24, "strictly between 0 and 1"},
+		{"pmw paper noise", withLine(24, "pmw: {variant: paper, noise: gaussian}\noutput: {path: out}"), "pmw.noise", 24, "mwem variant only"},
+		{"pmw paper share", withLine(24, "pmw: {variant: paper, nhat_share: 0.1}\noutput: {path: out}"), "pmw.nhat_share", 24, "mwem variant only"},
+		{"pmw unknown key", withLine(24, "pmw: {rounds: 3}\noutput: {path: out}"), "pmw", 24, `unknown key "rounds"`},
 		{"misspelt release", withLines(map[int]string{18: `releas: {columns: [c_mktsegment]}`, 19: ""}), "", 18, `unknown key "releas"`},
 		{"missing release", withLines(map[int]string{18: "", 19: ""}), "release", 1, "missing (required)"},
 		// Workload.
@@ -698,5 +706,24 @@ func TestReleaseBeta(t *testing.T) {
 	}
 	if s.Release.Beta != 0 {
 		t.Fatalf("beta = %v without release.beta, want 0", s.Release.Beta)
+	}
+}
+
+func TestParsePMW(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want PMW
+	}{
+		{"output: {path: out}", PMW{}},
+		{"pmw: {variant: paper}\noutput: {path: out}", PMW{Variant: PMWVariantPaper}},
+		{"pmw: {variant: mwem, noise: laplace, nhat_share: 0.1}\noutput: {path: out}", PMW{Variant: PMWVariantMWEM, Noise: PMWNoiseLaplace, NHatShare: 0.1}},
+	} {
+		s, err := Parse([]byte(withLine(24, tc.line)), "synth.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.line, err)
+		}
+		if s.PMW != tc.want {
+			t.Errorf("%q: pmw = %+v, want %+v", tc.line, s.PMW, tc.want)
+		}
 	}
 }

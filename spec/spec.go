@@ -90,6 +90,8 @@ type Spec struct {
 	Release Release
 	// Workload lists the queries that must stay accurate.
 	Workload Workload
+	// PMW holds the options of the release's PMW step.
+	PMW PMW
 	// Output is where a release is written.
 	Output Output
 
@@ -194,6 +196,29 @@ type Release struct {
 	// Columns lists the released columns in release order.
 	Columns []ColumnRef
 }
+
+// PMW holds the public options of private multiplicative weights (the
+// spec's pmw section). Empty fields take the pmw package's defaults.
+type PMW struct {
+	// Variant is "mwem" (whole-marginal rounds, zCDP; the default) or
+	// "paper" (Ghazi et al. App. A as stated: one query per round, half
+	// the budget on n̂).
+	Variant string
+	// Noise is "gaussian" (the default) or "laplace": the measurement noise
+	// and accounting of the mwem variant.
+	Noise string
+	// NHatShare is the share of (ε, δ) the mwem variant spends on the
+	// padded join size n̂, in (0, 1); 0 means the default (0.05).
+	NHatShare float64
+}
+
+// PMW variants and noises accepted in the spec.
+const (
+	PMWVariantMWEM  = "mwem"
+	PMWVariantPaper = "paper"
+	PMWNoiseGauss   = "gaussian"
+	PMWNoiseLaplace = "laplace"
+)
 
 // Workload lists the queries that must stay accurate.
 type Workload struct {
