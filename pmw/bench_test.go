@@ -1,6 +1,7 @@
 package pmw
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -121,4 +122,90 @@ func BenchmarkFusedPass(b *testing.B) {
 		sink = e.plan.run(e.w, e.scratch)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(e.u.Len()), "ns/cell")
+}
+
+// mwemBenchSetup builds a [VariantMWEM] run over m columns of 10 with the
+// given two-way marginals and the random histogram of benchSetup, through
+// its initial marginals, with every family measured once so that a sweep
+// applies all their factors.
+func mwemBenchSetup(tb testing.TB, m int, pairs [][2]int) *mwem {
+	tb.Helper()
+	names := make([]string, m)
+	sizes := make([]int, m)
+	for i := range names {
+		names[i] = fmt.Sprintf("c%d", i)
+		sizes[i] = 10
+	}
+	u, err := NewUniverse(names, sizes, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var fams []Family
+	for _, p := range pairs {
+		fams = append(fams, Marginal([]int{p[0], p[1]}))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	hist := make([]Cell, 0, 100000)
+	for range 100000 {
+		hist = append(hist, Cell{Index: rng.Int64N(u.Len()), Count: 1 + rng.Int64N(3)})
+	}
+	e, err := newMWEM(dp.NewSeededSource(7), u, fams, Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := e.init(hist); err != nil {
+		tb.Fatal(err)
+	}
+	smp, _ := e.sampler(e.noiseScale(e.unit))
+	for _, p := range e.cand {
+		e.measure(p, smp, e.variance(e.noiseScale(e.unit)))
+	}
+	e.prepareFit()
+	return e
+}
+
+// BenchmarkMWEMSweep times one re-fitting sweep of [VariantMWEM] over 1e7
+// cells (7 columns of 10; the 7 initial 1-way and 8 two-way marginals
+// measured): the multiplicative update by the 15 factor tables and the
+// answers of all tables, in ONE scaled pass (DefaultWorkers goroutines).
+// Compare ns/cell with BenchmarkStreamingPass.
+func BenchmarkMWEMSweep(b *testing.B) {
+	e := mwemBenchSetup(b, 7, pairs1e7)
+	e.logRatios()
+	b.ResetTimer()
+	for b.Loop() {
+		e.step(0.01)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(e.u.Len()), "ns/cell")
+}
+
+// BenchmarkMWEMRound times one whole [VariantMWEM] round over 1e7 cells:
+// scores of the 8 candidates, the exponential mechanism, the discrete
+// Gaussian on every cell of the selected marginal, and a fit capped at
+// one sweep (plus the line search's backtracking passes, if any: see
+// passes/op).
+func BenchmarkMWEMRound(b *testing.B) {
+	e := mwemBenchSetup(b, 7, pairs1e7)
+	sweeps := e.sweeps
+	b.ResetTimer()
+	for b.Loop() {
+		e.t, e.used, e.done = 0, 0, false // an endless budget for the benchmark
+		e.round(1)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(e.u.Len()), "ns/cell")
+	b.ReportMetric(float64(e.sweeps-sweeps)/float64(b.N), "passes/op")
+}
+
+// BenchmarkMWEMAdult times the whole [VariantMWEM] run on UCI Adult at
+// ε = 1 (examples/adult/synth.yaml: 1.6M cells, its workload), the PMW
+// part of a release: the histogram is built once, before the timer.
+func BenchmarkMWEMAdult(b *testing.B) {
+	a := loadAdult(b)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := Run(context.Background(), dp.NewSeededSource(uint64(i)), a.u, a.fams, a.hist,
+			Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

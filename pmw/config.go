@@ -20,48 +20,137 @@ const DefaultRounds = 10
 // [Config.Workers] is 0.
 const DefaultWorkers = 2
 
+// Variant selects the algorithm [Run] executes.
+type Variant string
+
+const (
+	// VariantMWEM (the default) is practical MWEM in the style of AIM
+	// (McKenna et al. 2022) on the join histogram: a small share of the
+	// budget pads n̂, the rest is spent in zCDP (or pure ε-DP) on the
+	// noisy 1-way marginals of every released column, then rounds that
+	// each select a whole workload marginal by the exponential mechanism
+	// and measure all its cells with integer noise; every measurement is
+	// re-fitted by multiplicative weights after every round. See [Run].
+	VariantMWEM Variant = "mwem"
+	// VariantPaper is PMW exactly as Ghazi et al. App. A states it (and as
+	// DESIGN.md §4 spells it out): half the budget on n̂, uniform start,
+	// T rounds that each select and measure ONE query with Laplace noise,
+	// advanced composition. Kept bit-for-bit for reproduction and audits.
+	VariantPaper Variant = "paper"
+)
+
+// Noise selects the noise and accounting of the [VariantMWEM] rounds.
+type Noise string
+
+const (
+	// NoiseGaussian (the default): discrete Gaussian measurements, the
+	// rounds accounted in zero-concentrated DP (ρ-zCDP, Bun–Steinke 2016)
+	// and converted to (ε, δ) once (Canonne–Kamath–Steinke 2020).
+	NoiseGaussian Noise = "gaussian"
+	// NoiseLaplace: discrete Laplace measurements, the rounds accounted in
+	// pure ε-DP by basic composition; n̂ then receives the whole δ.
+	NoiseLaplace Noise = "laplace"
+)
+
+// DefaultNHatShare is the share s of (ε, δ) that [VariantMWEM] spends on
+// the padded join size n̂ when [Config.NHatShare] is 0.
+const DefaultNHatShare = 0.05
+
+// DefaultMWEMMaxRounds caps the rounds of [VariantMWEM] when
+// [Config.MaxRounds] is 0.
+const DefaultMWEMMaxRounds = 100
+
 // Config parameterises [Run]. The zero value is not usable: Epsilon, Delta
 // and Sensitivity must be set.
 type Config struct {
 	// Epsilon and Delta are the total budget (ε, δ) of the run, ε > 0
 	// finite and 0 < δ < 1 (the truncated Laplace mechanism for n̂ needs
-	// δ > 0). Half goes to n̂, half to the T rounds.
+	// δ > 0). How it is split depends on the Variant (see [Run]).
 	Epsilon, Delta float64
 	// Sensitivity is Δ̃ ≥ 1: the public (or DP-estimated) bound on how many
 	// tuples of the join a neighbouring instance adds or removes. Every
-	// query answer q(J) changes by at most Δ̃ between neighbours.
+	// query answer q(J) changes by at most Δ̃ between neighbours, and every
+	// marginal of J by at most Δ̃ in L1 and in L2.
 	Sensitivity float64
-	// Rounds is T; 0 means [DefaultRounds], or the automatic choice when
-	// MaxRounds is set.
+	// Variant is the algorithm: "" or [VariantMWEM] (the default), or
+	// [VariantPaper].
+	Variant Variant
+	// Noise is the measurement noise of [VariantMWEM]: "" or
+	// [NoiseGaussian] (the default), or [NoiseLaplace]. Ignored by
+	// [VariantPaper] (always Laplace).
+	Noise Noise
+	// NHatShare is the share s of (ε, δ) that [VariantMWEM] spends on the
+	// padded join size n̂, 0 < s < 1; 0 means [DefaultNHatShare]. (With
+	// [NoiseLaplace], n̂ receives (s·ε, δ).) [VariantPaper] always spends
+	// half.
+	NHatShare float64
+	// Rounds is T. [VariantPaper]: 0 means [DefaultRounds], or the
+	// automatic choice when MaxRounds is set. [VariantMWEM]: 0 means
+	// adaptive rounds (budget annealing, at most MaxRounds); T > 0 runs
+	// exactly T rounds of equal budget, fixed before any data is read.
 	Rounds int
-	// MaxRounds, when > 0 and Rounds is 0, makes T automatic: chosen after
-	// n̂ is drawn by [AutoRounds], at most MaxRounds. T is then a function
-	// of the DP output n̂ and public parameters, so choosing it is
-	// post-processing; the rounds still spend exactly (ε/2, δ/2).
+	// MaxRounds: [VariantPaper]: when > 0 and Rounds is 0, makes T
+	// automatic: chosen after n̂ is drawn by [AutoRounds], at most
+	// MaxRounds. T is then a function of the DP output n̂ and public
+	// parameters, so choosing it is post-processing; the rounds still spend
+	// exactly (ε/2, δ/2). [VariantMWEM]: caps the adaptive rounds (0 means
+	// [DefaultMWEMMaxRounds]); the round that reaches the cap spends what
+	// remains.
 	MaxRounds int
-	// Reapply makes every round update with all measurements so far, in
-	// order (MWEM-style; post-processing of DP outputs), instead of only
-	// the newest one. Each re-application costs a pass over that query's
-	// support.
+	// Reapply ([VariantPaper] only) makes every round update with all
+	// measurements so far, in order (MWEM-style; post-processing of DP
+	// outputs), instead of only the newest one. Each re-application costs a
+	// pass over that query's support. [VariantMWEM] always re-fits every
+	// measurement.
 	Reapply bool
-	// Ledger, when not nil, is charged for the two halves of the budget
-	// before any data is read, and receives n̂ as a published output.
+	// Ledger, when not nil, is charged for the budget split before any data
+	// is read, and receives the published outputs (n̂, and for
+	// [VariantMWEM] the row count and the number of rounds).
 	Ledger *dp.Ledger
 	// Progress, when not nil, is called after every round with the round
-	// number t and T. It sees public values only.
+	// number t and T ([VariantMWEM]: the cap, since T is adaptive). It
+	// sees public values only.
 	Progress func(round, rounds int)
 	// Workers is the number of goroutines of the dense pass; 0 means
 	// [DefaultWorkers].
 	Workers int
 
-	// testExactN makes n̂ = |J| (no TLap noise). Unexported so that only
-	// this package's tests can set it: no production path skips noise.
+	// Mutation knobs for the privacy audits. Unexported so that only this
+	// package's tests can set them: no production path sets any. Each
+	// breaks one step of a proof on purpose, so that an audit that cannot
+	// tell the broken mechanism from the right one is known to be blind.
+	//
+	// testExactN makes n̂ = |J| (no TLap noise), both variants.
 	testExactN bool
+	// testSelSens1 runs the exponential mechanism with score sensitivity 1
+	// instead of Δ̃, both variants.
+	testSelSens1 bool
+	// testMeasSens1 ([VariantPaper]) draws the measurement noise
+	// Lap(1/ε₀) instead of Lap(Δ̃/ε₀).
+	testMeasSens1 bool
+	// testNoiseSens1 ([VariantMWEM]) calibrates every measurement (the
+	// initial 1-way marginals and the rounds) to sensitivity 1 instead of
+	// Δ̃: σ = 1/√(2ρ) (Laplace: scale 1/ε).
+	testNoiseSens1 bool
+	// testWholeBudget ([VariantMWEM]) calibrates every measurement to the
+	// WHOLE ρ of the rounds (Laplace: the whole ε) instead of its share.
+	testWholeBudget bool
+	// testRhoFromEps ([VariantMWEM], Gaussian) calibrates every
+	// measurement as if the rounds' ρ were their ε_R = (1−s)·ε, skipping
+	// the zCDP conversion dp.RhoForBudget (every σ shrinks by
+	// √(ε_R/ρ), about 8 at ε = 1, δ = 1e-6). The ledger is charged as
+	// usual.
+	testRhoFromEps bool
+	// testAverage ([VariantMWEM]) outputs the average of the iterates
+	// A_1..A_T instead of the final one (for the comparison in
+	// TestMWEMFinalVersusAverage; not a privacy knob).
+	testAverage bool
 }
 
 // Validate reports the first problem with c as an error wrapping
-// [ErrInvalidConfig]: NaN, ±Inf, ε ≤ 0, δ outside (0, 1), Δ̃ < 1, negative
-// rounds or workers.
+// [ErrInvalidConfig]: NaN, ±Inf, ε ≤ 0, δ outside (0, 1), Δ̃ < 1, an
+// unknown variant or noise, a share s outside (0, 1), negative rounds or
+// workers.
 func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
@@ -73,6 +162,12 @@ func (c Config) Validate() error {
 		return bad("delta = %v, want 0 < delta < 1", c.Delta)
 	case math.IsNaN(c.Sensitivity) || math.IsInf(c.Sensitivity, 0) || c.Sensitivity < 1:
 		return bad("sensitivity = %v, want a finite number ≥ 1", c.Sensitivity)
+	case c.Variant != "" && c.Variant != VariantMWEM && c.Variant != VariantPaper:
+		return bad("variant = %q, want %q or %q", c.Variant, VariantMWEM, VariantPaper)
+	case c.Noise != "" && c.Noise != NoiseGaussian && c.Noise != NoiseLaplace:
+		return bad("noise = %q, want %q or %q", c.Noise, NoiseGaussian, NoiseLaplace)
+	case math.IsNaN(c.NHatShare) || c.NHatShare < 0 || c.NHatShare >= 1:
+		return bad("n̂ share = %v, want 0 < s < 1 (0 means %v)", c.NHatShare, DefaultNHatShare)
 	case c.Rounds < 0:
 		return bad("rounds = %d, want ≥ 0 (0 means %d)", c.Rounds, DefaultRounds)
 	case c.MaxRounds < 0:
@@ -81,6 +176,27 @@ func (c Config) Validate() error {
 		return bad("workers = %d, want ≥ 0 (0 means %d)", c.Workers, DefaultWorkers)
 	}
 	return nil
+}
+
+func (c Config) variant() Variant {
+	if c.Variant == "" {
+		return VariantMWEM
+	}
+	return c.Variant
+}
+
+func (c Config) noise() Noise {
+	if c.Noise == "" {
+		return NoiseGaussian
+	}
+	return c.Noise
+}
+
+func (c Config) nhatShare() float64 {
+	if c.NHatShare == 0 {
+		return DefaultNHatShare
+	}
+	return c.NHatShare
 }
 
 func (c Config) autoRounds() bool { return c.Rounds == 0 && c.MaxRounds > 0 }

@@ -6,8 +6,10 @@ import (
 	"github.com/synth-dp/synth/dp"
 )
 
-// Counts turns the averaged weights into non-negative integer counts
-// F : X → ℕ with Σ F = N = round(max(n̂, 0)), by systematic rounding: with
+// Counts turns the weights into non-negative integer counts F : X → ℕ
+// with Σ F = N, by systematic rounding, where N = [Result.Rows] for
+// [VariantMWEM] and N = round(max(n̂, 0)) otherwise (for [VariantPaper],
+// n̂ is an integer ≥ 0 and N = n̂ = Rows): with
 // e(x) = N·Weights[x]/Σ Weights the target counts, C(x) their cumulative
 // sums in cell order and one uniform offset U ∈ (0, 1) drawn from src,
 //
@@ -23,6 +25,9 @@ import (
 // than once (each call draws a new offset).
 func (r *Result) Counts(src dp.Source, emit func(cell int64, count int64) error) error {
 	n := math.Round(math.Max(r.NHat, 0))
+	if r.Variant == VariantMWEM {
+		n = float64(max(r.Rows, 0))
+	}
 	if n == 0 || len(r.Weights) == 0 {
 		return nil
 	}

@@ -3,16 +3,31 @@
 // run on the result J of a join, as the join-as-one and uniformized
 // releases of Ghazi et al. use it (Alg. 2 and App. A; DESIGN.md §4).
 //
-// # Guarantee
+// # Variants and guarantee
 //
 // [Run] is (ε, δ)-DP under the tuple-DP neighbour relation (one tuple of
 // one private relation added or removed) whenever the neighbour changes J
-// by at most Δ̃ tuples ([Config.Sensitivity]). The budget splits in two
-// halves: (ε/2, δ/2) for the noisy join size n̂ (truncated Laplace), and
-// (ε/2, δ/2) for the T rounds, each an exponential-mechanism selection and
-// a Laplace measurement with ε₀ from advanced (or basic) composition over 2T
-// steps. Everything else — the multiplicative updates, the average of the
-// iterates and the integer counts of [Result.Counts] — is post-processing.
+// by at most Δ̃ tuples ([Config.Sensitivity]). Two variants
+// ([Config.Variant]):
+//
+//   - [VariantMWEM] (the default): practical MWEM in the style of AIM. A
+//     small share s of the budget pads n̂ (truncated discrete Laplace); the
+//     rest is spent in zCDP (discrete Gaussian; or pure ε-DP with discrete
+//     Laplace, [Config.Noise]) on the noisy 1-way marginals of every
+//     column, which give the starting point, then on rounds that select a
+//     whole workload marginal by the exponential mechanism and measure all
+//     its cells at once, with budget annealing. Every measurement is
+//     re-fitted by multiplicative weights after every round. The output
+//     sums to [Result.Rows], an unbiased DP estimate of |J|.
+//   - [VariantPaper]: PMW as App. A states it: (ε/2, δ/2) for n̂, uniform
+//     start, T rounds of one query each (exponential mechanism and Laplace
+//     measurement, advanced composition), the average of the iterates.
+//
+// Everything but the noisy measurements — the multiplicative updates, the
+// fits, the averages, the integer counts of [Result.Counts] — is
+// post-processing. Published values (n̂, the row count, T) are integers
+// drawn or rounded with the exact samplers of package dp (DESIGN.md §3,
+// invariant 6).
 //
 // # Universe and queries
 //
@@ -26,22 +41,25 @@
 //
 // # Cost
 //
-// One round costs O(|X| · number of tables), not O(|X| · |Q|): all
-// marginal-like families are answered by ONE pass over the dense weights
-// that accumulates into every family's table at once (indices kept
+// All marginal-like families are answered by ONE pass over the dense
+// weights that accumulates into every family's table at once (indices kept
 // incrementally in mixed radix, split over [Config.Workers] goroutines with
-// per-worker tables merged at the end); the update of a selected query
-// touches only its support, and when that support is small the tables are
-// patched on it instead of re-running the pass; weights stay unnormalised
-// with a running total, and the average of the iterates is maintained
-// lazily on the touched cells (see [Run]). Memory is 16 bytes per cell plus small tables; a universe
-// whose estimate exceeds the cap ([DefaultMemoryCap]) is refused with
+// per-worker tables merged at the end). [VariantMWEM] fuses its
+// multiplicative update into that same pass (one pass per sweep) and walks
+// the weights as a loop nest in a column order of its own, so that most
+// tables cost one update per subtree rather than per cell. [VariantPaper]
+// touches only a selected query's support per update, patching the tables
+// when the support is small, and keeps the average of the iterates lazily.
+// Memory is at most 16 bytes per cell plus small tables; a universe whose
+// estimate exceeds the cap ([DefaultMemoryCap]) is refused with
 // [ErrTooLarge].
 //
 // # Not implemented
 //
-// Zero-concentrated DP accounting of the rounds, and floating-point-hardened
-// noise (the samplers of package dp are float64). A Weighted family whose
-// weight columns make the marginal over cols ∪ wcols as large as the
-// universe works but multiplies memory by the number of workers.
+// [VariantPaper] accounts its rounds by advanced composition only, and its
+// Laplace and exponential-mechanism noise is float64 (its noisy answers
+// must not be published). [VariantMWEM] keeps explicit [Linear] queries in
+// the workload but never selects them (they are no marginal). A Weighted
+// family whose weight columns make the marginal over cols ∪ wcols as large
+// as the universe works but multiplies memory by the number of workers.
 package pmw

@@ -219,14 +219,14 @@ func TestRunMatchesNaive(t *testing.T) {
 		fams []Family
 		cfg  Config
 	}{
-		{"small", u, hist, testFamilies(), Config{Epsilon: 2, Delta: 1e-6, Sensitivity: 2, Rounds: 12}},
-		{"small reapply", u, hist, testFamilies(), Config{Epsilon: 2, Delta: 1e-6, Sensitivity: 2, Rounds: 12, Reapply: true}},
+		{"small", u, hist, testFamilies(), Config{Variant: VariantPaper, Epsilon: 2, Delta: 1e-6, Sensitivity: 2, Rounds: 12}},
+		{"small reapply", u, hist, testFamilies(), Config{Variant: VariantPaper, Epsilon: 2, Delta: 1e-6, Sensitivity: 2, Rounds: 12, Reapply: true}},
 		{"small all families", u, hist, append(testFamilies(),
 			Weighted([]int{0}, []int{2}, []float64{0.1, -0.5, 1}),
 			Linear([]LinearQuery{{Terms: []Term{{Cell: 3, Value: 1}, {Cell: 17, Value: -0.5}}}})),
-			Config{Epsilon: 5, Delta: 1e-6, Sensitivity: 1, Rounds: 15, Reapply: true}},
+			Config{Variant: VariantPaper, Epsilon: 5, Delta: 1e-6, Sensitivity: 1, Rounds: 15, Reapply: true}},
 		{"two workers", big, bigHist, []Family{Marginal([]int{0, 1}), Marginal([]int{2, 3}), Marginal([]int{3})},
-			Config{Epsilon: 3, Delta: 1e-6, Sensitivity: 1, Rounds: 8}},
+			Config{Variant: VariantPaper, Epsilon: 3, Delta: 1e-6, Sensitivity: 1, Rounds: 8}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := Run(context.Background(), dp.NewSeededSource(42), tc.u, tc.fams, tc.hist, tc.cfg)
@@ -279,7 +279,7 @@ func TestSelectionFollowsExponentialMechanism(t *testing.T) {
 	}
 	hist := []Cell{{1, 3}, {2, 10}, {3, 1}} // n = 14, A_0 = 3.5 per cell
 	truth := []float64{0, 3, 10, 1}
-	cfg := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 2, Rounds: 1, testExactN: true}
+	cfg := Config{Variant: VariantPaper, Epsilon: 1, Delta: 1e-6, Sensitivity: 2, Rounds: 1, testExactN: true}
 	eps0, _ := dp.PerStepEpsilon(0.5, 5e-7, 2)
 	w := make([]float64, 4)
 	var wsum float64
@@ -319,7 +319,7 @@ func TestSelectionFollowsExponentialMechanism(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	u, hist := testUniverse(t)
-	ok := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1}
+	ok := Config{Variant: VariantPaper, Epsilon: 1, Delta: 1e-6, Sensitivity: 1}
 	for _, tc := range []struct {
 		name string
 		mod  func(*Config)
@@ -338,6 +338,12 @@ func TestConfigValidation(t *testing.T) {
 		{"sensitivity Inf", func(c *Config) { c.Sensitivity = math.Inf(1) }},
 		{"rounds negative", func(c *Config) { c.Rounds = -1 }},
 		{"workers negative", func(c *Config) { c.Workers = -2 }},
+		{"unknown variant", func(c *Config) { c.Variant = "aim" }},
+		{"unknown noise", func(c *Config) { c.Noise = "cauchy" }},
+		{"share negative", func(c *Config) { c.NHatShare = -0.1 }},
+		{"share one", func(c *Config) { c.NHatShare = 1 }},
+		{"share NaN", func(c *Config) { c.NHatShare = math.NaN() }},
+		{"max rounds negative", func(c *Config) { c.MaxRounds = -1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok
@@ -363,8 +369,14 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestRunInputErrors(t *testing.T) {
+	for _, v := range []Variant{VariantPaper, VariantMWEM} {
+		t.Run(string(v), func(t *testing.T) { testRunInputErrors(t, v) })
+	}
+}
+
+func testRunInputErrors(t *testing.T, v Variant) {
 	u, hist := testUniverse(t)
-	cfg := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1}
+	cfg := Config{Variant: v, Epsilon: 1, Delta: 1e-6, Sensitivity: 1}
 	other, _ := NewUniverse([]string{"z"}, []int{2}, 0)
 	src := dp.NewSeededSource(1)
 	for _, tc := range []struct {
@@ -424,7 +436,7 @@ func TestLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 3, Rounds: 7, Ledger: l}
+	cfg := Config{Variant: VariantPaper, Epsilon: 1, Delta: 1e-6, Sensitivity: 3, Rounds: 7, Ledger: l}
 	res, err := Run(context.Background(), dp.NewSeededSource(5), u, testFamilies(), hist, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -504,7 +516,7 @@ func TestRunAutoRounds(t *testing.T) {
 	}
 	l, _ := dp.NewLedger(dp.Budget{Epsilon: 2, Delta: 1e-6})
 	res, err := Run(context.Background(), dp.NewSource(), u, []Family{Marginal([]int{0}), Marginal([]int{1})}, hist,
-		Config{Epsilon: 2, Delta: 1e-6, Sensitivity: 1, MaxRounds: 300, Ledger: l, Workers: 1})
+		Config{Variant: VariantPaper, Epsilon: 2, Delta: 1e-6, Sensitivity: 1, MaxRounds: 300, Ledger: l, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

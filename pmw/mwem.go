@@ -1,0 +1,1011 @@
+package pmw
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/synth-dp/synth/dp"
+)
+
+// Public constants of [VariantMWEM]. They are fixed before any data is
+// read; nothing here depends on data.
+const (
+	// mwemSelFracGauss is the share of a round's ρ spent on the selection
+	// (ε_sel²/8 = 0.1·ρ_t); the other 0.9 measures. AIM's split (McKenna et
+	// al. 2022, Alg. 2).
+	mwemSelFracGauss = 0.1
+	// mwemSelFracLaplace is the share of a round's pure ε spent on the
+	// selection with [NoiseLaplace].
+	mwemSelFracLaplace = 0.25
+	// mwemRoundsPerCandidate and mwemMinRounds set the planned number of
+	// rounds T₀ = max(mwemMinRounds, mwemRoundsPerCandidate·K) for K
+	// candidate marginals: the initial per-round budget is the rounds'
+	// budget over T₀ (before annealing raises it).
+	mwemRoundsPerCandidate = 2
+	mwemMinRounds          = 8
+	// mwemRoundSweeps caps the multiplicative-weights sweeps after each
+	// round, mwemFinalSweeps those of the final fit.
+	mwemRoundSweeps = 6
+	mwemFinalSweeps = 40
+	// mwemTol stops a fit when a sweep lowers the loss by less than
+	// mwemTol per measured cell (the loss is in units of the noise
+	// variance, so a gain of 0.01 per cell is far below the noise).
+	mwemTol = 0.01
+	// mwemMinAlpha is the smallest step the line search tries.
+	mwemMinAlpha = 1.0 / 64
+	// mwemFloor is the floor, as a fraction of the initial noise scale,
+	// added to every clamped 1-way marginal of A₀ so that no cell starts
+	// at exactly 0 (a multiplicative update could never revive it).
+	mwemFloor = 0.01
+)
+
+// mwemMeas is the running combination of every noisy measurement of one
+// marginal: the inverse-variance-weighted mean ybar of the measurements
+// (the sufficient statistic of their Gaussian likelihood) and its
+// per-cell precision.
+type mwemMeas struct {
+	p     int       // projection index in the plan
+	sum   []float64 // Σ_k y_k/v_k per cell
+	prec  float64   // Σ_k 1/v_k
+	ybar  []float64 // sum/prec
+	kappa float64   // 1/√prec: the combined noise scale, the log-ratio regulariser
+	beta  float64   // overlap damping of the sweep (see prepareFit)
+}
+
+// mwem is the state of one [VariantMWEM] run.
+//
+// Weights are kept unnormalised: A = N·w/z with z = Σ w (maintained by
+// every pass) and N the model total, so a sweep never needs a separate
+// normalisation pass.
+type mwem struct {
+	src   dp.Source
+	u     *Universe
+	cfg   Config
+	gauss bool
+
+	plan    *passPlan
+	iu      *Universe // u with its columns in the pass order perm
+	perm    []int     // perm[i] = the column of u at position i of iu
+	names   []string  // per projection: "marginal(a,b)" over u's names
+	cols    [][]int   // per projection: its columns in u, increasing
+	oneWay  []int     // per universe column: its 1-way projection
+	cand    []int     // candidate projections, in order of first appearance
+	scratch [][]float64
+
+	// Budget, all public.
+	epsN, deltaN   float64 // n̂ share
+	epsR, deltaR   float64 // rounds share ((1−s)ε, (1−s)δ); δ_R = 0 for Laplace
+	total          float64 // ρ (Gaussian) or ε_R (Laplace) of init + rounds
+	unit           float64 // initial per-round cost total/(T₀ + measFrac·d)
+	initCost       float64 // measFrac·d·unit
+	roundsBudget   float64 // total − initCost
+	selFrac        float64
+	t0             int  // planned rounds
+	fixed          bool // cfg.Rounds > 0: exactly t0 rounds of cost unit
+	maxRounds      int
+	nhatNoise      *dp.TruncatedDiscreteLaplace
+	sensN, sensSel float64 // Δ̃ for the noise and the selection (mutation knobs aside)
+
+	// Private: the true marginal tables (plan layout). Read only by the
+	// selection scores and the measurements.
+	truth []float64
+
+	// DP state.
+	nhat     float64
+	nEst     float64 // unbiased estimate of |J| from the initial marginals
+	n        float64 // model total max(nEst, 1)
+	w        []float64
+	z        float64
+	meas     []*mwemMeas
+	measOf   []*mwemMeas // per projection
+	lr, fac  []float64   // per-table log-ratios and factors of a sweep
+	sc       scaleSpec
+	measured int // Σ cells of the measured projections
+	used     float64
+	cost     float64
+	t        int
+	done     bool
+	sels     []Selection
+	avg      []float64 // testAverage only
+	sweeps   int       // total sweeps (diagnostics)
+}
+
+// rhoMemo caches dp.RhoForBudget, a deterministic function of public
+// parameters that costs about 0.5 ms (a bisection over a minimisation):
+// more than the rest of a run on a tiny universe, which the privacy audits
+// run by the ten thousand.
+var rhoMemo sync.Map // dp.Budget → float64
+
+func rhoForBudget(b dp.Budget) (float64, error) {
+	if v, ok := rhoMemo.Load(b); ok {
+		return v.(float64), nil
+	}
+	rho, err := dp.RhoForBudget(b)
+	if err != nil {
+		return 0, err
+	}
+	rhoMemo.Store(b, rho)
+	return rho, nil
+}
+
+// autoRoundsMWEM is the planned number of rounds T₀ for K candidate
+// marginals: public.
+func autoRoundsMWEM(k int) int { return max(mwemMinRounds, mwemRoundsPerCandidate*k) }
+
+func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return nil, fmt.Errorf("%w: nil randomness source", ErrInvalidInput)
+	}
+	if u == nil {
+		return nil, fmt.Errorf("%w: nil universe", ErrInvalidInput)
+	}
+	if len(fams) == 0 {
+		return nil, fmt.Errorf("%w: no query families", ErrInvalidInput)
+	}
+	d := len(u.sizes)
+	m := &mwem{src: src, u: u, cfg: cfg, gauss: cfg.noise() == NoiseGaussian}
+	// The column sets: the 1-way marginals, then each family's marginal
+	// (sorted original positions), deduplicated.
+	var sets [][]int
+	byKey := map[string]int{}
+	add := func(cols []int) int {
+		cols = slices.Clone(cols)
+		slices.Sort(cols)
+		var b strings.Builder
+		for _, c := range cols {
+			b.WriteString(strconv.Itoa(c))
+			b.WriteByte(',')
+		}
+		k := b.String()
+		if j, ok := byKey[k]; ok {
+			return j
+		}
+		byKey[k] = len(sets)
+		sets = append(sets, cols)
+		m.names = append(m.names, "marginal("+u.colNames(cols)+")")
+		return len(sets) - 1
+	}
+	for c := range d {
+		m.oneWay = append(m.oneWay, add([]int{c}))
+	}
+	inCand := map[int]bool{}
+	for i, ff := range fams {
+		if ff == nil {
+			return nil, fmt.Errorf("%w: family %d is nil", ErrInvalidInput, i)
+		}
+		f, err := ff.Bind(u)
+		if err != nil {
+			return nil, fmt.Errorf("pmw: family %d: %w", i, err)
+		}
+		if f.Len() == 0 {
+			return nil, fmt.Errorf("%w: family %d (%s) has no queries", ErrInvalidInput, i, f.Name())
+		}
+		p := f.proj()
+		if p == nil {
+			continue // explicit linear queries: not a marginal, no candidate
+		}
+		j := add(p.cols)
+		if !inCand[j] {
+			inCand[j] = true
+			m.cand = append(m.cand, j)
+		}
+	}
+	if len(m.cand) == 0 {
+		m.cand = slices.Clone(m.oneWay)
+	}
+	// The dense weights live in an internal column order (see passOrder)
+	// in which most tables cost one update per subtree of the scaled
+	// pass's loop nest instead of one per cell; result() restores the
+	// universe's order.
+	var blockCells int
+	m.perm, blockCells = passOrder(u.sizes, sets)
+	m.iu = u
+	if !isIdentity(m.perm) {
+		names, sizes := make([]string, d), make([]int, d)
+		for i, c := range m.perm {
+			names[i], sizes[i] = u.names[c], u.sizes[c]
+		}
+		iu, err := NewUniverse(names, sizes, u.memCap)
+		if err != nil {
+			return nil, err
+		}
+		m.iu = iu
+	}
+	inv := make([]int, d)
+	for i, c := range m.perm {
+		inv[c] = i
+	}
+	projs := make([]*projection, len(sets))
+	for j, cols := range sets {
+		ic := make([]int, len(cols))
+		for k, c := range cols {
+			ic[k] = inv[c]
+		}
+		slices.Sort(ic)
+		projs[j] = newProjection(m.iu, ic)
+	}
+	m.cols = sets
+	m.plan = newPassPlanMin(m.iu, projs, blockCells)
+	workers := cfg.workers()
+	// Memory: the dense state (the universe's 16 bytes a cell, of which
+	// this variant uses 8, or 16 with the average), per-worker tables, the
+	// true tables, the measurements, log-ratio and factor tables.
+	need := u.MemoryEstimate() + int64(workers+6)*8*int64(m.plan.tableLen)
+	for _, off := range m.plan.innerOff {
+		need += 4 * int64(len(off))
+	}
+	if need > u.memCap {
+		return nil, &TooLargeError{Columns: u.names, Sizes: u.sizes, Cells: u.size, Bytes: need, Cap: u.memCap}
+	}
+
+	// Budget split (public).
+	s := cfg.nhatShare()
+	m.epsN = s * cfg.Epsilon
+	m.epsR = cfg.Epsilon - m.epsN
+	m.selFrac = mwemSelFracLaplace
+	if m.gauss {
+		m.deltaN = s * cfg.Delta
+		m.deltaR = cfg.Delta - m.deltaN
+		m.selFrac = mwemSelFracGauss
+		rho, err := rhoForBudget(dp.Budget{Epsilon: m.epsR, Delta: m.deltaR})
+		if err != nil {
+			return nil, fmt.Errorf("pmw: rounds: %w", err)
+		}
+		m.total = rho
+	} else {
+		m.deltaN = cfg.Delta
+		m.total = m.epsR
+	}
+	var err error
+	if m.nhatNoise, err = dp.NewTruncatedDiscreteLaplace(m.epsN, m.deltaN, int64(math.Ceil(cfg.Sensitivity))); err != nil {
+		return nil, fmt.Errorf("pmw: n̂: %w", err)
+	}
+	if cfg.Rounds > 0 {
+		m.fixed, m.t0, m.maxRounds = true, cfg.Rounds, cfg.Rounds
+	} else {
+		m.t0 = autoRoundsMWEM(len(m.cand))
+		m.maxRounds = cfg.MaxRounds
+		if m.maxRounds == 0 {
+			m.maxRounds = DefaultMWEMMaxRounds
+		}
+	}
+	measFrac := 1 - m.selFrac
+	m.unit = m.total / (float64(m.t0) + measFrac*float64(d))
+	m.initCost = measFrac * float64(d) * m.unit
+	m.roundsBudget = m.total - m.initCost
+	m.cost = m.unit
+	m.sensN, m.sensSel = cfg.Sensitivity, cfg.Sensitivity
+	if cfg.testNoiseSens1 {
+		m.sensN = 1 // mutation knob: noise calibrated to sensitivity 1
+	}
+	if cfg.testSelSens1 {
+		m.sensSel = 1 // mutation knob: selection sensitivity 1
+	}
+	// Every noise scale a run can use lies between the initial one and the
+	// one of a round that spends the whole rounds' budget: check both
+	// before any data is read.
+	for _, c := range []float64{m.unit, m.roundsBudget} {
+		if _, err := m.sampler(m.noiseScale(c)); err != nil {
+			return nil, fmt.Errorf("pmw: measurement noise: %w", err)
+		}
+	}
+	if _, err := m.sampler(m.initScale()); err != nil {
+		return nil, fmt.Errorf("pmw: measurement noise: %w", err)
+	}
+	m.scratch = make([][]float64, workers)
+	for i := range m.scratch {
+		m.scratch[i] = make([]float64, m.plan.tableLen)
+	}
+	m.measOf = make([]*mwemMeas, len(projs))
+	m.lr = make([]float64, m.plan.tableLen)
+	m.fac = make([]float64, m.plan.tableLen)
+	return m, nil
+}
+
+// noiseScale returns the per-cell noise of a round of cost c: the discrete
+// Gaussian σ = Δ̃/√(2·0.9·c) (c in ρ; L2 sensitivity Δ̃, so the
+// measurement is (Δ̃²/(2σ²)) = 0.9c-zCDP), or the discrete Laplace scale
+// Δ̃/(0.75·c) (c in ε; L1 sensitivity Δ̃, so 0.75c-DP).
+func (m *mwem) noiseScale(c float64) float64 {
+	meas := (1 - m.selFrac) * c
+	if m.cfg.testWholeBudget {
+		meas = m.total // mutation knob: the whole budget instead of the share
+	}
+	if m.cfg.testRhoFromEps && m.gauss {
+		meas *= m.epsR / m.total // mutation knob: ρ taken to be ε
+	}
+	if m.gauss {
+		return m.sensN / math.Sqrt(2*meas)
+	}
+	return m.sensN / meas
+}
+
+// initScale is the noise of the initial 1-way marginals: their
+// concatenation has L2 sensitivity Δ̃·√d (L1: Δ̃·d), measured with ρ_init
+// (ε_init), which is the same per-marginal scale as a round of cost unit.
+func (m *mwem) initScale() float64 {
+	d := float64(len(m.u.sizes))
+	c := m.initCost
+	if m.cfg.testWholeBudget {
+		c = m.total // mutation knob
+	}
+	if m.cfg.testRhoFromEps && m.gauss {
+		c *= m.epsR / m.total // mutation knob
+	}
+	if m.gauss {
+		return m.sensN * math.Sqrt(d) / math.Sqrt(2*c)
+	}
+	return m.sensN * d / c
+}
+
+// selEpsilon is the exponential mechanism's ε for a round of cost c:
+// √(8·0.1·c) (so ε²/8 = 0.1c, Cesar–Rogers bounded range) or 0.25c.
+func (m *mwem) selEpsilon(c float64) float64 {
+	if m.gauss {
+		return math.Sqrt(8 * m.selFrac * c)
+	}
+	return m.selFrac * c
+}
+
+// variance and meanAbs of the per-cell noise of scale s (public).
+func (m *mwem) variance(s float64) float64 {
+	if m.gauss {
+		return s * s
+	}
+	return 2 * s * s
+}
+
+func (m *mwem) meanAbs(s float64) float64 {
+	if m.gauss {
+		return math.Sqrt(2/math.Pi) * s
+	}
+	r := math.Exp(-1 / s) // E|X| of the discrete Laplace: 2r/(1−r²)
+	return 2 * r / (1 - r*r)
+}
+
+type intSampler interface{ Sample(dp.Source) int64 }
+
+func (m *mwem) sampler(s float64) (intSampler, error) {
+	if m.gauss {
+		return dp.NewDiscreteGaussian(s)
+	}
+	return dp.NewDiscreteLaplace(s)
+}
+
+// charge records the budget split in the ledger before any data is read,
+// refusing before any charge when (ε, δ) do not remain.
+func (m *mwem) charge(l *dp.Ledger) error {
+	cfg := m.cfg
+	rem := l.Remaining()
+	if rem.Epsilon < cfg.Epsilon*(1-1e-12) || rem.Delta < cfg.Delta*(1-1e-12) {
+		return fmt.Errorf("pmw: %w: needs (ε=%g, δ=%g) but (ε=%g, δ=%g) remain",
+			dp.ErrBudgetExceeded, cfg.Epsilon, cfg.Delta, rem.Epsilon, rem.Delta)
+	}
+	d := len(m.u.sizes)
+	rounds := any("adaptive (budget annealing), at most " + strconv.Itoa(m.maxRounds))
+	if m.fixed {
+		rounds = m.t0
+	}
+	details := map[string]any{"variant": string(VariantMWEM), "noise": string(m.cfg.noise()), "sensitivity": cfg.Sensitivity,
+		"nhat_share": cfg.nhatShare(), "T": rounds, "T0": m.t0, "candidates": len(m.cand), "columns": d}
+	if err := l.Charge("pmw: padded join size n̂ (truncated discrete Laplace)", dp.Budget{Epsilon: m.epsN, Delta: m.deltaN},
+		fmt.Sprintf("exact truncated discrete Laplace on {0, …, 2τ′}, τ′ = %d, scale ⌈Δ̃⌉/(s·ε), added to the integer |J| "+
+			"of sensitivity ⌈Δ̃⌉: (s·ε, %s)-DP and never below |J| (dp.TruncatedDiscreteLaplace; Ghazi et al. App. A); "+
+			"basic composition with the rest", m.nhatNoise.Tau(), map[bool]string{true: "s·δ", false: "δ"}[m.gauss]),
+		map[string]any{"sensitivity": cfg.Sensitivity, "tau": m.nhatNoise.Tau(), "nhat_share": cfg.nhatShare()}); err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	sel := m.selFrac * m.roundsBudget
+	meas := m.roundsBudget - sel
+	filter := "the rounds' costs are chosen adaptively from DP outputs only and stop when they add up to the " +
+		"share (a privacy filter: Rogers et al. 2016, Feldman–Zrnic 2021, Whitehouse et al. 2023), so the " +
+		"sequence composes to the sum of the shares"
+	if m.fixed {
+		filter = fmt.Sprintf("T = %d rounds of equal cost fixed before any data is read", m.t0)
+	}
+	if m.gauss {
+		z, err := l.SplitZCDP("pmw: MWEM initial marginals and rounds (zCDP)", dp.Budget{Epsilon: m.epsR, Delta: m.deltaR},
+			fmt.Sprintf("ρ = %g, the largest ρ whose zCDP-to-(ε, δ) conversion (Canonne–Kamath–Steinke 2020) fits "+
+				"((1−s)·ε, (1−s)·δ) (dp.RhoForBudget); the parts below add up in ρ (Bun–Steinke 2016, Lemma 2.3); "+
+				"basic composition with n̂", m.total), details)
+		if err != nil {
+			return fmt.Errorf("pmw: %w", err)
+		}
+		if err := z.ChargeRho("pmw: 1-way marginals of every released column (discrete Gaussian)", m.initCost,
+			fmt.Sprintf("the d = %d marginals concatenated have L2 sensitivity Δ̃·√d (each of the ≤ Δ̃ changed join tuples "+
+				"moves one count in each); integer counts plus discrete Gaussian noise of σ₀ = Δ̃·√d/√(2ρ₀) = %g per cell "+
+				"are ρ₀-zCDP (Canonne–Kamath–Steinke 2020, Thm. 4)", d, m.initScale()),
+			map[string]any{"sigma": m.initScale(), "columns": d}); err != nil {
+			return fmt.Errorf("pmw: %w", err)
+		}
+		if err := z.ChargeRho("pmw: round selections (exponential mechanism)", sel,
+			"each round selects a candidate marginal r by the exponential mechanism with score ‖M_r(A) − M_r(J)‖₁ minus a "+
+				"public bias, sensitivity Δ̃ (A is fixed by past DP outputs; ≤ Δ̃ changed tuples move M_r(J) by ≤ Δ̃ in L1), "+
+				"at ε_t = √(8·0.1·ρ_t): ε_t-DP with bounded range, hence ε_t²/8 = 0.1·ρ_t-zCDP (Cesar–Rogers 2021); "+filter,
+			map[string]any{"T": rounds, "candidates": len(m.cand)}); err != nil {
+			return fmt.Errorf("pmw: %w", err)
+		}
+		if err := z.ChargeRho("pmw: round measurements (discrete Gaussian on every cell of the selected marginal)", meas,
+			"all cells of the selected marginal at once: L2 sensitivity Δ̃ (≤ Δ̃ changed tuples, one cell each), "+
+				"discrete Gaussian σ_t = Δ̃/√(2·0.9·ρ_t): 0.9·ρ_t-zCDP (Canonne–Kamath–Steinke 2020, Thm. 4); "+filter+
+				"; the multiplicative-weights fits are post-processing",
+			map[string]any{"T": rounds}); err != nil {
+			return fmt.Errorf("pmw: %w", err)
+		}
+		return nil
+	}
+	p, err := l.Split("pmw: MWEM initial marginals and rounds (pure ε-DP)", dp.Budget{Epsilon: m.epsR},
+		"basic composition of the parts below ((1−s)·ε, 0) with n̂", details)
+	if err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	if err := p.Charge("pmw: 1-way marginals of every released column (discrete Laplace)", dp.Budget{Epsilon: m.initCost},
+		fmt.Sprintf("the d = %d marginals concatenated have L1 sensitivity Δ̃·d; discrete Laplace of scale Δ̃·d/ε₀ = %g "+
+			"per integer cell is ε₀-DP (the geometric mechanism)", d, m.initScale()),
+		map[string]any{"scale": m.initScale(), "columns": d}); err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	if err := p.Charge("pmw: round selections (exponential mechanism)", dp.Budget{Epsilon: sel},
+		"exponential mechanism with score sensitivity Δ̃ at ε = 0.25·ε_t per round; "+filter,
+		map[string]any{"T": rounds, "candidates": len(m.cand)}); err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	if err := p.Charge("pmw: round measurements (discrete Laplace on every cell of the selected marginal)", dp.Budget{Epsilon: meas},
+		"L1 sensitivity Δ̃ of a marginal; discrete Laplace of scale Δ̃/(0.75·ε_t) per cell is 0.75·ε_t-DP; "+filter,
+		map[string]any{"T": rounds}); err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	return nil
+}
+
+// init reads the true histogram (the only read of private data), draws
+// n̂, measures the 1-way marginals and sets A₀ to their product.
+func (m *mwem) init(hist []Cell) error {
+	u, pl := m.u, m.plan
+	m.truth = make([]float64, pl.tableLen)
+	var n int64
+	d := make([]int, len(u.sizes))
+	id := make([]int, len(u.sizes))
+	for _, h := range hist {
+		if h.Index < 0 || h.Index >= u.size {
+			return fmt.Errorf("%w: histogram cell %d outside the universe [0, %d)", ErrInvalidInput, h.Index, u.size)
+		}
+		if h.Count < 0 {
+			return fmt.Errorf("%w: histogram cell %d has negative count %d", ErrInvalidInput, h.Index, h.Count)
+		}
+		if h.Count == 0 {
+			continue
+		}
+		if n > math.MaxInt64-h.Count || n+h.Count > 1<<53 {
+			return fmt.Errorf("%w: histogram total beyond 2⁵³", ErrInvalidInput)
+		}
+		n += h.Count
+		c := float64(h.Count)
+		u.Decode(h.Index, d)
+		for i, col := range m.perm {
+			id[i] = d[col]
+		}
+		for p, pr := range pl.projs {
+			m.truth[pl.tableOff[p]+pr.index(id)] += c
+		}
+	}
+	if !m.cfg.testExactN {
+		pad := m.nhatNoise.Sample(m.src)
+		if n+pad > 1<<53 {
+			return fmt.Errorf("%w: n̂ = %d + %d is beyond 2⁵³", ErrInvalidInput, n, pad)
+		}
+		n += pad
+	}
+	m.nhat = float64(n) // an integer < 2⁵³: exact in float64
+
+	// The initial 1-way marginals, one column after the other.
+	s0 := m.initScale()
+	smp, err := m.sampler(s0)
+	if err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	v0 := m.variance(s0)
+	var num, den float64
+	for _, p := range m.oneWay {
+		y := m.measure(p, smp, v0)
+		var tot float64
+		for _, v := range y {
+			tot += v
+		}
+		// The total of each noisy marginal is |J| plus the sum of n_c
+		// independent zero-mean noises; weights ∝ 1/n_c (public) give the
+		// inverse-variance combination, an unbiased estimate of |J|.
+		k := float64(len(y))
+		num += tot / k
+		den += 1 / k
+		m.sels = append(m.sels, m.selection(0, p, s0, m.initCost/float64(len(m.oneWay))))
+	}
+	m.nEst = num / den
+	m.n = math.Max(m.nEst, 1)
+
+	// A₀ = product of the clamped, normalised noisy 1-way marginals: one
+	// scaled pass from w ≡ 1 with the 1-way factor tables.
+	m.w = make([]float64, u.size)
+	for i := range m.w {
+		m.w[i] = 1
+	}
+	floor := mwemFloor * s0
+	for _, p := range m.oneWay {
+		me := m.measOf[p]
+		off := pl.tableOff[p]
+		var sum float64
+		for _, y := range me.ybar {
+			sum += math.Max(y, 0) + floor
+		}
+		for c, y := range me.ybar {
+			m.fac[off+c] = (math.Max(y, 0) + floor) / sum
+		}
+	}
+	m.setScaleLists(m.oneWay)
+	m.sc.fac, m.sc.g = m.fac, float64(u.size)
+	m.z = pl.runScaled(m.w, &m.sc, m.scratch)
+	if m.cfg.testAverage {
+		m.avg = make([]float64, u.size)
+	}
+	return nil
+}
+
+// measure adds integer noise from smp to every cell of the true marginal
+// p, folds the noisy marginal into p's measurement and returns it.
+func (m *mwem) measure(p int, smp intSampler, v float64) []float64 {
+	pl := m.plan
+	size := pl.projs[p].size
+	off := pl.tableOff[p]
+	y := make([]float64, size)
+	// Cells are drawn in the canonical order (mixed radix over the
+	// marginal's columns in universe order), whatever the internal layout,
+	// so that a seeded run does not depend on the pass order.
+	for _, c := range m.canonical(p) {
+		// Counts are integers < 2⁵³ held exactly in float64: the noisy
+		// count is an integer computed in integer arithmetic.
+		y[c] = float64(int64(m.truth[off+c]) + smp.Sample(m.src))
+	}
+	me := m.measOf[p]
+	if me == nil {
+		me = &mwemMeas{p: p, sum: make([]float64, size), ybar: make([]float64, size)}
+		m.measOf[p] = me
+		m.meas = append(m.meas, me)
+		m.measured += size
+	}
+	me.prec += 1 / v
+	for c, yc := range y {
+		me.sum[c] += yc / v
+		me.ybar[c] = me.sum[c] / me.prec
+	}
+	me.kappa = 1 / math.Sqrt(me.prec)
+	return y
+}
+
+// canonical returns, for marginal p, the internal table index of each
+// cell in canonical order (mixed radix over m.cols[p], first most
+// significant).
+func (m *mwem) canonical(p int) []int {
+	pr := m.plan.projs[p]
+	out := make([]int, pr.size)
+	d := make([]int, len(m.u.sizes))  // bins over u's columns
+	id := make([]int, len(m.u.sizes)) // the same over iu's
+	cols := m.cols[p]
+	for k := range out {
+		x := k
+		for i := len(cols) - 1; i >= 0; i-- {
+			n := m.u.sizes[cols[i]]
+			d[cols[i]] = x % n
+			x /= n
+		}
+		for i, c := range m.perm {
+			id[i] = d[c]
+		}
+		out[k] = pr.index(id)
+	}
+	return out
+}
+
+func (m *mwem) selection(round, p int, scale, cost float64) Selection {
+	s := Selection{Round: round, Marginal: m.names[p], Columns: slices.Clone(m.cols[p]),
+		Cells: m.plan.projs[p].size, Sigma: scale}
+	if m.gauss {
+		s.Rho = cost
+	} else {
+		s.Epsilon = cost
+	}
+	return s
+}
+
+// setScaleLists sets the scale spec's projections with factors to ps.
+func (m *mwem) setScaleLists(ps []int) {
+	pl := m.plan
+	if m.sc.on == nil {
+		m.sc.on = make([]bool, len(pl.projs))
+	}
+	clear(m.sc.on)
+	for _, p := range ps {
+		m.sc.on[p] = true
+	}
+	m.sc.inner = m.sc.inner[:0]
+	for k, p := range pl.innerP {
+		if m.sc.on[p] {
+			m.sc.inner = append(m.sc.inner, k)
+		}
+	}
+}
+
+// marginal writes the model's marginal p, N·tab/z, into dst.
+func (m *mwem) marginal(p int, dst []float64) []float64 {
+	pl := m.plan
+	off, size := pl.tableOff[p], pl.projs[p].size
+	dst = dst[:0]
+	k := m.n / m.z
+	for _, v := range m.scratch[0][off : off+size] {
+		dst = append(dst, k*v)
+	}
+	return dst
+}
+
+// round runs one round: budget, selection, measurement, fit, annealing.
+func (m *mwem) round(maxSweeps int) {
+	m.t++
+	rem := m.roundsBudget - m.used
+	cost := m.cost
+	last := false
+	switch {
+	case m.fixed:
+		if m.t >= m.t0 {
+			cost, last = rem, true
+		}
+	case rem < 2*cost || m.t >= m.maxRounds:
+		cost, last = rem, true
+	}
+	scale := m.noiseScale(cost)
+	pl := m.plan
+	// Scores: L1 error of every candidate minus the expected L1 norm of
+	// its measurement noise (public). A is a function of past DP outputs.
+	scores := make([]float64, len(m.cand))
+	k := m.n / m.z
+	tab := m.scratch[0]
+	for i, p := range m.cand {
+		off, size := pl.tableOff[p], pl.projs[p].size
+		var l1 float64
+		for c := range size {
+			l1 += math.Abs(k*tab[off+c] - m.truth[off+c])
+		}
+		scores[i] = l1 - float64(size)*m.meanAbs(scale)
+	}
+	i := dp.Exponential(m.src, scores, m.selEpsilon(cost), m.sensSel)
+	p := m.cand[i]
+	smp, err := m.sampler(scale)
+	if err != nil {
+		panic("pmw: noise scale checked in newMWEM: " + err.Error())
+	}
+	before := m.marginal(p, nil)
+	m.measure(p, smp, m.variance(scale))
+	m.fit(maxSweeps)
+	if !m.fixed && !last {
+		// Budget annealing (AIM): when the model's marginal moved less
+		// than the noise, measurements at this scale no longer help.
+		after := m.marginal(p, nil)
+		var moved float64
+		for c := range after {
+			moved += math.Abs(after[c] - before[c])
+		}
+		if moved <= float64(len(after))*m.meanAbs(scale) {
+			if m.gauss {
+				m.cost *= 4 // σ halves (ρ_meas ×4) and ε_sel doubles (ρ_sel ×4)
+			} else {
+				m.cost *= 2 // scale halves, ε_sel doubles
+			}
+		}
+	}
+	m.used += cost
+	m.sels = append(m.sels, m.selection(m.t, p, scale, cost))
+	if m.avg != nil {
+		k := m.n / m.z
+		for x, v := range m.w {
+			m.avg[x] += k * v
+		}
+	}
+	m.done = last
+}
+
+// prepareFit sets the overlap damping β and the scale lists for the
+// current set of measured marginals: β_r = 1/max_{c ∈ r} (number of
+// measured marginals holding column c), so that marginals sharing a
+// column do not each apply the full correction along it.
+func (m *mwem) prepareFit() {
+	cnt := make([]int, len(m.iu.sizes))
+	ps := make([]int, 0, len(m.meas))
+	for _, me := range m.meas {
+		for _, c := range m.plan.projs[me.p].cols {
+			cnt[c]++
+		}
+		ps = append(ps, me.p)
+	}
+	for _, me := range m.meas {
+		mx := 1
+		for _, c := range m.plan.projs[me.p].cols {
+			mx = max(mx, cnt[c])
+		}
+		me.beta = 1 / float64(mx)
+	}
+	m.setScaleLists(ps)
+}
+
+// loss is the Gaussian negative log-likelihood of the measurements (up to
+// constants): Σ_r prec_r·‖M_r(A) − ybar_r‖².
+func (m *mwem) loss() float64 {
+	pl := m.plan
+	k := m.n / m.z
+	tab := m.scratch[0]
+	var l float64
+	for _, me := range m.meas {
+		off := pl.tableOff[me.p]
+		var s float64
+		for c, y := range me.ybar {
+			e := k*tab[off+c] - y
+			s += e * e
+		}
+		l += me.prec * s
+	}
+	return l
+}
+
+// logRatios fills lr with β_r·(ln(max(ybar, 0) + κ) − ln(M_r(A) + κ)) on
+// every measured table: the IPF-like direction of the sweep (a
+// multiplicative update by e^{lr} moves each marginal cell to its target,
+// regularised by the noise scale κ where counts are at noise level).
+func (m *mwem) logRatios() {
+	pl := m.plan
+	k := m.n / m.z
+	tab := m.scratch[0]
+	for _, me := range m.meas {
+		off := pl.tableOff[me.p]
+		for c, y := range me.ybar {
+			m.lr[off+c] = me.beta * (math.Log(math.Max(y, 0)+me.kappa) - math.Log(k*tab[off+c]+me.kappa))
+		}
+	}
+}
+
+// step multiplies w by e^{α·lr} on every measured table (and renormalises
+// so that Σ w stays near |X|) in one scaled pass, which also refreshes the
+// tables and z.
+func (m *mwem) step(alpha float64) {
+	pl := m.plan
+	for _, me := range m.meas {
+		off := pl.tableOff[me.p]
+		for c := range me.ybar {
+			m.fac[off+c] = math.Exp(alpha * m.lr[off+c])
+		}
+	}
+	m.sc.fac, m.sc.g = m.fac, float64(m.u.size)/m.z
+	m.z = pl.runScaled(m.w, &m.sc, m.scratch)
+	m.sweeps++
+}
+
+// fit re-fits A to every measurement so far by multiplicative weights:
+// sweeps of the multiplicative update e^{α·lr}, each one pass, with a
+// backtracking line search on the loss (α halves until the loss does not
+// rise; a sweep that cannot lower it is undone and ends the fit), until a
+// sweep gains less than mwemTol per measured cell or maxSweeps sweeps.
+// Everything here reads DP outputs only: post-processing.
+func (m *mwem) fit(maxSweeps int) {
+	m.prepareFit()
+	loss := m.loss()
+	alpha := 1.0
+	tol := mwemTol * float64(m.measured)
+	for range maxSweeps {
+		m.logRatios()
+		m.step(alpha)
+		nl := m.loss()
+		for nl > loss && alpha > mwemMinAlpha {
+			alpha /= 2
+			m.step(-alpha)
+			nl = m.loss()
+		}
+		if nl > loss {
+			m.step(-alpha) // back to the start of the sweep
+			return
+		}
+		gain := loss - nl
+		loss = nl
+		if gain <= tol {
+			return
+		}
+		alpha = math.Min(1, 2*alpha)
+	}
+}
+
+// result turns the state into the Result: Rows by unbiased stochastic
+// rounding of the estimate, weights scaled to Rows.
+func (m *mwem) result() *Result {
+	x := math.Max(m.nEst, 0)
+	rows := math.Floor(x)
+	if dp.Uniform(m.src) < x-rows {
+		rows++
+	}
+	w := m.w
+	k := rows / m.z
+	if m.avg != nil {
+		// The average of the iterates, rescaled to Rows.
+		var s float64
+		for _, v := range m.avg {
+			s += v
+		}
+		w, k = m.avg, rows/s
+		m.w = nil
+	}
+	if !(k > 0) || math.IsInf(k, 0) {
+		k = 0
+	}
+	parallelChunks(len(w), m.cfg.workers(), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			w[i] *= k
+		}
+	})
+	if m.iu != m.u {
+		w = unpermute(m.u, m.perm, w)
+	}
+	return &Result{Variant: VariantMWEM, Universe: m.u, NHat: m.nhat, Rows: int64(rows), Rounds: m.t,
+		Weights: w, Selections: m.sels, Seeded: m.src.Seeded()}
+}
+
+// runMWEM is [Run] for [VariantMWEM]; see Run for the guarantee.
+func runMWEM(ctx context.Context, src dp.Source, u *Universe, fams []Family, hist []Cell, cfg Config) (*Result, error) {
+	m, err := newMWEM(src, u, fams, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if l := cfg.Ledger; l != nil {
+		if err := m.charge(l); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.init(hist); err != nil {
+		return nil, err
+	}
+	if l := cfg.Ledger; l != nil {
+		l.Publish("n_hat", m.nhat)
+	}
+	for !m.done {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("pmw: stopped before round %d: %w", m.t+1, err)
+		}
+		m.round(mwemRoundSweeps)
+		if cfg.Progress != nil {
+			cfg.Progress(m.t, m.maxRounds)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pmw: stopped before the final fit: %w", err)
+	}
+	m.fit(mwemFinalSweeps)
+	res := m.result()
+	if l := cfg.Ledger; l != nil {
+		l.Publish("pmw_rows", float64(res.Rows))
+		l.Publish("pmw_rounds", float64(res.Rounds))
+	}
+	return res, nil
+}
+
+// mwemMinBlock is the smallest inner block of the scaled pass: the
+// per-block work of the loop nest is amortised over at least this many
+// cells.
+const mwemMinBlock = 32
+
+// passOrder returns the internal column order of the dense weights
+// (perm[i] is the column of the universe at internal position i) and the
+// size of its inner block. The scaled pass (see [passPlan.scaleKernel])
+// walks the trailing columns (the block) per cell and the others as a loop
+// nest in which a marginal costs one step per subtree of its deepest
+// column; the marginals that use a block column cost per cell only while
+// their other columns stay put. So: the block is made of the columns the
+// fewest column sets use (larger domains first on ties) until it holds
+// mwemMinBlock cells; the columns that share a set with a block column come
+// first (they move least often), then the others, the most used first.
+func passOrder(sizes []int, sets [][]int) ([]int, int) {
+	d := len(sizes)
+	use := make([]int, d)
+	for _, s := range sets {
+		for _, c := range s {
+			use[c]++
+		}
+	}
+	cols := make([]int, d)
+	for i := range cols {
+		cols[i] = i
+	}
+	slices.SortStableFunc(cols, func(a, b int) int {
+		if use[a] != use[b] {
+			return use[a] - use[b]
+		}
+		return sizes[b] - sizes[a]
+	})
+	tail := make([]bool, d)
+	block := 1
+	var tailCols []int
+	for _, c := range cols {
+		if block >= mwemMinBlock {
+			break
+		}
+		tail[c] = true
+		tailCols = append(tailCols, c)
+		block *= sizes[c]
+	}
+	partner := make([]bool, d)
+	for _, s := range sets {
+		hit := false
+		for _, c := range s {
+			hit = hit || tail[c]
+		}
+		for _, c := range s {
+			partner[c] = partner[c] || (hit && !tail[c])
+		}
+	}
+	var perm []int
+	for _, want := range []bool{true, false} {
+		var part []int
+		for c := range d {
+			if !tail[c] && partner[c] == want {
+				part = append(part, c)
+			}
+		}
+		slices.SortStableFunc(part, func(a, b int) int { return use[b] - use[a] })
+		perm = append(perm, part...)
+	}
+	slices.Sort(tailCols)
+	return append(perm, tailCols...), block
+}
+
+func isIdentity(perm []int) bool {
+	for i, c := range perm {
+		if i != c {
+			return false
+		}
+	}
+	return true
+}
+
+// unpermute returns the dense vector w, indexed over u's columns in the
+// internal order perm, re-indexed in u's own order.
+func unpermute(u *Universe, perm []int, w []float64) []float64 {
+	d := len(perm)
+	out := make([]float64, len(w))
+	sizes := make([]int, d)
+	strides := make([]int64, d)
+	for i, c := range perm {
+		sizes[i], strides[i] = u.sizes[c], u.strides[c]
+	}
+	digits := make([]int, d)
+	inner := sizes[d-1]
+	st := strides[d-1]
+	var orig int64
+	for x := 0; x < len(w); x += inner {
+		o := orig
+		for j := range inner {
+			out[o] = w[x+j]
+			o += st
+		}
+		// Odometer over the internal columns but the last.
+		for c := d - 2; c >= 0; c-- {
+			digits[c]++
+			orig += strides[c]
+			if digits[c] < sizes[c] {
+				break
+			}
+			orig -= int64(sizes[c]) * strides[c]
+			digits[c] = 0
+		}
+	}
+	return out
+}
