@@ -92,7 +92,7 @@ type Selection struct {
 	Sigma float64
 	// Rho is the zCDP cost of the round (selection and measurement;
 	// [NoiseGaussian]), or Epsilon its pure ε ([NoiseLaplace]); for round 0
-	// the cost of all initial marginals together.
+	// each initial marginal's equal share of their joint cost.
 	Rho, Epsilon float64
 }
 
