@@ -122,6 +122,11 @@ type Config struct {
 	//
 	// testExactN makes n̂ = |J| (no TLap noise), both variants.
 	testExactN bool
+	// testNHat ([VariantPaper]), when > 0, sets n̂ to this public value on
+	// every input, so that an audit of the rounds compares them under the
+	// same n̂ (their guarantee is conditional on n̂, App. A). Not a bug: a
+	// lens on one component.
+	testNHat float64
 	// testSelSens1 runs the exponential mechanism with score sensitivity 1
 	// instead of Δ̃, both variants.
 	testSelSens1 bool

@@ -486,6 +486,9 @@ func (e *engine) init(hist []Cell) error {
 		n += pad
 	}
 	e.nhat = float64(n) // an integer < 2⁵³: exact in float64
+	if e.cfg.testNHat > 0 {
+		e.nhat = e.cfg.testNHat
+	}
 	if e.cfg.autoRounds() {
 		e.rounds = AutoRounds(e.nhat, e.cfg.Epsilon/2, e.cfg.Delta/2, e.cfg.Sensitivity, u.size, e.nq, e.cfg.MaxRounds)
 		var err error
