@@ -95,6 +95,12 @@ type Config struct {
 	Universe *pmw.Universe
 	// Families is the workload PMW keeps accurate.
 	Families []pmw.Family
+	// Variant, Noise and NHatShare choose PMW's algorithm, its
+	// measurement noise and n̂'s share (pmw.Config); zero values take the
+	// pmw defaults (the mwem variant, Gaussian noise, 5% for n̂).
+	Variant   pmw.Variant
+	Noise     pmw.Noise
+	NHatShare float64
 	// Rounds is PMW's T; 0 means automatic when MaxRounds > 0, else the
 	// pmw default.
 	Rounds int
@@ -293,6 +299,9 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 		Epsilon:     p.pmwLedger.Total().Epsilon,
 		Delta:       p.pmwLedger.Total().Delta,
 		Sensitivity: deltaTilde,
+		Variant:     cfg.Variant,
+		Noise:       cfg.Noise,
+		NHatShare:   cfg.NHatShare,
 		Rounds:      cfg.Rounds,
 		MaxRounds:   cfg.MaxRounds,
 		Reapply:     cfg.Reapply,

@@ -157,9 +157,9 @@ func naiveMWEM(t *testing.T, src dp.Source, u *Universe, fams []Family, hist []C
 
 	// Measurements: per set, the precision-weighted sums.
 	type meas struct {
-		set       int
-		sum, ybar []float64
-		prec      float64
+		set               int
+		sum, ybar, target []float64
+		prec              float64
 	}
 	var ms []*meas
 	measure := func(set int, scale float64) []float64 {
@@ -175,7 +175,7 @@ func naiveMWEM(t *testing.T, src dp.Source, u *Universe, fams []Family, hist []C
 			}
 		}
 		if me == nil {
-			me = &meas{set: set, sum: make([]float64, len(y)), ybar: make([]float64, len(y))}
+			me = &meas{set: set, sum: make([]float64, len(y)), ybar: make([]float64, len(y)), target: make([]float64, len(y))}
 			ms = append(ms, me)
 		}
 		v := variance(scale)
@@ -183,6 +183,26 @@ func naiveMWEM(t *testing.T, src dp.Source, u *Universe, fams []Family, hist []C
 		for c := range y {
 			me.sum[c] += y[c] / v
 			me.ybar[c] = me.sum[c] / me.prec
+		}
+		// Shrink towards the mean cell: λ = max(0, 1 − q·v̄/‖ybar − ȳ‖²)
+		// with q = k − 1 + 3√(2(k−1)) and v̄ = 1/prec.
+		k := float64(len(y))
+		mean := 0.0
+		for _, yb := range me.ybar {
+			mean += yb
+		}
+		mean /= k
+		ss := 0.0
+		for _, yb := range me.ybar {
+			ss += (yb - mean) * (yb - mean)
+		}
+		q := (k - 1 + 3*math.Sqrt(2*(k-1))) / me.prec
+		lambda := 0.0
+		if ss > q {
+			lambda = 1 - q/ss
+		}
+		for c, yb := range me.ybar {
+			me.target[c] = mean + lambda*(yb-mean)
 		}
 		return y
 	}
@@ -222,10 +242,10 @@ func naiveMWEM(t *testing.T, src dp.Source, u *Universe, fams []Family, hist []C
 	p1 := make([][]float64, d)
 	for c := range d {
 		var sum float64
-		for _, y := range ms[c].ybar {
+		for _, y := range ms[c].target {
 			sum += math.Max(y, 0) + floor
 		}
-		for _, y := range ms[c].ybar {
+		for _, y := range ms[c].target {
 			p1[c] = append(p1[c], (math.Max(y, 0)+floor)/sum)
 		}
 	}
@@ -269,7 +289,7 @@ func naiveMWEM(t *testing.T, src dp.Source, u *Universe, fams []Family, hist []C
 			for _, me := range ms {
 				a := model(me.set)
 				var s float64
-				for c, y := range me.ybar {
+				for c, y := range me.target {
 					s += (a[c] - y) * (a[c] - y)
 				}
 				l += me.prec * s
@@ -298,7 +318,7 @@ func naiveMWEM(t *testing.T, src dp.Source, u *Universe, fams []Family, hist []C
 				a := model(me.set)
 				kappa := 1 / math.Sqrt(me.prec)
 				lr[i] = make([]float64, len(a))
-				for c, y := range me.ybar {
+				for c, y := range me.target {
 					lr[i][c] = beta[i] * (math.Log(math.Max(y, 0)+kappa) - math.Log(a[c]+kappa))
 				}
 			}
@@ -868,4 +888,40 @@ func TestMWEMRowsUnbiased(t *testing.T) {
 		t.Fatalf("mean Rows %v, want 2000 ± %v (sd %v)", mean, 5.5*se, sd)
 	}
 	t.Logf("Rows: mean %.1f, sd %.1f over %d runs", mean, sd, R)
+}
+
+// TestShrink: a noisy table whose spread is pure noise falls back to its
+// mean (uniform) in ≥ 95% of draws (the threshold is a χ² quantile near
+// 0.99, so a correct shrink fails this bound with probability far below
+// 1e-6 over 2000 draws by a binomial tail), while a table whose spread is
+// far above the noise keeps it within 1%.
+func TestShrink(t *testing.T) {
+	src := dp.NewSource()
+	const sigma = 100.0
+	g, err := dp.NewDiscreteGaussian(sigma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uniform := 0
+	const draws = 2000
+	for range draws {
+		me := &mwemMeas{ybar: make([]float64, 5), target: make([]float64, 5), prec: 1 / (sigma * sigma)}
+		for c := range me.ybar {
+			me.ybar[c] = 1000 + float64(g.Sample(src))
+		}
+		me.shrink()
+		if me.target[0] == me.target[1] && me.target[1] == me.target[4] {
+			uniform++
+		}
+	}
+	if uniform < draws*95/100 {
+		t.Errorf("pure noise shrunk to uniform in %d of %d draws, want ≥ 95%%", uniform, draws)
+	}
+	me := &mwemMeas{ybar: []float64{100, 5000, 20000, 300, 9000}, target: make([]float64, 5), prec: 1 / (sigma * sigma)}
+	me.shrink()
+	for c, y := range me.ybar {
+		if math.Abs(me.target[c]-y) > 0.01*math.Abs(y-6880) {
+			t.Errorf("strong signal: cell %d target %v, ybar %v", c, me.target[c], y)
+		}
+	}
 }

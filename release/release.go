@@ -30,9 +30,10 @@ const (
 // yet (e.g. the uniformized method).
 var ErrUnsupported = errors.New("release: not supported yet")
 
-// DefaultMaxRounds caps the automatic number of PMW rounds: a round costs
-// about two passes over the universe, so 500 rounds over a universe of 10⁶
-// cells take seconds.
+// DefaultMaxRounds caps the automatic number of rounds of the paper PMW
+// variant: a round costs about two passes over the universe, so 500 rounds
+// over a universe of 10⁶ cells take seconds. The mwem variant (the default)
+// has its own cap, pmw.DefaultMWEMMaxRounds.
 const DefaultMaxRounds = 500
 
 // testHookAdd, when set by a test, is called before every cell is added to
@@ -68,7 +69,8 @@ type Options struct {
 type Summary struct {
 	// Dir, Parquet and Report are the written paths.
 	Dir, Parquet, Report string
-	// Rows is the number of synthetic rows written (round(n̂)).
+	// Rows is the number of synthetic rows written: the PMW result's DP
+	// row count (mwem: an unbiased estimate of the join size; paper: n̂).
 	Rows int64
 	// NHat and DeltaTilde are the DP join size and sensitivity bound.
 	NHat, DeltaTilde float64
@@ -161,7 +163,8 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 
 	maxRounds := o.MaxRounds
-	if maxRounds == 0 {
+	variant := pmw.Variant(s.PMW.Variant)
+	if maxRounds == 0 && variant == pmw.VariantPaper {
 		maxRounds = DefaultMaxRounds
 	}
 	// The whole budget is charged here, before any data is read.
@@ -172,6 +175,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		Columns:   spec.FoldColumns(folding, s.Release.Columns),
 		Universe:  u,
 		Families:  fams,
+		Variant:   variant,
+		Noise:     pmw.Noise(s.PMW.Noise),
+		NHatShare: s.PMW.NHatShare,
 		Rounds:    o.Rounds,
 		MaxRounds: maxRounds,
 		Progress: func(t, total int) {
@@ -206,7 +212,8 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	log.Info("mechanism done", "algorithm", string(res.Algorithm), "delta_tilde", res.DeltaTilde, "n_hat", res.PMW.NHat)
+	log.Info("mechanism done", "algorithm", string(res.Algorithm), "delta_tilde", res.DeltaTilde, "n_hat", res.PMW.NHat,
+		"rows", res.PMW.Rows, "pmw_variant", string(res.PMW.Variant), "pmw_rounds", res.PMW.Rounds)
 
 	orig := folding.Original()
 	report := ledger.Report(dp.ReportMeta{
@@ -219,6 +226,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			"release_columns":  names,
 			"universe_size":    u.Len(),
 			"pmw_rounds":       res.PMW.Rounds,
+			"pmw_variant":      string(res.PMW.Variant),
 			"relations":        orig.Names(orig.All()),
 			"public_relations": append([]string{}, orig.Names(orig.All()&^orig.Private())...),
 			"folded_relations": h.Names(h.All()),

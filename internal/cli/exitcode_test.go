@@ -92,7 +92,7 @@ func TestExitCodes(t *testing.T) {
 		{"demo k too large", []string{"demo", "--out", out, "--k", "4097"}, ExitUsage, []string{"--k 4097", hint}},
 		{"release zero memory cap", []string{"release", "--config", good, "--out", out, "--memory-cap", "0"}, ExitUsage, []string{"--memory-cap 0", hint}},
 		{"release universe over the memory cap", []string{"release", "--config", "../../examples/adult/synth.yaml", "--out", out, "--memory-cap", "1"}, ExitUsage, []string{"age", "coarser"}},
-		{"release zero max rounds", []string{"release", "--config", good, "--out", out, "--max-rounds", "0"}, ExitUsage, []string{"--max-rounds 0", hint}},
+		{"release negative max rounds", []string{"release", "--config", good, "--out", out, "--max-rounds", "-1"}, ExitUsage, []string{"--max-rounds -1", hint}},
 		{"sensitivity default beta with delta 0", []string{"sensitivity", "--config", deltaZero}, ExitUsage, []string{"give --beta", hint}},
 		{"release negative rounds", []string{"release", "--config", good, "--out", out, "--rounds", "-1"}, ExitUsage, []string{"--rounds -1", hint}},
 

@@ -42,8 +42,8 @@ on an error or an interrupt nothing half-written is left behind.`,
 			if o.rounds < 0 {
 				return usageErrorf("--rounds %d: want ≥ 0", o.rounds)
 			}
-			if o.maxRounds < 1 {
-				return usageErrorf("--max-rounds %d: want ≥ 1", o.maxRounds)
+			if o.maxRounds < 0 {
+				return usageErrorf("--max-rounds %d: want ≥ 0 (0: the variant's default)", o.maxRounds)
 			}
 			if o.memCapMiB < 1 || o.memCapMiB > 1<<40 {
 				return usageErrorf("--memory-cap %d: want a number of MiB ≥ 1", o.memCapMiB)
@@ -63,8 +63,8 @@ on an error or an interrupt nothing half-written is left behind.`,
 	}
 	cmd.Flags().StringVar(&o.config, "config", "", "the spec file (YAML)")
 	cmd.Flags().StringVar(&o.out, "out", "", "output folder (default: the spec's output.path)")
-	cmd.Flags().IntVar(&o.rounds, "rounds", 0, "PMW rounds T (default: chosen from the noisy join size by Ghazi et al. App. A's rule, at most --max-rounds)")
-	cmd.Flags().IntVar(&o.maxRounds, "max-rounds", release.DefaultMaxRounds, "cap on the automatic number of PMW rounds")
+	cmd.Flags().IntVar(&o.rounds, "rounds", 0, "PMW rounds T (default: adaptive for the mwem variant; for pmw.variant: paper, chosen from the noisy join size by Ghazi et al. App. A's rule)")
+	cmd.Flags().IntVar(&o.maxRounds, "max-rounds", 0, fmt.Sprintf("cap on the automatic number of PMW rounds (default %d for mwem, %d for paper)", pmw.DefaultMWEMMaxRounds, release.DefaultMaxRounds))
 	cmd.Flags().Int64Var(&o.memCapMiB, "memory-cap", pmw.DefaultMemoryCap>>20, "largest memory (MiB) PMW may use for the universe; a larger universe is refused")
 	return cmd
 }
