@@ -403,11 +403,5 @@ func foldAll(s *spec.Spec) (*hypergraph.Folding, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := map[string][]string{}
-	for _, t := range s.Tables {
-		if t.Public && len(t.PrimaryKey) > 0 {
-			keys[t.Name] = t.PrimaryKey
-		}
-	}
-	return hypergraph.FoldAll(h, keys)
+	return hypergraph.FoldAll(h, s.PublicKeys())
 }

@@ -146,17 +146,9 @@ func rhoForBudget(b dp.Budget) (float64, error) {
 func autoRoundsMWEM(k int) int { return max(mwemMinRounds, mwemRoundsPerCandidate*k) }
 
 func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, error) {
-	if err := cfg.Validate(); err != nil {
+	bound, err := bindRun(src, u, fams, cfg)
+	if err != nil {
 		return nil, err
-	}
-	if src == nil {
-		return nil, fmt.Errorf("%w: nil randomness source", ErrInvalidInput)
-	}
-	if u == nil {
-		return nil, fmt.Errorf("%w: nil universe", ErrInvalidInput)
-	}
-	if len(fams) == 0 {
-		return nil, fmt.Errorf("%w: no query families", ErrInvalidInput)
 	}
 	d := len(u.sizes)
 	m := &mwem{src: src, u: u, cfg: cfg, gauss: cfg.noise() == NoiseGaussian}
@@ -185,17 +177,7 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 		m.oneWay = append(m.oneWay, add([]int{c}))
 	}
 	inCand := map[int]bool{}
-	for i, ff := range fams {
-		if ff == nil {
-			return nil, fmt.Errorf("%w: family %d is nil", ErrInvalidInput, i)
-		}
-		f, err := ff.Bind(u)
-		if err != nil {
-			return nil, fmt.Errorf("pmw: family %d: %w", i, err)
-		}
-		if f.Len() == 0 {
-			return nil, fmt.Errorf("%w: family %d (%s) has no queries", ErrInvalidInput, i, f.Name())
-		}
+	for _, f := range bound {
 		p := f.proj()
 		if p == nil {
 			continue // explicit linear queries: not a marginal, no candidate
@@ -272,7 +254,6 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 		m.deltaN = cfg.Delta
 		m.total = m.epsR
 	}
-	var err error
 	if m.nhatNoise, err = dp.NewTruncatedDiscreteLaplace(m.epsN, m.deltaN, int64(math.Ceil(cfg.Sensitivity))); err != nil {
 		return nil, fmt.Errorf("pmw: n̂: %w", err)
 	}

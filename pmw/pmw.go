@@ -322,7 +322,9 @@ type engine struct {
 	roundErr           []float64
 }
 
-func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, error) {
+// bindRun validates the arguments both variants share and binds every
+// family to u, refusing nil and empty families.
+func bindRun(src dp.Source, u *Universe, fams []Family, cfg Config) ([]Queries, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -335,9 +337,7 @@ func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, 
 	if len(fams) == 0 {
 		return nil, fmt.Errorf("%w: no query families", ErrInvalidInput)
 	}
-	e := &engine{src: src, u: u, cfg: cfg, rounds: cfg.rounds(), projOf: make([]int, len(fams))}
-	var projs []*projection
-	byKey := map[string]int{}
+	out := make([]Queries, len(fams))
 	for i, ff := range fams {
 		if ff == nil {
 			return nil, fmt.Errorf("%w: family %d is nil", ErrInvalidInput, i)
@@ -346,10 +346,23 @@ func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, 
 		if err != nil {
 			return nil, fmt.Errorf("pmw: family %d: %w", i, err)
 		}
-		e.fams = append(e.fams, f)
 		if f.Len() == 0 {
 			return nil, fmt.Errorf("%w: family %d (%s) has no queries", ErrInvalidInput, i, f.Name())
 		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, error) {
+	bound, err := bindRun(src, u, fams, cfg)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{src: src, u: u, cfg: cfg, rounds: cfg.rounds(), projOf: make([]int, len(fams)), fams: bound}
+	var projs []*projection
+	byKey := map[string]int{}
+	for i, f := range bound {
 		e.famOff = append(e.famOff, e.nq)
 		e.nq += f.Len()
 		e.projOf[i] = -1
@@ -381,7 +394,6 @@ func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, 
 	for i := range e.scratch {
 		e.scratch[i] = make([]float64, e.plan.tableLen)
 	}
-	var err error
 	eps, delta := cfg.Epsilon/2, cfg.Delta/2
 	// |J| is an integer of sensitivity Δ̃, hence of integer sensitivity
 	// ⌈Δ̃⌉: the exact integer TLap pads it, so n̂ is an integer drawn with

@@ -19,17 +19,23 @@ func (s *Spec) Folding() (*hypergraph.Folding, error) {
 	if err != nil {
 		return nil, err
 	}
+	f, err := hypergraph.Fold(h, s.PublicKeys())
+	if err != nil {
+		return nil, &Error{File: s.File, Key: "tables", Err: fmt.Errorf("folding public tables: %w", err)}
+	}
+	return f, nil
+}
+
+// PublicKeys returns the declared primary key of every public table that
+// has one, by table name: the keys [hypergraph.Fold] may fold on.
+func (s *Spec) PublicKeys() map[string][]string {
 	keys := map[string][]string{}
 	for _, t := range s.Tables {
 		if t.Public && len(t.PrimaryKey) > 0 {
 			keys[t.Name] = t.PrimaryKey
 		}
 	}
-	f, err := hypergraph.Fold(h, keys)
-	if err != nil {
-		return nil, &Error{File: s.File, Key: "tables", Err: fmt.Errorf("folding public tables: %w", err)}
-	}
-	return f, nil
+	return keys
 }
 
 // FoldColumns maps columns of the spec's tables to where they live in the
