@@ -1,6 +1,8 @@
 package pmw
 
 import (
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"context"
 	"fmt"
 	"math"
@@ -44,10 +46,20 @@ const (
 	mwemFloor = 0.01
 )
 
-// mwemShrinkNoise is q_k of [mwemMeas.shrink] for a table of k cells: the
-// mean spread of pure noise, k − 1, plus three standard deviations of a
-// χ²_{k−1}.
-func mwemShrinkNoise(k float64) float64 { return k - 1 + 3*math.Sqrt(2*(k-1)) }
+// mwemShrinkLevel is the probability that a table of pure noise keeps
+// any of it after [mwemMeas.shrink]: the upper quantile of χ²_{k−1} used
+// as q_k.
+const mwemShrinkLevel = 1e-4
+
+// mwemShrinkNoise is q_k of [mwemMeas.shrink] for a table of k ≥ 2 cells:
+// the 1 − mwemShrinkLevel quantile of χ²_{k−1}, the spread ‖y − ȳ‖²/v
+// that pure Gaussian noise exceeds with probability 1e-4 (k − 1 + 3σ, the
+// normal approximation, was exceeded by 0.5% of 5-cell tables, which left
+// a fifth of the noise in a near-uniform marginal of TPC-H about once in
+// twenty releases).
+func mwemShrinkNoise(k float64) float64 {
+	return distuv.ChiSquared{K: k - 1}.Quantile(1 - mwemShrinkLevel)
+}
 
 // mwemMeas is the running combination of every noisy measurement of one
 // marginal: the inverse-variance-weighted mean ybar of the measurements
@@ -106,6 +118,8 @@ type mwem struct {
 	// DP state.
 	nhat     float64
 	nEst     float64 // unbiased estimate of |J| from the initial marginals
+	nSD      float64 // its standard deviation: public (from σ₀ and the column sizes)
+	floored  bool    // Rows was raised to nSD (see result)
 	n        float64 // model total max(nEst, 1)
 	w        []float64
 	z        float64
@@ -518,6 +532,7 @@ func (m *mwem) init(hist []Cell) error {
 		m.sels = append(m.sels, m.selection(0, p, s0, m.initCost/float64(len(m.oneWay))))
 	}
 	m.nEst = num / den
+	m.nSD = math.Sqrt(v0 / den)
 	m.n = math.Max(m.nEst, 1)
 
 	// A₀ = product of the clamped, normalised noisy 1-way marginals: one
@@ -587,11 +602,11 @@ func (m *mwem) measure(p int, smp intSampler, v float64) []float64 {
 // with k cells, ȳ the mean cell and v = 1/prec the per-cell noise variance
 // (public): E‖ybar − ȳ‖² = ‖t − t̄‖² + (k−1)·v for the true table t, so
 // with q_k = k − 1 (James–Stein) λ estimates the share of the spread that
-// is signal. We take q_k = k − 1 + 3·√(2(k − 1)) ([mwemShrinkNoise]), the
-// spread pure noise stays below with probability ≈ 0.99 (a χ²_{k−1} three
-// standard deviations up): with k = 5 cells of pure noise the plain
-// James–Stein factor is positive 40% of the time and leaves half the noise
-// in; this one almost never does. When the noise swamps
+// is signal. We take q_k the χ²_{k−1} quantile of [mwemShrinkNoise], the
+// spread pure noise stays below with probability 1 − 1e-4: with k = 5 cells
+// of pure noise the plain James–Stein factor is positive 40% of the time
+// and leaves half the noise in; this one almost never does, at the price of
+// also flattening a real spread smaller than about q_k·v. When the noise swamps
 // the counts (a large Δ̃ on a join at small ε), λ → 0 and the marginal
 // falls back to uniform instead of being fitted to noise — a fit to pure
 // noise, clamped at 0, is farther from the truth than the uniform table;
@@ -606,6 +621,10 @@ func (me *mwemMeas) shrink() {
 	var ss float64
 	for _, y := range me.ybar {
 		ss += (y - mean) * (y - mean)
+	}
+	if k < 2 {
+		copy(me.target, me.ybar)
+		return
 	}
 	lambda := 0.0
 	if noise := mwemShrinkNoise(k) / me.prec; ss > noise {
@@ -856,7 +875,16 @@ func (m *mwem) fit(maxSweeps int) {
 // result turns the state into the Result: Rows by unbiased stochastic
 // rounding of the estimate, weights scaled to Rows.
 func (m *mwem) result() *Result {
-	x := math.Max(m.nEst, 0)
+	// An estimate below its own standard deviation carries no information
+	// about |J| (it is noise); writing it (or 0 rows, after clamping) would
+	// also throw away the marginals the file carries. Such a file gets
+	// nSD rows instead — a rule on a DP value and a public number, so
+	// post-processing; the count is then biased upwards, and Rows says so
+	// through RowsFloored. Above the floor the count is unbiased.
+	x := m.nEst
+	if x < m.nSD {
+		x, m.floored = m.nSD, true
+	}
 	rows := math.Floor(x)
 	if dp.Uniform(m.src) < x-rows {
 		rows++
@@ -883,7 +911,7 @@ func (m *mwem) result() *Result {
 	if m.iu != m.u {
 		w = unpermute(m.u, m.perm, w)
 	}
-	return &Result{Variant: VariantMWEM, Universe: m.u, NHat: m.nhat, Rows: int64(rows), Rounds: m.t,
+	return &Result{Variant: VariantMWEM, Universe: m.u, NHat: m.nhat, Rows: int64(rows), RowsFloored: m.floored, Rounds: m.t,
 		Weights: w, Selections: m.sels, Seeded: m.src.Seeded()}
 }
 
@@ -920,6 +948,11 @@ func runMWEM(ctx context.Context, src dp.Source, u *Universe, fams []Family, his
 	res := m.result()
 	if l := cfg.Ledger; l != nil {
 		l.Publish("pmw_rows", float64(res.Rows))
+		floored := 0.0
+		if res.RowsFloored {
+			floored = 1
+		}
+		l.Publish("pmw_rows_floored", floored)
 		l.Publish("pmw_rounds", float64(res.Rounds))
 	}
 	return res, nil

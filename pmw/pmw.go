@@ -46,8 +46,13 @@ type Result struct {
 	NHat float64
 	// Rows is the number of synthetic rows [Result.Counts] writes, a DP
 	// integer ≥ 0. [VariantPaper]: n̂. [VariantMWEM]: an unbiased estimate
-	// of |J| (see [Run]), which the Weights sum to.
+	// of |J| (see [Run]), which the Weights sum to — unless RowsFloored.
 	Rows int64
+	// RowsFloored ([VariantMWEM]) reports that the estimate fell below its
+	// own standard deviation (it carried no information about |J|) and
+	// Rows was raised to that public standard deviation, so that the file
+	// still carries the marginals; Rows is then biased upwards.
+	RowsFloored bool
 	// Rounds is T, the number of rounds run.
 	Rounds int
 	// Eps0 is the per-step ε₀ of the [VariantPaper] rounds (0 for
