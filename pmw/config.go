@@ -114,6 +114,12 @@ type Config struct {
 	// Workers is the number of goroutines of the dense pass; 0 means
 	// [DefaultWorkers].
 	Workers int
+	// NoRowsFloor ([VariantMWEM]) keeps a row estimate below its own
+	// standard deviation as it is (clamped at 0) instead of raising it to
+	// that deviation: for callers that add up many runs (the buckets of a
+	// uniformized release), where the floor would add a deviation's worth
+	// of rows per empty run.
+	NoRowsFloor bool
 
 	// Mutation knobs for the privacy audits. Unexported so that only this
 	// package's tests can set them: no production path sets any. Each

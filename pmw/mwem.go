@@ -881,8 +881,8 @@ func (m *mwem) result() *Result {
 	// nSD rows instead — a rule on a DP value and a public number, so
 	// post-processing; the count is then biased upwards, and Rows says so
 	// through RowsFloored. Above the floor the count is unbiased.
-	x := m.nEst
-	if x < m.nSD {
+	x := math.Max(m.nEst, 0)
+	if x < m.nSD && !m.cfg.NoRowsFloor {
 		x, m.floored = m.nSD, true
 	}
 	rows := math.Floor(x)

@@ -962,4 +962,22 @@ func TestMWEMRowsFloor(t *testing.T) {
 	if floored < R/2 {
 		t.Errorf("%d of %d runs floored, want most", floored, R)
 	}
+	// Without the floor, most runs clamp to 0 rows and none is flagged.
+	cfg.NoRowsFloor = true
+	zero := 0
+	for range R {
+		res, err := Run(context.Background(), src, u, []Family{Marginal([]int{0, 1})}, hist, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RowsFloored {
+			t.Fatal("RowsFloored with NoRowsFloor")
+		}
+		if res.Rows == 0 {
+			zero++
+		}
+	}
+	if zero < R/4 {
+		t.Errorf("%d of %d runs without the floor wrote 0 rows, want many (the estimate is below 0 half the time)", zero, R)
+	}
 }
