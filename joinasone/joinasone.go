@@ -112,6 +112,9 @@ type Config struct {
 	Progress func(round, rounds int)
 	// Workers bounds PMW's parallelism; 0 means the pmw default.
 	Workers int
+	// NoRowsFloor is passed to pmw.Config.NoRowsFloor (for callers that
+	// add up many runs, such as the buckets of a uniformized release).
+	NoRowsFloor bool
 
 	// mutation plants a known privacy bug for the audits' mutation tests.
 	// Unexported: only this package's tests can set it; no production path
@@ -308,6 +311,7 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 		Ledger:      p.pmwLedger,
 		Workers:     cfg.Workers,
 		Progress:    cfg.Progress,
+		NoRowsFloor: cfg.NoRowsFloor,
 	})
 	if err != nil {
 		return nil, err
