@@ -15,6 +15,7 @@ import (
 	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/uniformize"
 )
 
 // File names inside the output folder.
@@ -72,7 +73,8 @@ type Summary struct {
 	// Rows is the number of synthetic rows written: the PMW result's DP
 	// row count (mwem: an unbiased estimate of the join size; paper: n̂).
 	Rows int64
-	// NHat and DeltaTilde are the DP join size and sensitivity bound.
+	// NHat and DeltaTilde are the DP join size and sensitivity bound
+	// (uniformized: the sum of the buckets' n̂ and the largest Δ̃).
 	NHat, DeltaTilde float64
 	// Privacy is the report written beside the file.
 	Privacy dp.Report
@@ -111,8 +113,14 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if src == nil {
 		src = dp.NewSource()
 	}
-	if s.Release.Method != "" && s.Release.Method != spec.JoinAsOne {
-		return nil, fmt.Errorf("%w: release method %q (use join-as-one)", ErrUnsupported, s.Release.Method)
+	// The method is chosen from the spec alone (auto: uniformized for two
+	// relations after folding, join-as-one otherwise).
+	method, methodReason, err := uniformize.ChooseMethod(s)
+	if err != nil {
+		return nil, err
+	}
+	if method != spec.JoinAsOne && method != spec.Uniformized {
+		return nil, fmt.Errorf("%w: release method %q (use join-as-one or uniformized)", ErrUnsupported, method)
 	}
 	dir := o.OutDir
 	if dir == "" {
@@ -168,7 +176,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		maxRounds = DefaultMaxRounds
 	}
 	// The whole budget is charged here, before any data is read.
-	plan, err := joinasone.Prepare(h, joinasone.Config{
+	jcfg := joinasone.Config{
 		Epsilon:   s.Privacy.Epsilon,
 		Delta:     s.Privacy.Delta,
 		Beta:      s.Release.Beta,
@@ -185,11 +193,24 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 				log.Info("PMW round", "round", t, "of", total)
 			}
 		},
-	}, ledger)
-	if err != nil {
-		return nil, err
 	}
-	log.Info("release planned", "algorithm", string(plan.Algorithm()), "relations", h.Len(), "universe_cells", u.Len(),
+	var (
+		plan   *joinasone.Plan
+		uplan  *uniformize.TwoTablePlan
+		algStr string
+	)
+	if method == spec.Uniformized {
+		if uplan, err = uniformize.PrepareTwoTable(h, uniformize.TwoTableConfig{Config: jcfg}, ledger); err != nil {
+			return nil, fmt.Errorf("release: method uniformized: %w", err)
+		}
+		algStr = uniformize.TwoTableAlgorithm
+	} else {
+		if plan, err = joinasone.Prepare(h, jcfg, ledger); err != nil {
+			return nil, err
+		}
+		algStr = string(plan.Algorithm())
+	}
+	log.Info("release planned", "method", string(method), "why", methodReason, "algorithm", algStr, "relations", h.Len(), "universe_cells", u.Len(),
 		"families", len(fams), "epsilon", s.Privacy.Epsilon, "delta", s.Privacy.Delta, "seeded", src.Seeded())
 
 	// Data: load and check, then the mechanism.
@@ -208,29 +229,59 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	log.Info("computing join statistics and running PMW")
-	res, err := plan.Run(ctx, src, eng)
-	if err != nil {
-		return nil, err
+	// out gathers what the report and the writer need from either method:
+	// DP outputs and public parameters only.
+	var out struct {
+		nhat, deltaTilde float64
+		rounds           any
+		variant          string
+		counts           func(dp.Source, func(cell, count int64) error) error
 	}
-	log.Info("mechanism done", "algorithm", string(res.Algorithm), "delta_tilde", res.DeltaTilde, "n_hat", res.PMW.NHat,
-		"rows", res.PMW.Rows, "pmw_variant", string(res.PMW.Variant), "pmw_rounds", res.PMW.Rounds)
+	params := map[string]any{}
+	if uplan != nil {
+		ures, err := uplan.Run(ctx, src, uniformize.TwoTableEngine(eng))
+		if err != nil {
+			return nil, err
+		}
+		var rounds []int
+		for _, r := range ures.Runs() {
+			rounds = append(rounds, r.PMW.Rounds)
+			out.variant = string(r.PMW.Variant)
+		}
+		out.nhat, out.deltaTilde, out.rounds, out.counts = ures.NHat, ures.DeltaTilde, rounds, ures.Counts
+		params["uniformized_partitions"] = ures.Partitions
+		params["uniformized_lambda"] = ures.Lambda
+		params["uniformized_always_run"] = ures.AlwaysRun
+		log.Info("mechanism done", "algorithm", algStr, "buckets", len(ures.Partitions), "max_delta_tilde", ures.DeltaTilde,
+			"n_hat", ures.NHat, "rows", ures.Rows, "pmw_variant", out.variant)
+	} else {
+		res, err := plan.Run(ctx, src, eng)
+		if err != nil {
+			return nil, err
+		}
+		out.nhat, out.deltaTilde, out.rounds, out.variant, out.counts = res.PMW.NHat, res.DeltaTilde, res.PMW.Rounds, string(res.PMW.Variant), res.PMW.Counts
+		algStr = string(res.Algorithm)
+		log.Info("mechanism done", "algorithm", algStr, "delta_tilde", res.DeltaTilde, "n_hat", res.PMW.NHat,
+			"rows", res.PMW.Rows, "pmw_variant", string(res.PMW.Variant), "pmw_rounds", res.PMW.Rounds)
+	}
 
 	orig := folding.Original()
+	params["release_method"] = string(method)
+	params["release_method_reason"] = methodReason
+	params["release_columns"] = names
+	params["universe_size"] = u.Len()
+	params["pmw_rounds"] = out.rounds
+	params["pmw_variant"] = out.variant
+	params["relations"] = orig.Names(orig.All())
+	params["public_relations"] = append([]string{}, orig.Names(orig.All()&^orig.Private())...)
+	params["folded_relations"] = h.Names(h.All())
 	report := ledger.Report(dp.ReportMeta{
 		Neighbours:      Neighbours,
-		Mechanism:       string(res.Algorithm),
+		Mechanism:       algStr,
 		Seeded:          src.Seeded(),
 		SoftwareVersion: version.String(),
 		SpecDigest:      s.Digest(),
-		Parameters: map[string]any{
-			"release_columns":  names,
-			"universe_size":    u.Len(),
-			"pmw_rounds":       res.PMW.Rounds,
-			"pmw_variant":      string(res.PMW.Variant),
-			"relations":        orig.Names(orig.All()),
-			"public_relations": append([]string{}, orig.Names(orig.All()&^orig.Private())...),
-			"folded_relations": h.Names(h.All()),
-		},
+		Parameters:      params,
 	})
 	reportJSON, err := json.MarshalIndent(report, "", "  ")
 	if err != nil {
@@ -247,7 +298,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	log.Info("writing synthetic rows", "path", parquetPath)
-	if err := res.PMW.Counts(src, func(cell, count int64) error {
+	if err := out.counts(src, func(cell, count int64) error {
 		if testHookAdd != nil {
 			testHookAdd(w.Rows())
 		}
@@ -285,6 +336,6 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	log.Info("release written", "rows", w.Rows(), "parquet", parquetPath, "report", reportPath)
 	return &Summary{
 		Dir: dir, Parquet: parquetPath, Report: reportPath, Rows: w.Rows(),
-		NHat: res.PMW.NHat, DeltaTilde: res.DeltaTilde, Privacy: report,
+		NHat: out.nhat, DeltaTilde: out.deltaTilde, Privacy: report,
 	}, nil
 }

@@ -31,7 +31,7 @@
 //	  - {parent_table_name: customer, parent_primary_key: c_custkey,
 //	     child_table_name: orders, child_foreign_key: o_custkey}
 //	release:                                # required
-//	  method: join-as-one                   # or uniformized; default join-as-one
+//	  method: auto                          # or join-as-one, uniformized; default auto (uniformized for two relations)
 //	  columns: [o_orderpriority, customer.c_mktsegment]
 //	  beta: 0.1                             # optional, public; β of residual sensitivity (3+ tables), default ε/ln(1/δ)
 //	workload:                               # optional

@@ -810,9 +810,9 @@ func (p *parser) checkJoin() {
 
 func (p *parser) release(n *yaml.Node) {
 	m := p.mapping(n, "release", "method", "columns", "beta")
-	p.s.Release.Method = JoinAsOne
+	p.s.Release.Method = Auto
 	if v := m.get("method"); v != nil {
-		p.s.Release.Method = Method(p.choice(v, "release.method", string(JoinAsOne), string(Uniformized)))
+		p.s.Release.Method = Method(p.choice(v, "release.method", string(Auto), string(JoinAsOne), string(Uniformized)))
 	}
 	if v := m.get("beta"); v != nil {
 		if b := p.number(v, "release.beta"); b > 0 {

@@ -80,7 +80,7 @@ func TestParseBase(t *testing.T) {
 	if got := s.Column(ColumnRef{"orders", "o_custkey"}).OutOfDomain; got != "" {
 		t.Errorf("key out_of_domain: got %q, want empty", got)
 	}
-	if s.Release.Method != JoinAsOne {
+	if s.Release.Method != Auto {
 		t.Errorf("default method: got %q", s.Release.Method)
 	}
 }
@@ -194,7 +194,7 @@ func badCases() []badCase {
 		{"release ambiguous", withLine(16, `      c_mktsegment: {type: boolean}`), "release.columns[0]", 19, `"c_mktsegment" is ambiguous: write one of customer.c_mktsegment, orders.c_mktsegment`},
 		{"release empty", withLine(19, `  columns: []`), "release.columns", 19, "at least one column"},
 		{"release twice", withLine(19, `  columns: [c_mktsegment, customer.c_mktsegment]`), "release.columns[1]", 19, "customer.c_mktsegment is listed twice"},
-		{"unknown method", withLine(19, "  method: fast\n  columns: [c_mktsegment]"), "release.method", 19, `must be one of join-as-one, uniformized, got "fast"`},
+		{"unknown method", withLine(19, "  method: fast\n  columns: [c_mktsegment]"), "release.method", 19, `must be one of auto, join-as-one, uniformized, got "fast"`},
 		{"beta zero", withLine(19, "  beta: 0\n  columns: [c_mktsegment]"), "release.beta", 19, "must be > 0, got 0"},
 		{"beta NaN", withLine(19, "  beta: .nan\n  columns: [c_mktsegment]"), "release.beta", 19, "must be finite"},
 		{"beta text", withLine(19, "  beta: small\n  columns: [c_mktsegment]"), "release.beta", 19, "must be a number"},

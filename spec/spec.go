@@ -65,6 +65,10 @@ const (
 	JoinAsOne Method = "join-as-one"
 	// Uniformized partitions the instance by noisy degrees first (Alg. 4–7).
 	Uniformized Method = "uniformized"
+	// Auto (the default) picks the method from the spec alone, never from
+	// the data: uniformized for a join of two relations (after folding)
+	// that share a join attribute, join-as-one otherwise.
+	Auto Method = "auto"
 )
 
 // Spec is a validated release specification, built by [Load] or [Parse].
@@ -186,7 +190,7 @@ type JoinEq struct {
 // Release names the method and the released columns: at least one,
 // distinct, none of type key.
 type Release struct {
-	// Method is the release algorithm; JoinAsOne by default.
+	// Method is the release algorithm; Auto by default.
 	Method Method
 	// Beta is the smoothing parameter β of residual sensitivity used by
 	// join-as-one on three or more relations; 0 means the paper's

@@ -99,7 +99,7 @@ func TestExitCodes(t *testing.T) {
 		{"inspect spec error", []string{"inspect", "--config", badEps}, ExitUsage, []string{badEps, "privacy.epsilon"}},
 		{"release spec error", []string{"release", "--config", badEps, "--out", out}, ExitUsage, []string{badEps, "privacy.epsilon"}},
 		{"sensitivity spec error", []string{"sensitivity", "--config", badEps}, ExitUsage, []string{badEps, "privacy.epsilon"}},
-		{"release uniformized", []string{"release", "--config", uniformized, "--out", out}, ExitUsage, []string{"not supported", "uniformized"}},
+		{"release uniformized", []string{"release", "--config", uniformized, "--out", t.TempDir()}, ExitOK, []string{"method=uniformized"}},
 
 		{"inspect missing spec file", []string{"inspect", "--config", noSpec}, ExitRuntime, []string{noSpec}},
 		{"inspect missing data file", []string{"inspect", "--config", missing}, ExitRuntime, []string{filepath.Join(missingDir, "missing.csv")}},

@@ -14,6 +14,7 @@ import (
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/uniformize"
 )
 
 type inspectOptions struct {
@@ -172,8 +173,14 @@ func buildInspectReport(path string, s *spec.Spec, h *hypergraph.Hypergraph) ins
 		Relations:       h.Names(h.All()),
 		PublicRelations: h.Names(h.All() &^ h.Private()),
 		Acyclic:         h.Acyclic(),
-		Method:          string(s.Release.Method),
-		Budget:          budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta},
+		Method: func() string {
+			m, why, err := uniformize.ChooseMethod(s)
+			if err != nil {
+				return string(s.Release.Method)
+			}
+			return fmt.Sprintf("%s → %s (%s)", s.Release.Method, m, why)
+		}(),
+		Budget: budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta},
 		Workload: workloadSummary{
 			Marginals: len(s.Workload.Marginals),
 			Ranges:    len(s.Workload.Ranges),
@@ -210,7 +217,7 @@ func buildFoldedJoin(s *spec.Spec, f *hypergraph.Folding) foldedJoin {
 	fh := f.Folded()
 	fj := foldedJoin{Relations: fh.Names(fh.All()), RelationCount: fh.Len(), Folds: []foldStep{}}
 	switch {
-	case s.Release.Method != "" && s.Release.Method != spec.JoinAsOne:
+	case s.Release.Method == spec.Uniformized:
 		fj.Algorithm = "not join-as-one (method " + string(s.Release.Method) + ")"
 	case fh.Private() == 0:
 		fj.Algorithm = "none: every relation is public"
