@@ -106,6 +106,9 @@ type HierCond struct {
 	Bucket int
 	// Buckets maps the keys in buckets ≥ 2 to their bucket; every other key
 	// of dom(Attrs) is in bucket 1. Shared between sub-instances: read only.
+	// It is DP (the bucket map of the file comment restricted to buckets
+	// ≥ 2: a key there has a noisy degree above 2λ ≥ 2τ′, so a positive
+	// degree), and may be published or handed to the engine.
 	Buckets map[HierKey]int
 }
 
