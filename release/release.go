@@ -200,7 +200,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		algStr string
 	)
 	if method == spec.Uniformized {
-		if uplan, err = uniformize.PrepareTwoTable(h, uniformize.TwoTableConfig{Config: jcfg}, ledger); err != nil {
+		if uplan, err = uniformize.PrepareTwoTable(h, uniformize.TwoTableConfig{Config: jcfg}, ledger); errors.Is(err, uniformize.ErrNotTwoTable) {
+			return nil, fmt.Errorf("%w: release method uniformized on %d relations after folding: %v (the hierarchical partition is not yet available; use join-as-one)",
+				ErrUnsupported, h.Len(), err)
+		} else if err != nil {
 			return nil, fmt.Errorf("release: method uniformized: %w", err)
 		}
 		algStr = uniformize.TwoTableAlgorithm

@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/synth-dp/synth/internal/score"
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/uniformize"
 )
 
 // workloadError is the largest absolute error of a marginal count of the
@@ -156,4 +158,67 @@ func TestTPCHOrdersLineitemTable(t *testing.T) {
 		t.Logf("ε=%g: join-as-one %v, uniformized %v", eps, jao, uni)
 	}
 	fmt.Println(out.String())
+}
+
+// TestUniformizedRelease: auto runs the uniformized partition on the
+// two-relation TPC-H join; the report names the method and why, lists
+// every bucket that ran with its budget and DP outputs, its spends add up
+// to the budget, and the file holds the sum of the buckets' rows. On three
+// relations an explicit uniformized is refused as not supported, before
+// any data is read.
+func TestUniformizedRelease(t *testing.T) {
+	s := loadSpec(t, filepath.Join("..", "examples", "tpch", "orders_lineitem.yaml"))
+	if s.Release.Method != spec.Auto {
+		t.Fatalf("method %q", s.Release.Method)
+	}
+	sum, err := Run(context.Background(), Options{Spec: s, OutDir: t.TempDir(), Engine: "duckdb", Source: dp.NewSeededSource(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := sum.Privacy
+	if rep.Parameters["release_method"] != "uniformized" || !strings.Contains(rep.Parameters["release_method_reason"].(string), "two relations") {
+		t.Errorf("method %v (%v)", rep.Parameters["release_method"], rep.Parameters["release_method_reason"])
+	}
+	if rep.Spent != (dp.Budget{Epsilon: 1, Delta: 1e-6}) {
+		t.Errorf("spent %v, want the whole budget", rep.Spent)
+	}
+	parts, ok := rep.Parameters["uniformized_partitions"].([]uniformize.BucketRun)
+	if !ok || len(parts) == 0 {
+		t.Fatalf("partitions %#v", rep.Parameters["uniformized_partitions"])
+	}
+	var rows int64
+	for _, p := range parts {
+		rows += p.Rows
+		if p.Epsilon != 0.5 || p.Delta != 0.5e-6 || p.DeltaTilde < 1 || p.NHat < 0 {
+			t.Errorf("bucket %+v", p)
+		}
+	}
+	if rows != sum.Rows {
+		t.Errorf("file has %d rows, buckets %d", sum.Rows, rows)
+	}
+	// The sub-instances' ledger is one parallel split of (ε/2, δ/2).
+	var found bool
+	var walk func([]dp.Spend)
+	walk = func(ss []dp.Spend) {
+		for _, sp := range ss {
+			if len(sp.Instances) == len(parts) && sp.Epsilon == 0.5 && strings.Contains(sp.Rule, "parallel composition") {
+				found = true
+			}
+			walk(sp.Parts)
+			for _, in := range sp.Instances {
+				walk(in)
+			}
+		}
+	}
+	walk(rep.Spends)
+	if !found {
+		t.Errorf("no parallel split over %d buckets in %+v", len(parts), rep.Spends)
+	}
+
+	three := loadSpec(t, filepath.Join("..", "examples", "tpch", "synth.yaml"))
+	three.Release.Method = spec.Uniformized
+	_, err = Run(context.Background(), Options{Spec: three, OutDir: t.TempDir(), Engine: "duckdb", Source: dp.NewSeededSource(3)})
+	if !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("uniformized on three relations: %v, want ErrUnsupported", err)
+	}
 }
