@@ -11,6 +11,7 @@ import (
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/joinasone"
+	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -35,6 +36,14 @@ type TwoTableConfig struct {
 	// testPad, when set by a test, replaces the noise of the k-th join
 	// value (a coupling of the noise of two neighbouring instances).
 	testPad func(k int) int64
+	// publicBound (experiment, not used by any production path) runs PMW
+	// on bucket i with the public sensitivity ⌊2^i·λ⌋ and the bucket's
+	// whole budget instead of Alg. 1's noisy max degree: for every
+	// partition in the support under D or D′, a tuple with join value b in
+	// bucket i changes the join by the degree of b in the other relation,
+	// which is ≤ max{deg₁(b), deg₂(b)} ≤ deg̃(b) ≤ ⌊2^i·λ⌋ (the pad is ≥ 0
+	// and that degree is the same on both neighbours).
+	publicBound bool
 }
 
 // ttMutation names a planted privacy bug (audit tests only).
@@ -328,11 +337,16 @@ func (p *TwoTablePlan) Run(ctx context.Context, src dp.Source, data TwoTableData
 			return nil, err
 		}
 		ledgers[j].Publish("bucket", float64(i))
-		plan, err := joinasone.Prepare(sub, p.bucketConfig(sub), ledgers[j])
-		if err != nil {
-			return nil, err
+		var r *joinasone.Result
+		if p.cfg.publicBound {
+			r, err = p.runPublicBound(ctx, src, sub, stats, i, ledgers[j])
+		} else {
+			var plan *joinasone.Plan
+			if plan, err = joinasone.Prepare(sub, p.bucketConfig(sub), ledgers[j]); err != nil {
+				return nil, err
+			}
+			r, err = plan.Run(ctx, src, stats)
 		}
-		r, err := plan.Run(ctx, src, stats)
 		if err != nil {
 			return nil, fmt.Errorf("uniformize: bucket %d: %w", i, err)
 		}
@@ -375,3 +389,27 @@ func (r *TwoTableResult) Counts(src dp.Source, emit func(cell, count int64) erro
 // Runs returns the join-as-one result of every bucket that ran, in the
 // order of Partitions.
 func (r *TwoTableResult) Runs() []*joinasone.Result { return slices.Clone(r.runs) }
+
+// runPublicBound is the publicBound experiment on bucket i: PMW with
+// sensitivity max(1, ⌊2^i·λ⌋) and the bucket's whole budget.
+func (p *TwoTablePlan) runPublicBound(ctx context.Context, src dp.Source, sub *hypergraph.Hypergraph, stats joinasone.Stats, i int, l *dp.Ledger) (*joinasone.Result, error) {
+	c := p.bucketConfig(sub)
+	cells, err := stats.Histogram(ctx, sub, c.Columns, c.Universe.Sizes())
+	if err != nil {
+		return nil, err
+	}
+	hist := make([]pmw.Cell, len(cells))
+	for k, x := range cells {
+		hist[k] = pmw.Cell{Index: x.Index, Count: x.Count}
+	}
+	sens := float64(max(1, p.thr[i]))
+	res, err := pmw.Run(ctx, src, c.Universe, c.Families, hist, pmw.Config{
+		Epsilon: p.sub.Epsilon, Delta: p.sub.Delta, Sensitivity: sens, Variant: c.Variant, Noise: c.Noise,
+		NHatShare: c.NHatShare, Rounds: c.Rounds, MaxRounds: c.MaxRounds, Reapply: c.Reapply, Ledger: l,
+		Workers: c.Workers, NoRowsFloor: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &joinasone.Result{Algorithm: "PMW with the public bucket bound", DeltaTilde: sens, PMW: res}, nil
+}
