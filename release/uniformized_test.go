@@ -160,8 +160,8 @@ func TestTPCHOrdersLineitemTable(t *testing.T) {
 	fmt.Println(out.String())
 }
 
-// TestUniformizedRelease: auto runs the uniformized partition on the
-// two-relation TPC-H join; the report names the method and why, lists
+// TestUniformizedRelease: release.method uniformized runs the partition on
+// the two-relation TPC-H join; the report names the method and why, lists
 // every bucket that ran with its budget and DP outputs, its spends add up
 // to the budget, and the file holds the sum of the buckets' rows. On three
 // relations an explicit uniformized is refused as not supported, before
@@ -171,12 +171,13 @@ func TestUniformizedRelease(t *testing.T) {
 	if s.Release.Method != spec.Auto {
 		t.Fatalf("method %q", s.Release.Method)
 	}
+	s.Release.Method = spec.Uniformized
 	sum, err := Run(context.Background(), Options{Spec: s, OutDir: t.TempDir(), Engine: "duckdb", Source: dp.NewSeededSource(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep := sum.Privacy
-	if rep.Parameters["release_method"] != "uniformized" || !strings.Contains(rep.Parameters["release_method_reason"].(string), "two relations") {
+	if rep.Parameters["release_method"] != "uniformized" || !strings.Contains(rep.Parameters["release_method_reason"].(string), "set by release.method") {
 		t.Errorf("method %v (%v)", rep.Parameters["release_method"], rep.Parameters["release_method_reason"])
 	}
 	if rep.Spent != (dp.Budget{Epsilon: 1, Delta: 1e-6}) {

@@ -13,7 +13,7 @@ func TestInspectMethod(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stdout, "method:") || !strings.Contains(r.stdout, "auto → uniformized (two relations after folding") {
+	if !strings.Contains(r.stdout, "method:") || !strings.Contains(r.stdout, "auto → join-as-one (two relations after folding") {
 		t.Errorf("inspect does not say what auto picks:\n%s", r.stdout)
 	}
 	jao, _ := writeTiny(t, tinyOptions{})
