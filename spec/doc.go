@@ -9,7 +9,7 @@
 //
 // # Format
 //
-//	privacy: {epsilon: 1.0, delta: 1e-6}   # required; ε > 0, 0 ≤ δ < 1, finite
+//	privacy: {epsilon: 1.0, delta: 1e-6}   # required; 0 < ε ≤ 650, 0 ≤ δ < 1, τ finite (see below)
 //	sdv_metadata: metadata.json             # optional, see below
 //	tables:                                 # required, at least one
 //	  - name: orders                        # unique, no '.'
@@ -38,6 +38,7 @@
 //	  marginals: [[o_orderpriority, c_mktsegment], [l_quantity]]
 //	  ranges: [{column: l_quantity, by: [o_orderpriority]}]
 //	  numeric: [{sum: o_totalprice, where: {o_orderpriority: [1-URGENT], l_quantity: [1, 10]}}]
+//	  one_way: true                         # default true: add every released column's 1-way marginal
 //	pmw:                                    # optional
 //	  variant: mwem                         # or paper (Ghazi et al. App. A as stated); default mwem
 //	  noise: gaussian                       # or laplace; mwem only
@@ -76,6 +77,27 @@
 // columns only; a numeric query sums any declared integer or numeric
 // column. A condition is [lo, hi] for integer, numeric and date columns,
 // and a list of values for categorical and boolean columns.
+//
+// # privacy
+//
+// ε must lie in (0, 650] and δ in [0, 1). With δ > 0, ln((e^ε − 1)/δ)
+// must be at most 650, so that the truncation threshold
+// τ = (1/ε)·ln(1 + (e^ε − 1)/δ) stays finite at every share of the budget
+// a release spends: δ = 5e-324 (the smallest float64) is refused, not
+// rounded to 0. ε > 10 or δ > 1e-3 is accepted but gives weak privacy;
+// [Privacy.Warnings] says so and the CLI prints it on stderr. At least one
+// table must be private (not public: true): with every table public there
+// is nothing to protect.
+//
+// # workload
+//
+// Without a workload section (or with an empty one) a release keeps every
+// 1-way and 2-way marginal of the released columns accurate. With one, it
+// keeps the listed marginals, ranges and numeric queries accurate and, by
+// default, also the 1-way marginal of every released column: a released
+// column no query covers would otherwise come out near uniform.
+// one_way: false turns that addition off (it needs at least one listed
+// query); a column left out of every query then carries no information.
 //
 // # release.beta
 //

@@ -8,8 +8,10 @@ import (
 
 // ErrInvalid is wrapped by every error that reports a problem in a spec (or
 // in the SDV metadata file it names): check with errors.Is(err, ErrInvalid).
-// Errors reading the spec file itself (a missing file, a permission problem)
-// do not wrap it.
+// Errors reading the spec file itself (a missing file, a folder, a
+// permission problem) wrap it too, and the underlying error (so
+// errors.Is(err, fs.ErrNotExist) still works): the spec is what the user
+// got wrong.
 var ErrInvalid = errors.New("spec: invalid spec")
 
 // Error is a problem at one place of a spec. Its message reads

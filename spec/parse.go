@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -30,10 +31,19 @@ const maxExactInt = 1 << 53
 // Load reads and validates the spec file at path. Relative paths in it
 // resolve against the file's folder. A problem in the spec is returned as an
 // [*Error] wrapping [ErrInvalid]; only the first problem found is reported.
+// A spec file that cannot be read (missing, a folder, no permission) is
+// such an error too: the spec is what the user got wrong.
 func Load(path string) (*Spec, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, &Error{File: path, Err: errors.New("is a folder, not a spec file (give the YAML file itself)")}
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("spec: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &Error{File: path, Err: fmt.Errorf("cannot read the spec: %w", err)}
 	}
 	return Parse(data, path)
 }
@@ -154,6 +164,7 @@ func (p *parser) parse(data []byte) *Spec {
 		p.sdvMetadata(n)
 	}
 	p.tables(m.required("tables"))
+	p.checkPrivate(m.get("tables"))
 	if p.sdv != nil {
 		p.sdvRelationships()
 	}
@@ -407,7 +418,52 @@ func (p *parser) privacy(n *yaml.Node) {
 	if delta < 0 || delta >= 1 {
 		p.fail(deref(m.get("delta")), "privacy.delta", "must be in [0, 1), got %v", delta)
 	}
+	if eps > MaxEpsilon {
+		p.fail(deref(m.get("epsilon")), "privacy.epsilon", "%v is too large: e^ε overflows the arithmetic of the mechanisms (τ = (1/ε)·ln(1 + (e^ε − 1)/δ)); use ε ≤ %v", eps, float64(MaxEpsilon))
+	}
+	if delta > 0 && !tauFits(eps, delta) {
+		p.fail(deref(m.get("delta")), "privacy.delta", "%s is too small for ε = %v: the truncation threshold τ = (1/ε)·ln(1 + (e^ε − 1)/δ) overflows at the budget shares a release spends (raise δ, or lower ε)", formatFloat(delta), eps)
+	}
 	p.s.Privacy = Privacy{Epsilon: eps, Delta: delta}
+}
+
+// MaxEpsilon is the largest ε a spec may give: above it e^ε comes too
+// close to the float64 range for the mechanisms' arithmetic (ε = 650 is
+// already no privacy at all).
+const MaxEpsilon = 650
+
+// maxLogTauRatio bounds ln((e^ε − 1)/δ): the mechanisms compute
+// ln(1 + (e^ε' − 1)/δ') on shares ε' ≤ ε, δ' ≥ δ·10⁻¹⁸ of the budget, which
+// stays finite (< e^709) with this bound.
+const maxLogTauRatio = 650
+
+// tauFits reports whether τ(ε, δ, 1) and its values at the budget shares
+// a release spends stay finite: ln(e^ε − 1) − ln δ ≤ maxLogTauRatio,
+// computed in log space so that it cannot overflow itself.
+func tauFits(eps, delta float64) bool {
+	var logExpm1 float64
+	if eps > 30 {
+		logExpm1 = eps + math.Log1p(-math.Exp(-eps))
+	} else {
+		logExpm1 = math.Log(math.Expm1(eps))
+	}
+	return logExpm1-math.Log(delta) <= maxLogTauRatio
+}
+
+// formatFloat prints a float64 exactly enough to tell it from 0 and from
+// its neighbours (5e-324 stays 5e-324).
+func formatFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// checkPrivate refuses a spec whose every table is public: no neighbouring
+// instance differs from it, so there is nothing for the mechanisms to
+// protect and no sensitivity to calibrate them with.
+func (p *parser) checkPrivate(n *yaml.Node) {
+	for _, t := range p.s.Tables {
+		if !t.Public {
+			return
+		}
+	}
+	p.fail(deref(n), "tables", "every table is public: there is nothing private to protect (a release needs at least one private table; leave public: true off the tables that hold individuals' data)")
 }
 
 func (p *parser) tables(n *yaml.Node) {
@@ -875,7 +931,7 @@ func (p *parser) refSet(n *yaml.Node, path string, allowEmpty bool) []ColumnRef 
 }
 
 func (p *parser) workload(n *yaml.Node) {
-	m := p.mapping(n, "workload", "marginals", "ranges", "numeric")
+	m := p.mapping(n, "workload", "marginals", "ranges", "numeric", "one_way")
 	if v := m.get("marginals"); v != nil {
 		for i, it := range p.sequence(v, "workload.marginals") {
 			p.s.Workload.Marginals = append(p.s.Workload.Marginals, p.refSet(it, index("workload.marginals", i), false))
@@ -903,6 +959,12 @@ func (p *parser) workload(n *yaml.Node) {
 	if v := m.get("numeric"); v != nil {
 		for i, it := range p.sequence(v, "workload.numeric") {
 			p.s.Workload.Numeric = append(p.s.Workload.Numeric, p.numericQuery(it, index("workload.numeric", i)))
+		}
+	}
+	if v := m.get("one_way"); v != nil {
+		p.s.Workload.NoOneWay = !p.boolean(v, "workload.one_way")
+		if p.s.Workload.NoOneWay && p.s.Workload.Empty() {
+			p.fail(deref(v), "workload.one_way", "false needs at least one marginal, range or numeric query (an empty workload means every 1-way and 2-way marginal)")
 		}
 	}
 }

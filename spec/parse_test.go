@@ -316,8 +316,9 @@ func TestLoadMissingFile(t *testing.T) {
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("got %v, want a not-exist error", err)
 	}
-	if errors.Is(err, ErrInvalid) {
-		t.Errorf("a read error must not wrap ErrInvalid: %v", err)
+	// A spec that cannot be read is a spec problem (exit code 2).
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("a read error must wrap ErrInvalid: %v", err)
 	}
 	if !strings.HasPrefix(err.Error(), "spec: ") {
 		t.Errorf("message %q lacks the spec: prefix", err)
@@ -531,7 +532,7 @@ tables:
   - name: t
     source: t.parquet
     format: parquet
-    public: true
+    public: false
     columns:
       q: &dom {type: integer, bin_edges: [1, 10, 25, 51]}
       r: *dom
@@ -566,7 +567,7 @@ workload:
 	if !c.DateLo.Equal(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)) || !c.DateHi.Equal(time.Date(2020, 12, 31, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("date condition: got %+v", c)
 	}
-	if !s.Tables[0].Public || len(s.Join) != 0 {
+	if s.Tables[0].Public || len(s.Join) != 0 {
 		t.Errorf("public: got %+v", s.Tables[0])
 	}
 }

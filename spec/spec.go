@@ -3,6 +3,7 @@ package spec
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"time"
 )
 
@@ -108,6 +109,26 @@ type Spec struct {
 func (s *Spec) Digest() string {
 	sum := sha256.Sum256(s.raw)
 	return hex.EncodeToString(sum[:])
+}
+
+// Weak privacy thresholds: a budget above either is accepted, with a
+// warning ([Privacy.Warnings]).
+const (
+	WeakEpsilon = 10
+	WeakDelta   = 1e-3
+)
+
+// Warnings returns the warnings about a budget that is valid but gives weak
+// privacy: ε > [WeakEpsilon] or δ > [WeakDelta].
+func (p Privacy) Warnings() []string {
+	var out []string
+	if p.Epsilon > WeakEpsilon {
+		out = append(out, fmt.Sprintf("privacy.epsilon = %s > %d: this setting gives weak privacy", formatFloat(p.Epsilon), WeakEpsilon))
+	}
+	if p.Delta > WeakDelta {
+		out = append(out, fmt.Sprintf("privacy.delta = %s > %s: this setting gives weak privacy", formatFloat(p.Delta), formatFloat(WeakDelta)))
+	}
+	return out
 }
 
 // Privacy is the (ε, δ) budget of a run: ε > 0 and 0 ≤ δ < 1, both finite.
@@ -235,6 +256,17 @@ type Workload struct {
 	// Numeric are sums of a numeric column over the rows that satisfy a
 	// conjunction of per-column conditions.
 	Numeric []NumericQuery
+	// NoOneWay is set by one_way: false. By default the release adds the
+	// 1-way marginal of every released column to the workload (a column no
+	// query covers comes out near uniform); NoOneWay keeps the workload to
+	// the listed queries. It needs at least one listed query.
+	NoOneWay bool
+}
+
+// Empty reports whether the workload lists no query; the release then
+// uses every 1-way and 2-way marginal of the released columns.
+func (w Workload) Empty() bool {
+	return len(w.Marginals) == 0 && len(w.Ranges) == 0 && len(w.Numeric) == 0
 }
 
 // RangeQuery asks for all ranges [lo, hi] of an ordered released column
