@@ -2,13 +2,17 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 
-	// The DuckDB driver registers itself as "duckdb" with database/sql.
-	_ "github.com/duckdb/duckdb-go/v2"
+	duckdb "github.com/duckdb/duckdb-go/v2"
 )
 
 // duckDBOptions keep DuckDB off the network (no extension is installed or
@@ -22,6 +26,9 @@ const duckDBOptions = "autoinstall_known_extensions=false&autoload_known_extensi
 type Engine struct {
 	db *sql.DB
 	d  dialect
+	// schema is the engine's own schema, holding every table and view it
+	// creates (see [Open]).
+	schema string
 
 	mu     sync.Mutex
 	tables map[string]map[string]string // table -> column -> SQL type, cached
@@ -31,6 +38,26 @@ type Engine struct {
 // Open connects to an engine. The DSN is "" or "duckdb" for an in-memory
 // DuckDB database, or "duckdb:PATH" for a DuckDB database file (created when
 // missing). Any other scheme returns an error wrapping [ErrUnsupported].
+//
+// Everything the engine creates — the loaded tables, the views of [Engine.Fold]
+// and [Buckets], the tables of [Buckets] — lives in a schema of its own,
+// named [WorkSchemaPrefix] followed by 16 random hexadecimal digits, which
+// every connection of the engine uses as its only schema (SET schema): no
+// name the engine creates can collide with, replace or read an object of
+// the database file, whose own tables are never touched. The staging
+// tables of [Engine.Load] are TEMP tables, which never reach the file.
+// [Engine.Close] drops the schema.
+//
+// After a crash (the process killed before Close) the schema and the
+// private rows in it stay in the file. The next Open of that file drops
+// every schema that is recognisably a left-over of synth: named
+// [WorkSchemaPrefix] + 16 hexadecimal digits, holding the marker table
+// [WorkSchemaPrefix]+"owner", and not in use by an engine of this process.
+// A DuckDB file can be opened for writing by one process only, so no
+// other process can be using it. DuckDB does not zero the blocks that a
+// dropped table occupied: bytes of private rows can remain in unused
+// blocks of the file until they are reused; treat a file given to
+// --engine duckdb:PATH as holding private data.
 func Open(ctx context.Context, dsn string) (*Engine, error) {
 	scheme, rest, hasRest := strings.Cut(dsn, ":")
 	if dsn == "" {
@@ -46,20 +73,119 @@ func Open(ctx context.Context, dsn string) (*Engine, error) {
 	if strings.Contains(path, "?") {
 		return nil, fmt.Errorf("engine: open %q: options in the DSN: %w", dsn, ErrUnsupported)
 	}
-	db, err := sql.Open("duckdb", path+"?"+duckDBOptions)
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, fmt.Errorf("engine: open %q: %w", dsn, err)
+	}
+	d := duckDB{}
+	schema := WorkSchemaPrefix + hex.EncodeToString(rnd[:])
+	// Every connection of the pool creates the schema if needed (the first
+	// one does) and makes it the only schema its unqualified names resolve
+	// to; TEMP objects still resolve first.
+	init := func(ex driver.ExecerContext) error {
+		for _, q := range []string{
+			"CREATE SCHEMA IF NOT EXISTS " + d.ident(schema),
+			"SET schema = " + d.str(schema),
+		} {
+			if _, err := ex.ExecContext(context.Background(), q, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	conn, err := duckdb.NewConnector(path+"?"+duckDBOptions, init)
 	if err != nil {
 		return nil, fmt.Errorf("engine: open %q: %w", dsn, err)
 	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
+	db := sql.OpenDB(conn) // closes conn when closed
+	liveSchemas.Lock()
+	liveSchemas.m[schema] = true
+	liveSchemas.Unlock()
+	e := &Engine{db: db, d: d, schema: schema, tables: map[string]map[string]string{}, sizes: map[string]map[string]int{}}
+	fail := func(err error) (*Engine, error) {
+		e.Close()
 		return nil, fmt.Errorf("engine: open %q: %w", dsn, err)
 	}
-	return &Engine{db: db, d: duckDB{}, tables: map[string]map[string]string{}, sizes: map[string]map[string]int{}}, nil
+	if err := db.PingContext(ctx); err != nil {
+		return fail(err)
+	}
+	if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+d.ident(ownerTable)+" (owner VARCHAR)"); err != nil {
+		return fail(err)
+	}
+	if err := e.dropStale(ctx); err != nil {
+		return fail(err)
+	}
+	return e, nil
 }
 
-// Close closes the connection. An in-memory database is discarded.
+// WorkSchemaPrefix starts the name of the schema an [Engine] keeps its
+// tables and views in.
+const WorkSchemaPrefix = ReservedPrefix + "work_"
+
+// ownerTable marks a schema as an engine's work schema.
+const ownerTable = WorkSchemaPrefix + "owner"
+
+// workSchemaRE matches the names of work schemas.
+var workSchemaRE = regexp.MustCompile("^" + regexp.QuoteMeta(WorkSchemaPrefix) + "[0-9a-f]{16}$")
+
+// liveSchemas are the work schemas of the open engines of this process:
+// two engines on one database file share it (the driver caches the
+// database instance), and neither may take the other's schema for a
+// left-over.
+var liveSchemas = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
+
+// dropStale drops the work schemas a crashed engine left in the database.
+func (e *Engine) dropStale(ctx context.Context) error {
+	rows, err := e.db.QueryContext(ctx,
+		"SELECT DISTINCT table_schema FROM information_schema.tables WHERE table_catalog = current_database() AND table_name = ?", ownerTable)
+	if err != nil {
+		return fmt.Errorf("listing left-over work schemas: %w", err)
+	}
+	var stale []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return fmt.Errorf("listing left-over work schemas: %w", err)
+		}
+		stale = append(stale, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("listing left-over work schemas: %w", err)
+	}
+	liveSchemas.Lock()
+	defer liveSchemas.Unlock()
+	for _, s := range stale {
+		if !workSchemaRE.MatchString(s) || liveSchemas.m[s] {
+			continue
+		}
+		if _, err := e.db.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+e.d.ident(s)+" CASCADE"); err != nil {
+			return fmt.Errorf("dropping the left-over work schema %s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// Close drops the engine's schema with everything in it and closes the
+// connection. An in-memory database is discarded.
 func (e *Engine) Close() error {
-	if err := e.db.Close(); err != nil {
+	ctx := context.Background()
+	_, err := e.db.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+e.d.ident(e.schema)+" CASCADE")
+	if err == nil {
+		// Write the drop to the file now rather than leave it in the WAL.
+		_, err = e.db.ExecContext(ctx, "CHECKPOINT")
+	}
+	liveSchemas.Lock()
+	delete(liveSchemas.m, e.schema)
+	liveSchemas.Unlock()
+	if cerr := e.db.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if err != nil {
 		return fmt.Errorf("engine: close: %w", err)
 	}
 	return nil
@@ -75,7 +201,7 @@ func (e *Engine) columnTypes(ctx context.Context, table string) (map[string]stri
 		return cols, nil
 	}
 	rows, err := e.db.QueryContext(ctx,
-		"SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? AND table_schema = current_schema()", table)
+		"SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? AND table_schema = current_schema() AND table_catalog = current_database()", table)
 	if err != nil {
 		return nil, fmt.Errorf("engine: columns of table %q: %w", table, err)
 	}
