@@ -26,10 +26,15 @@ type queryFamily struct {
 	wcols   []int
 	weights []float64
 	scale   float64
+	// added marks a 1-way marginal the release added to a listed workload.
+	added bool
 }
 
 // workload returns the spec's workload as query families. An empty
-// workload means every 1-way and 2-way marginal.
+// workload means every 1-way and 2-way marginal. A listed workload gets,
+// after its own families, the 1-way marginal of every released column it
+// does not already list as one, unless the spec says one_way: false: a
+// released column no query covers would come out near uniform.
 //
 // A numeric query sum(c) WHERE conditions becomes a weighted family with
 // one query, Σ_x F(x)·w(x) with w(x) = 1[x satisfies the conditions]·v(x)/M,
@@ -40,11 +45,60 @@ type queryFamily struct {
 // must be released; Qiu et al.'s mechanism for unreleased and unbounded
 // columns is not implemented yet.
 func workload(s *spec.Spec, dec *Decoder) ([]queryFamily, error) {
+	fams := countingFamilies(s)
 	names := ColumnNames(s)
+	pos := releasePositions(s)
+	for qi, q := range s.Workload.Numeric {
+		f, err := numericFamily(s, dec, pos, q)
+		if err != nil {
+			return nil, fmt.Errorf("workload.numeric[%d]: %w", qi, err)
+		}
+		f.name = numericName(names, pos, q)
+		fams = append(fams, f)
+	}
+	return fams, nil
+}
+
+func releasePositions(s *spec.Spec) map[spec.ColumnRef]int {
 	pos := map[spec.ColumnRef]int{}
 	for i, r := range s.Release.Columns {
 		pos[r] = i
 	}
+	return pos
+}
+
+// numericName names a numeric query's family: sum(c), or sum(c) where
+// columns, with released columns by their release names.
+func numericName(names []string, pos map[spec.ColumnRef]int, q spec.NumericQuery) string {
+	col := func(r spec.ColumnRef) string {
+		if i, ok := pos[r]; ok {
+			return names[i]
+		}
+		return r.String()
+	}
+	name := "sum(" + col(q.Sum) + ")"
+	if len(q.Where) > 0 {
+		var parts []string
+		seen := map[spec.ColumnRef]bool{q.Sum: true}
+		for _, c := range q.Where {
+			if !seen[c.Column] {
+				seen[c.Column] = true
+				parts = append(parts, col(c.Column))
+			}
+		}
+		name += " where " + strings.Join(parts, ",")
+	}
+	return name
+}
+
+// countingFamilies returns the marginal and range families of the
+// effective workload (everything but the numeric queries), in the order
+// [workload] uses: the default 1- and 2-way marginals of an empty
+// workload, or the listed marginals, the listed ranges and the added 1-way
+// marginals.
+func countingFamilies(s *spec.Spec) []queryFamily {
+	names := ColumnNames(s)
+	pos := releasePositions(s)
 	idx := func(refs []spec.ColumnRef) []int {
 		out := make([]int, len(refs))
 		for i, r := range refs {
@@ -61,7 +115,7 @@ func workload(s *spec.Spec, dec *Decoder) ([]queryFamily, error) {
 	}
 	var fams []queryFamily
 	w := s.Workload
-	if len(w.Marginals) == 0 && len(w.Ranges) == 0 && len(w.Numeric) == 0 {
+	if w.Empty() {
 		for i := range names {
 			fams = append(fams, queryFamily{name: "marginal(" + names[i] + ")", cols: []int{i}, rng: -1})
 		}
@@ -70,10 +124,14 @@ func workload(s *spec.Spec, dec *Decoder) ([]queryFamily, error) {
 				fams = append(fams, queryFamily{name: "marginal(" + names[i] + "," + names[j] + ")", cols: []int{i, j}, rng: -1})
 			}
 		}
-		return fams, nil
+		return fams
 	}
+	oneWay := make([]bool, len(names))
 	for _, m := range w.Marginals {
 		c := idx(m)
+		if len(c) == 1 {
+			oneWay[c[0]] = true
+		}
 		fams = append(fams, queryFamily{name: "marginal(" + label(c) + ")", cols: c, rng: -1})
 	}
 	for _, r := range w.Ranges {
@@ -85,18 +143,47 @@ func workload(s *spec.Spec, dec *Decoder) ([]queryFamily, error) {
 		}
 		fams = append(fams, queryFamily{name: name, cols: append(by, col), rng: col})
 	}
-	for qi, q := range w.Numeric {
-		f, err := numericFamily(s, dec, pos, q)
-		if err != nil {
-			return nil, fmt.Errorf("workload.numeric[%d]: %w", qi, err)
+	if !w.NoOneWay {
+		for i := range names {
+			if !oneWay[i] {
+				fams = append(fams, queryFamily{name: "marginal(" + names[i] + ")", cols: []int{i}, rng: -1, added: true})
+			}
 		}
-		f.name = fmt.Sprintf("sum(%s)", names[f.wcols[0]])
-		if len(q.Where) > 0 {
-			f.name += " where " + label(f.wcols[1:])
-		}
-		fams = append(fams, f)
 	}
-	return fams, nil
+	return fams
+}
+
+// WorkloadFamily describes one query family of the effective workload,
+// the one a release keeps accurate: its name, its kind ("marginal",
+// "ranges" or "sum") and the released columns it covers (positions in
+// release order; a sum covers none: its one query does not pin any
+// marginal). Added is true for the 1-way marginals the release adds to a
+// listed workload and for the default marginals of an empty one.
+type WorkloadFamily struct {
+	Name    string
+	Kind    string
+	Columns []int
+	Added   bool
+}
+
+// EffectiveWorkload returns the query families a release of s keeps
+// accurate (see [workload]), without reading data or building weights.
+// It reads only the spec: its output is public.
+func EffectiveWorkload(s *spec.Spec) []WorkloadFamily {
+	var out []WorkloadFamily
+	for _, f := range countingFamilies(s) {
+		kind := "marginal"
+		if f.rng >= 0 {
+			kind = "ranges"
+		}
+		out = append(out, WorkloadFamily{Name: f.name, Kind: kind, Columns: f.cols, Added: f.added || s.Workload.Empty()})
+	}
+	names := ColumnNames(s)
+	pos := releasePositions(s)
+	for _, q := range s.Workload.Numeric {
+		out = append(out, WorkloadFamily{Name: numericName(names, pos, q), Kind: "sum"})
+	}
+	return out
 }
 
 func numericFamily(s *spec.Spec, dec *Decoder, pos map[spec.ColumnRef]int, q spec.NumericQuery) (queryFamily, error) {
