@@ -1,6 +1,9 @@
 package dp
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // Values of [Report].Privacy.
 const (
@@ -30,6 +33,28 @@ type ReportMeta struct {
 	SoftwareVersion string
 	// SpecDigest identifies the spec, e.g. "sha256:…".
 	SpecDigest string
+	// CreatedAt is when the release was made (RFC 3339, UTC); empty when
+	// not given.
+	CreatedAt string
+	// Columns are the released columns as named in the output file.
+	Columns []string
+	// Inputs identify the run's input files (copied shallowly).
+	Inputs []InputFile
+}
+
+// InputFile identifies one input file of a run. Table and File come from
+// the spec and are public. SHA256 is a deterministic function of the
+// private data, not a DP output: a reader who knows all but one tuple can
+// test a guess about the last one against it (DESIGN.md §3, invariant 5).
+// Leave it empty in a report that is published; fill it only in a report
+// kept by the data custodian.
+type InputFile struct {
+	// Table is the relation the file holds.
+	Table string `json:"table"`
+	// File is the file's name as written in the spec.
+	File string `json:"file"`
+	// SHA256 is the hex SHA-256 of the file's bytes, or empty.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Report is the privacy report of a run: its (ε, δ) guarantee, the
@@ -56,6 +81,11 @@ type Report struct {
 	Parameters      map[string]any `json:"parameters"`
 	SoftwareVersion string         `json:"software_version"`
 	SpecDigest      string         `json:"spec_digest"`
+	// CreatedAt, Columns and Inputs are from [ReportMeta]; they are left
+	// out of the JSON when empty.
+	CreatedAt string      `json:"created_at,omitempty"`
+	Columns   []string    `json:"columns,omitempty"`
+	Inputs    []InputFile `json:"inputs,omitempty"`
 }
 
 // Report builds the privacy report of the ledger: a snapshot of its spends
@@ -94,5 +124,8 @@ func (l *Ledger) Report(meta ReportMeta) Report {
 		Parameters:      params,
 		SoftwareVersion: meta.SoftwareVersion,
 		SpecDigest:      meta.SpecDigest,
+		CreatedAt:       meta.CreatedAt,
+		Columns:         slices.Clone(meta.Columns),
+		Inputs:          slices.Clone(meta.Inputs),
 	}
 }
