@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -289,8 +290,9 @@ func isTempName(name, base string) bool {
 // left by a killed run would itself need cleaning.
 const StaleAge = 10 * time.Minute
 
-// staleBases are the final names of the files a release writes; CleanStale
-// removes temporary files of these only.
+// staleBases are the final names of the files an older release version
+// wrote into the output folder itself; CleanStale removes temporary files
+// of these only.
 var staleBases = []string{ParquetName, ReportName}
 
 // CleanStale removes the temporary files a killed release left in dir:
@@ -301,15 +303,23 @@ var staleBases = []string{ParquetName, ReportName}
 // folders or symbolic links, not younger temporary files, which may belong
 // to a release running into the same folder (see [StaleAge]).
 //
-// It returns the paths it removed, in name order. A dir that does not exist
-// holds nothing to clean: (nil, nil). An error reading dir is returned; an
+// It also removes the staging folders of killed runs beside dir (see
+// [NewStage]): folders in dir's parent named "." + base name of dir + "." +
+// digits + ".tmp", holding release files only, whose flock no live run
+// holds (where flock is not available: not modified for [StaleAge]). A
+// killed run leaves such a folder with its partial output, or with the
+// previous release it had just swapped out.
+//
+// It returns the paths it removed, files in dir first, each part in name
+// order. A dir that does not exist holds no temporary files, only its
+// staging folders are looked for. An error reading dir is returned; an
 // error removing one file does not stop the others, and the errors are
 // joined. A file another cleaner removed first is skipped silently.
 func CleanStale(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+			return cleanStaleStages(dir)
 		}
 		return nil, fmt.Errorf("release: cleaning stale temporary files: %w", err)
 	}
@@ -340,6 +350,9 @@ func CleanStale(dir string) ([]string, error) {
 		}
 		removed = append(removed, path)
 	}
+	stages, serr := cleanStaleStages(dir)
+	removed = append(removed, stages...)
+	errs = append(errs, serr)
 	return removed, errors.Join(errs...)
 }
 
@@ -355,4 +368,378 @@ func isStaleName(name string) bool {
 		}
 	}
 	return false
+}
+
+// ---- Publishing a whole release folder ----
+//
+// A release is published as one folder, by one rename:
+//
+//  1. [NewStage], before any data is read, checks the target folder (a
+//     file there, a folder holding anything but a release, a previous
+//     release without overwrite) and creates a fresh staging folder beside
+//     it, in the same parent (so on the same file system): the target's
+//     base name as a temporary name, "." + base + "." + digits + ".tmp",
+//     exactly as [CreateFile] names temporary files. It takes an exclusive
+//     flock(2) on the staging folder, held until the process ends, and
+//     writes, syncs and removes a probe file there: an unwritable parent, a
+//     file in the way or a full disk is found before the data is loaded.
+//  2. The run writes every file of the release into the staging folder and
+//     syncs it.
+//  3. [Stage.Publish] renames the staging folder onto the target with
+//     rename(2), which is atomic and succeeds only when the target does not
+//     exist or is an empty folder. When the target holds a previous release
+//     (and overwrite was asked for), it swaps the two folders with
+//     renameat2(RENAME_EXCHANGE), which is atomic too: the target names the
+//     old complete folder until the instant it names the new complete one.
+//     The old release, now under the staging name, is then removed.
+//
+// So a reader of the target sees the previous release or the new one,
+// whole, never a mix, whatever kills the process and whenever; two runs
+// publishing into one folder at once each swap in a whole folder, and the
+// last swap wins. What a killed run can leave is a staging folder (its own,
+// or the old release it swapped out), under the temporary name and no
+// longer locked: [CleanStale] removes it on the next run. A live run's
+// staging folder is locked, so a cleaner never takes it.
+//
+// Where renameat2(RENAME_EXCHANGE) is not available (not Linux, or a file
+// system without it, such as NFS), Publish falls back to moving the old
+// release aside and renaming the new one into place: never a mix either,
+// but a reader may find the target missing for a moment, and a crash in
+// between leaves only the moved-aside old release.
+
+// ErrExists is wrapped by the error of [NewStage] and [Stage.Publish] when
+// the target already holds a release and overwriting was not asked for.
+var ErrExists = errors.New("the output folder already holds a release")
+
+var errExchangeUnsupported = errors.New("release: atomic folder exchange not supported here")
+
+// probeName is the probe file [NewStage] writes and removes in the staging
+// folder; probeSize is its size.
+const (
+	probeName = ".synth-probe"
+	probeSize = 64 << 10
+)
+
+// PublishSleepEnv names a test hook: when the environment variable holds a
+// Go duration, [Stage.Publish] sleeps that long just before and just after
+// its rename, so that a fault-injection test can kill the process there.
+const PublishSleepEnv = "SYNTH_TEST_PUBLISH_SLEEP"
+
+// Stage is the staging folder of one release (see above).
+type Stage struct {
+	target string
+	dir    string
+	lock   *os.File
+	done   bool
+}
+
+// NewStage checks target and creates its staging folder (see the scheme
+// above). The target must be a folder path: it may not exist yet (its
+// parent folders are created), may be an empty folder, or may hold a
+// previous release, which is an error wrapping [ErrExists] unless
+// overwrite is set. A symbolic link at target is followed: the release
+// replaces the folder it points to.
+func NewStage(target string, overwrite bool) (*Stage, error) {
+	if target == "" {
+		return nil, errors.New("release: empty output folder")
+	}
+	target = filepath.Clean(target)
+	if fi, err := os.Lstat(target); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if target, err = filepath.EvalSymlinks(target); err != nil {
+			return nil, fmt.Errorf("release: output folder: %w", err)
+		}
+	}
+	if _, err := checkTarget(target, overwrite); err != nil {
+		return nil, err
+	}
+	parent, base := filepath.Split(target)
+	if parent == "" {
+		parent = "."
+	}
+	if base == "" || base == "." || base == ".." {
+		return nil, fmt.Errorf("release: output folder %q: give a folder name, not %q", target, base)
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("release: creating the output folder's parent: %w", err)
+	}
+	var lastErr error
+	for range 5 {
+		dir, err := os.MkdirTemp(parent, tempPrefix(base)+"*"+tempSuffix)
+		if err != nil {
+			return nil, fmt.Errorf("release: output folder %s is not writable: %w", target, err)
+		}
+		f, err := os.Open(dir)
+		if err != nil {
+			os.Remove(dir)
+			return nil, fmt.Errorf("release: output folder: %w", err)
+		}
+		ok, err := tryLock(f)
+		// A cleaner may have taken the folder for a killed run's between
+		// MkdirTemp and the lock: then it is gone or locked, and a new one
+		// is made.
+		fi, serr := f.Stat()
+		pi, perr := os.Lstat(dir)
+		if err != nil || !ok || serr != nil || perr != nil || !os.SameFile(fi, pi) {
+			f.Close()
+			lastErr = errors.Join(err, serr, perr)
+			continue
+		}
+		s := &Stage{target: target, dir: dir, lock: f}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			s.Abort()
+			return nil, fmt.Errorf("release: output folder: %w", err)
+		}
+		if err := probe(filepath.Join(dir, probeName)); err != nil {
+			s.Abort()
+			return nil, fmt.Errorf("release: output folder %s is not writable (or the disk is full): %w", target, err)
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("release: could not create a staging folder beside %s: %v", target, lastErr)
+}
+
+// probe writes, syncs and removes a file of probeSize bytes.
+func probe(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(make([]byte, probeSize))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if rerr := os.Remove(path); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// checkTarget reports whether target holds a release, and fails if it is
+// not a folder, holds anything else, or holds a release and overwrite is
+// not set.
+func checkTarget(target string, overwrite bool) (exists bool, err error) {
+	fi, err := os.Stat(target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("release: output folder: %w", err)
+	}
+	if !fi.IsDir() {
+		return false, fmt.Errorf("release: output path %s is a file, not a folder", target)
+	}
+	isRel, foreign, err := classify(target)
+	if err != nil {
+		return false, fmt.Errorf("release: output folder: %w", err)
+	}
+	if len(foreign) > 0 {
+		return false, fmt.Errorf("release: output folder %s holds files that are not part of a release (%s): a release replaces the whole folder, so give a new or empty folder, or one holding an earlier release", target, strings.Join(foreign, ", "))
+	}
+	if isRel && !overwrite {
+		return true, fmt.Errorf("release: %w: %s; releasing again reads the data again and spends the privacy budget again (the two releases together cost the sum of their budgets); pass --overwrite to replace it, or choose another output folder", ErrExists, target)
+	}
+	return isRel, nil
+}
+
+// isReleaseFile reports whether a regular file of this name belongs in a
+// release folder (or its staging folder): the Parquet file, the reports
+// (privacy-report.json and any other privacy-report.* or synthetic.* file,
+// such as a rendered report), [CreateFile]'s temporary files of them, and
+// the probe.
+func isReleaseFile(name string) bool {
+	return name == ParquetName || name == ReportName || name == probeName ||
+		strings.HasPrefix(name, "privacy-report.") || strings.HasPrefix(name, "synthetic.") ||
+		strings.HasPrefix(name, ".synthetic.") || strings.HasPrefix(name, ".privacy-report.") && strings.HasSuffix(name, tempSuffix)
+}
+
+// classify lists dir: isRel when it holds the Parquet file or the report,
+// foreign the entries that are not release files (at most 5 named).
+func classify(dir string) (isRel bool, foreign []string, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, nil, err
+	}
+	n := 0
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || !isReleaseFile(name) {
+			n++
+			if len(foreign) < 5 {
+				foreign = append(foreign, name)
+			}
+			continue
+		}
+		if name == ParquetName || name == ReportName {
+			isRel = true
+		}
+	}
+	if n > len(foreign) {
+		foreign = append(foreign, fmt.Sprintf("and %d more", n-len(foreign)))
+	}
+	return isRel, foreign, nil
+}
+
+// Dir returns the staging folder, where the run writes its files.
+func (s *Stage) Dir() string { return s.dir }
+
+// Target returns the folder the release is published as.
+func (s *Stage) Target() string { return s.target }
+
+// publishSleep is the PublishSleepEnv hook's duration (0: none).
+func publishSleep() time.Duration {
+	d, err := time.ParseDuration(os.Getenv(PublishSleepEnv))
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// Publish makes the staging folder the target, atomically (see the scheme
+// above), and reports whether a previous release was replaced. The files
+// in the staging folder must be complete and synced. Without overwrite, a
+// release that appeared at the target while this run was going is an
+// error wrapping [ErrExists], and the target is left alone. On error the
+// staging folder is removed and the target is as it was.
+func (s *Stage) Publish(overwrite bool) (replaced bool, err error) {
+	if s.done {
+		return false, errors.New("release: staging folder already published or aborted")
+	}
+	syncDir(s.dir)
+	sleep := publishSleep()
+	time.Sleep(sleep)
+	defer time.Sleep(sleep)
+	for range 10 {
+		err := syscall.Rename(s.dir, s.target)
+		if err == nil {
+			s.finish()
+			return false, nil
+		}
+		if !errors.Is(err, syscall.EEXIST) && !errors.Is(err, syscall.ENOTEMPTY) {
+			s.Abort()
+			return false, fmt.Errorf("release: publishing %s: %w", s.target, err)
+		}
+		// The target is a folder that is not empty.
+		if _, err := checkTarget(s.target, overwrite); err != nil {
+			s.Abort()
+			if errors.Is(err, ErrExists) {
+				err = fmt.Errorf("%w (it appeared while this run was going; this run's output was discarded)", err)
+			}
+			return false, err
+		}
+		err = renameExchange(s.dir, s.target)
+		if errors.Is(err, errExchangeUnsupported) {
+			err = s.moveAside()
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the target went away meanwhile: rename again
+		}
+		if err != nil {
+			s.Abort()
+			return false, fmt.Errorf("release: publishing %s: %w", s.target, err)
+		}
+		// s.dir now holds the previous release, unlocked; remove it if it
+		// still looks like one (a cleaner may have taken it already).
+		old := s.dir
+		s.finish()
+		if _, foreign, err := classify(old); err == nil && len(foreign) == 0 {
+			os.RemoveAll(old)
+		}
+		return true, nil
+	}
+	s.Abort()
+	return false, fmt.Errorf("release: publishing %s: the target kept changing", s.target)
+}
+
+// moveAside is the fallback of the exchange: target → a temporary name,
+// staging → target, temporary name → staging path (the old release ends up
+// where the exchange would have put it).
+func (s *Stage) moveAside() error {
+	parent, base := filepath.Split(s.target)
+	aside, err := os.MkdirTemp(parent, tempPrefix(base)+"*"+tempSuffix)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Rename(s.target, aside); err != nil {
+		os.Remove(aside)
+		return err
+	}
+	if err := syscall.Rename(s.dir, s.target); err != nil {
+		syscall.Rename(aside, s.target) // put the old release back
+		return err
+	}
+	return syscall.Rename(aside, s.dir)
+}
+
+// finish syncs the parent folder and drops the lock after a publish.
+func (s *Stage) finish() {
+	s.done = true
+	syncDir(filepath.Dir(s.target))
+	s.lock.Close()
+}
+
+// Abort removes the staging folder and everything in it. It does nothing
+// after Publish or a previous Abort, so `defer s.Abort()` is safe.
+func (s *Stage) Abort() {
+	if s.done {
+		return
+	}
+	s.done = true
+	os.RemoveAll(s.dir)
+	s.lock.Close()
+}
+
+// cleanStaleStages removes the staging folders of dead runs beside dir:
+// folders named as [NewStage] names them for dir's base name, whose lock is
+// free (with no locks on this platform: not modified for [StaleAge]), and
+// holding release files only.
+func cleanStaleStages(dir string) ([]string, error) {
+	parent, base := filepath.Split(filepath.Clean(dir))
+	if parent == "" {
+		parent = "."
+	}
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("release: cleaning stale staging folders: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || !isTempName(e.Name(), base) {
+			continue
+		}
+		path := filepath.Join(parent, e.Name())
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		ok, err := tryLock(f)
+		if err != nil || !ok {
+			f.Close()
+			continue // a live run's
+		}
+		if !locksSupported {
+			if fi, err := f.Stat(); err != nil || time.Since(fi.ModTime()) < StaleAge {
+				f.Close()
+				continue
+			}
+		}
+		if _, foreign, err := classify(path); err != nil || len(foreign) > 0 {
+			f.Close()
+			continue // not ours to remove
+		}
+		err = os.RemoveAll(path)
+		f.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("release: removing stale staging folder: %w", err))
+			continue
+		}
+		removed = append(removed, path)
+	}
+	return removed, errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,8 +134,10 @@ func TestReleaseCleansStaleTemporaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), Options{Spec: sp, OutDir: dir, Engine: "duckdb", Source: dp.NewSeededSource(1)}); err != nil {
-		t.Fatal(err)
+	// A folder holding a foreign file is refused (a release replaces the
+	// whole folder), after the stale temporary was cleaned.
+	if _, err := Run(context.Background(), Options{Spec: sp, OutDir: dir, Engine: "duckdb", Source: dp.NewSeededSource(1)}); err == nil || !strings.Contains(err.Error(), "notes.tmp") {
+		t.Fatalf("release into a folder holding notes.tmp: err = %v, want a refusal naming it", err)
 	}
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("stale temporary still there: %v", err)

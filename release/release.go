@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
+	"math/rand/v2"
 	"path/filepath"
 
 	"github.com/synth-dp/synth/dp"
@@ -63,15 +63,35 @@ type Options struct {
 	MaxRounds int
 	// MemoryCap bounds PMW's universe arrays in bytes; 0 means the default.
 	MemoryCap int64
+	// Overwrite allows replacing a previous release in the output folder;
+	// without it such a folder is refused before any data is read (a rerun
+	// spends the privacy budget again).
+	Overwrite bool
+	// Rows, when > 0, is the exact number of rows written: drawn from the
+	// synthetic distribution (without replacement when the DP row count is
+	// at least Rows, by multinomial sampling otherwise). Post-processing.
+	Rows int64
+	// MaxRows caps the number of rows written when Rows is 0; 0 means
+	// DefaultMaxRows. A larger DP row count writes a uniform random sample
+	// of MaxRows rows, and the report says so.
+	MaxRows int64
+	// BudgetOverride records in the report that the spec's (ε, δ) was
+	// replaced from the command line.
+	BudgetOverride bool
 }
+
+// DefaultMaxRows is the public default cap on the rows of a release whose
+// row count is not given (Options.MaxRows).
+const DefaultMaxRows = 10_000_000
 
 // Summary describes a finished release. Its fields are public parameters
 // and DP outputs only.
 type Summary struct {
 	// Dir, Parquet and Report are the written paths.
 	Dir, Parquet, Report string
-	// Rows is the number of synthetic rows written: the PMW result's DP
-	// row count (mwem: an unbiased estimate of the join size; paper: n̂).
+	// Rows is the number of synthetic rows written: Options.Rows when
+	// given, else the PMW result's DP row count (mwem: an unbiased estimate
+	// of the join size; paper: n̂), at most the row cap.
 	Rows int64
 	// NHat and DeltaTilde are the DP join size and sensitivity bound
 	// (uniformized: the sum of the buckets' n̂ and the largest Δ̃).
@@ -100,9 +120,11 @@ func ColumnNames(s *spec.Spec) []string {
 
 // Run performs a release: spec → engine → statistics → mechanism → rows →
 // files. The whole budget is charged to the run's ledger before any data is
-// read. Output is atomic: the Parquet file and the report appear only when
-// everything succeeded; on error or cancellation nothing half-written
-// stays.
+// read, and the output folder is checked (and a locked staging folder made
+// beside it) before that too. Output is atomic as a whole: every file is
+// written into the staging folder, which is then published as the output
+// folder by one rename (see [NewStage]); on error, cancellation or a kill,
+// the output folder is as it was.
 func Run(ctx context.Context, o Options) (*Summary, error) {
 	s := o.Spec
 	log := o.Logger
@@ -132,13 +154,22 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if !(s.Privacy.Delta > 0) {
 		return nil, fmt.Errorf("%w: join-as-one needs δ > 0 (its truncated Laplace padding is (ε, δ)-DP), the spec has δ = %v", ErrUnsupported, s.Privacy.Delta)
 	}
-	// A hard-killed earlier run can leave temporaries of our own naming;
+	// Output folder first, before any data is read: a file in the way, an
+	// unwritable parent, a full disk or a previous release (without
+	// Overwrite) stops the run here. The release is written into a fresh,
+	// locked staging folder beside dir and published by one atomic rename
+	// (see NewStage). Killed runs' staging folders are cleaned first;
 	// failing to remove one is not a reason to stop.
 	if removed, err := CleanStale(dir); err != nil {
 		log.Warn("could not clean stale temporary files", "dir", dir, "removed", removed, "err", err)
 	} else if len(removed) > 0 {
 		log.Info("removed stale temporary files left by a killed run", "files", removed)
 	}
+	stage, err := NewStage(dir, o.Overwrite)
+	if err != nil {
+		return nil, err
+	}
+	defer stage.Abort()
 
 	// Everything public first: budget, universe, workload.
 	ledger, err := dp.NewLedger(dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta})
@@ -268,6 +299,42 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			"rows", res.PMW.Rows, "pmw_variant", string(res.PMW.Variant), "pmw_rounds", res.PMW.Rounds)
 	}
 
+	// The synthetic rows: the mechanism's counts (DP outputs) are gathered
+	// once, then rows are drawn from them in a random order with the run's
+	// randomness (post-processing). How many rows depends only on the DP
+	// row count and public parameters (Options.Rows, the cap).
+	var cells, counts []int64
+	var dpRows int64
+	if err := out.counts(src, func(cell, count int64) error {
+		cells, counts = append(cells, cell), append(counts, count)
+		dpRows += count
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	rows, mode := dpRows, SampleAll
+	rowCap := o.MaxRows
+	if rowCap == 0 {
+		rowCap = DefaultMaxRows
+	}
+	capped := false
+	switch {
+	case o.Rows > 0 && dpRows == 0:
+		log.Warn("the synthetic distribution is empty (the DP row count is 0): no rows to sample", "rows_asked", o.Rows)
+		rows = 0
+	case o.Rows > 0:
+		rows = o.Rows
+		if rows > dpRows {
+			mode = SampleWithReplacement
+		} else if rows < dpRows {
+			mode = SampleWithoutReplacement
+		}
+	case dpRows > rowCap:
+		rows, mode, capped = rowCap, SampleWithoutReplacement, true
+		log.Warn("the DP row count exceeds the row cap: writing a uniform random sample of the cap (give --rows N to choose the number of rows)",
+			"dp_rows", dpRows, "cap", rowCap)
+	}
+
 	orig := folding.Original()
 	params["release_method"] = string(method)
 	params["release_method_reason"] = methodReason
@@ -278,6 +345,18 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	params["relations"] = orig.Names(orig.All())
 	params["public_relations"] = append([]string{}, orig.Names(orig.All()&^orig.Private())...)
 	params["folded_relations"] = h.Names(h.All())
+	params["rows_dp"] = dpRows
+	params["rows_written"] = rows
+	params["rows_sampling"] = string(mode)
+	params["rows_cap"] = rowCap
+	params["rows_capped"] = capped
+	if o.Rows > 0 {
+		params["rows_requested"] = o.Rows
+	}
+	params["row_order"] = "uniformly random (post-processing with the run's randomness)"
+	if o.BudgetOverride {
+		params["budget_source"] = "command line (--epsilon/--delta), overriding the spec's privacy section"
+	}
 	report := ledger.Report(dp.ReportMeta{
 		Neighbours:      Neighbours,
 		Mechanism:       algStr,
@@ -291,44 +370,56 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, fmt.Errorf("release: %w", err)
 	}
 
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("release: %w", err)
-	}
-	parquetPath := filepath.Join(dir, ParquetName)
-	reportPath := filepath.Join(dir, ReportName)
+	// Every file goes into the staging folder; Publish makes the folder
+	// the release at once.
+	parquetPath := filepath.Join(stage.Dir(), ParquetName)
+	reportPath := filepath.Join(stage.Dir(), ReportName)
 	w, err := NewWriter(parquetPath, names, cols, map[string]string{MetadataKey: string(reportJSON)})
 	if err != nil {
 		return nil, err
 	}
-	log.Info("writing synthetic rows", "path", parquetPath)
-	if err := out.counts(src, func(cell, count int64) error {
+	defer w.Abort()
+	log.Info("writing synthetic rows", "rows", rows, "sampling", string(mode), "folder", stage.Target())
+	step := max(rows/10, 1)
+	err = Shuffle(rand.New(src), cells, counts, rows, mode, func(cell int64) error {
 		if testHookAdd != nil {
 			testHookAdd(w.Rows())
 		}
-		return w.Add(ctx, cell, count)
-	}); err != nil {
-		w.Abort()
+		if err := w.AddRow(ctx, cell); err != nil {
+			return err
+		}
+		if n := w.Rows(); n%step == 0 && rows >= 10 {
+			log.Info("writing synthetic rows", "written", n, "of", rows, "percent", n*100/rows)
+		}
+		return nil
+	})
+	cells, counts = nil, nil
+	if err != nil {
 		return nil, err
 	}
 	pf, err := w.Finish()
 	if err != nil {
-		w.Abort()
 		return nil, err
 	}
-	// Both files are finished before either is renamed; the report is
-	// renamed first and the Parquet file last, so a new synthetic file never
-	// appears without its report.
 	var files Group
+	files.Add(pf)
 	rf, err := files.Create(reportPath, 0o644)
 	if err != nil {
-		pf.Abort()
+		files.Abort()
 		return nil, err
 	}
-	files.Add(pf)
 	if _, err := rf.Write(append(reportJSON, '\n')); err != nil {
 		files.Abort()
 		return nil, fmt.Errorf("release: %w", err)
 	}
+	// ---- Other reports beside the JSON go here. ----
+	// A further file of this release (e.g. a markdown rendering of the
+	// report) must be written into stage.Dir() at this point, before the
+	// commit and Publish below, so that it is published together with the
+	// rest; name it privacy-report.* or synthetic.* (NewStage treats a
+	// folder holding other names as foreign and refuses to replace it), and
+	// sync it (WriteFileAtomic into stage.Dir() does).
+	// ---- end ----
 	if err := ctx.Err(); err != nil {
 		files.Abort()
 		return nil, err
@@ -336,7 +427,16 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err := files.Commit(); err != nil {
 		return nil, err
 	}
-	log.Info("release written", "rows", w.Rows(), "parquet", parquetPath, "report", reportPath)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	replaced, err := stage.Publish(o.Overwrite)
+	if err != nil {
+		return nil, err
+	}
+	dir = stage.Target()
+	parquetPath, reportPath = filepath.Join(dir, ParquetName), filepath.Join(dir, ReportName)
+	log.Info("release written", "rows", w.Rows(), "folder", dir, "replaced_previous_release", replaced)
 	return &Summary{
 		Dir: dir, Parquet: parquetPath, Report: reportPath, Rows: w.Rows(),
 		NHat: out.nhat, DeltaTilde: out.deltaTilde, Privacy: report,

@@ -31,7 +31,7 @@ func loadSpec(t testing.TB, path string) *spec.Spec {
 
 func release(t testing.TB, s *spec.Spec, dir string, seed uint64) *Summary {
 	t.Helper()
-	sum, err := Run(context.Background(), Options{Spec: s, OutDir: dir, Engine: "duckdb", Source: dp.NewSeededSource(seed)})
+	sum, err := Run(context.Background(), Options{Spec: s, OutDir: dir, Engine: "duckdb", Source: dp.NewSeededSource(seed), Overwrite: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestReleaseCancelMidWrite(t *testing.T) {
 				cancel()
 			}
 		}
-		_, err := Run(ctx, Options{Spec: s, OutDir: target, Source: dp.NewSeededSource(2)})
+		_, err := Run(ctx, Options{Spec: s, OutDir: target, Source: dp.NewSeededSource(2), Overwrite: true})
 		testHookAdd = nil
 		cancel()
 		if !errors.Is(err, context.Canceled) {

@@ -445,3 +445,115 @@ func (w *Writer) abort() {
 	}
 	w.file.Abort()
 }
+
+// AddRow appends one row of cell, in any cell order (the rows of a
+// shuffled release, see [Shuffle]). It checks ctx after every batch; on
+// error the writer is aborted as with [Writer.Add]. Add and AddRow may not
+// be mixed: Add checks the order against the cells Add saw only.
+func (w *Writer) AddRow(ctx context.Context, cell int64) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.done {
+		return ErrWriterDone
+	}
+	bins, err := w.dec.Bins(cell, w.bins)
+	if err != nil {
+		return w.fail(err)
+	}
+	w.bins = bins
+	w.appendRows(1)
+	w.total++
+	if w.pending == w.batch {
+		if err := w.flush(); err != nil {
+			return w.fail(err)
+		}
+		if err := ctx.Err(); err != nil {
+			return w.fail(fmt.Errorf("release: writing %s: %w", w.file.Path(), err))
+		}
+	}
+	return nil
+}
+
+// Sampling describes how [Shuffle] draws the rows it writes.
+type Sampling string
+
+const (
+	// SampleAll writes every row of the counts, in a uniformly random order.
+	SampleAll Sampling = "all"
+	// SampleWithoutReplacement writes a uniformly random subset of the
+	// rows of the counts, of the requested size, in a uniformly random
+	// order (the first rows of a random permutation).
+	SampleWithoutReplacement Sampling = "without replacement"
+	// SampleWithReplacement writes independent draws from the distribution
+	// count/total (multinomial sampling), for more rows than the counts
+	// hold.
+	SampleWithReplacement Sampling = "with replacement (multinomial)"
+)
+
+// Shuffle draws rows rows from the multiset of cells given by counts
+// (cells[i] with multiplicity counts[i] > 0) with the randomness of rnd and
+// hands them to emit one at a time, in random order:
+//
+//   - [SampleAll] (rows = Σ counts): a uniformly random permutation of the
+//     multiset;
+//   - [SampleWithoutReplacement] (rows < Σ counts): its first rows rows;
+//   - [SampleWithReplacement]: rows independent draws, cell i with
+//     probability counts[i]/Σ counts.
+//
+// Each row picks a uniform position among the remaining rows and finds its
+// cell in a Fenwick tree over the counts (O(log K) for K cells), then, but
+// with replacement, removes it. Memory is two int64 per cell with a
+// non-zero count, whatever the number of rows, so 10⁷ rows need no more
+// than the counts themselves. The rows depend only on the counts and rnd:
+// post-processing.
+func Shuffle(rnd interface{ Int64N(int64) int64 }, cells, counts []int64, rows int64, mode Sampling, emit func(cell int64) error) error {
+	k := len(counts)
+	tree := make([]int64, k+1) // 1-based Fenwick tree
+	var total int64
+	for i, c := range counts {
+		if c < 0 {
+			return fmt.Errorf("release: cell %d has a negative count %d", cells[i], c)
+		}
+		total += c
+		tree[i+1] += c
+		if j := (i + 1) + ((i + 1) & -(i + 1)); j <= k {
+			tree[j] += tree[i+1]
+		}
+	}
+	switch {
+	case mode == SampleAll && rows != total:
+		return fmt.Errorf("release: shuffle all %d rows, asked for %d", total, rows)
+	case mode == SampleWithoutReplacement && rows > total:
+		return fmt.Errorf("release: sample %d rows without replacement from %d", rows, total)
+	case rows > 0 && total == 0:
+		return fmt.Errorf("release: sample %d rows from an empty distribution", rows)
+	}
+	top := 1
+	for top*2 <= k {
+		top *= 2
+	}
+	remaining := total
+	for range rows {
+		// The smallest i with prefix(i) > r: binary lifting.
+		r := rnd.Int64N(remaining)
+		pos := 0
+		for step := top; step > 0; step /= 2 {
+			if next := pos + step; next <= k && tree[next] <= r {
+				pos = next
+				r -= tree[next]
+			}
+		}
+		// cells[pos] (0-based) is the row's cell.
+		if mode != SampleWithReplacement {
+			for j := pos + 1; j <= k; j += j & -j {
+				tree[j]--
+			}
+			remaining--
+		}
+		if err := emit(cells[pos]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,10 @@ type releaseOptions struct {
 	rounds    int
 	maxRounds int
 	memCapMiB int64
+	overwrite bool
+	rows      int64
+	epsilon   float64
+	delta     float64
 }
 
 func newReleaseCmd(g *globalOptions) *cobra.Command {
@@ -32,8 +37,19 @@ join-as-one mechanism (Ghazi et al. Alg. 1 for two tables, Alg. 3 for more)
 and writes DIR/synthetic.parquet with the privacy report in its key-value
 metadata (synth.privacy) and beside it as DIR/privacy-report.json.
 
-The whole run is (ε, δ)-DP with the spec's budget. Files appear atomically:
-on an error or an interrupt nothing half-written is left behind.`,
+The whole run is (ε, δ)-DP with the spec's budget, or with --epsilon and
+--delta when given (they replace the spec's privacy section, for sweeps).
+
+The release is written into a temporary folder beside DIR and published as
+DIR by one atomic rename (an exchange when DIR holds a previous release): a
+reader sees the previous release or the new one, whole, never a mix, even if
+the run is killed. A DIR that already holds a release is refused unless
+--overwrite is given: releasing again spends the privacy budget again.
+
+The rows are the mechanism's synthetic rows in a random order. --rows N
+writes exactly N rows drawn from the synthetic distribution; without it, a
+DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sample of that many rows
+(the report says so). Drawing rows is post-processing: it costs no budget.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlag("config", o.config); err != nil {
@@ -48,11 +64,34 @@ on an error or an interrupt nothing half-written is left behind.`,
 			if o.memCapMiB < 1 || o.memCapMiB > 1<<40 {
 				return usageErrorf("--memory-cap %d: want a number of MiB ≥ 1", o.memCapMiB)
 			}
+			if o.rows < 0 {
+				return usageErrorf("--rows %d: want ≥ 1 (or 0: the DP row count, at most %d)", o.rows, release.DefaultMaxRows)
+			}
+			epsSet, deltaSet := cmd.Flags().Changed("epsilon"), cmd.Flags().Changed("delta")
+			// The same rules as the spec's privacy section.
+			if epsSet && (!(o.epsilon > 0) || math.IsInf(o.epsilon, 0)) {
+				return usageErrorf("--epsilon %v: must be a finite number > 0", o.epsilon)
+			}
+			if deltaSet && (!(o.delta >= 0) || o.delta >= 1) {
+				return usageErrorf("--delta %v: must be in [0, 1)", o.delta)
+			}
 			s, err := spec.Load(o.config)
 			if err != nil {
 				return err
 			}
-			sum, err := runRelease(cmd.Context(), g, s, release.Options{OutDir: o.out, Rounds: o.rounds, MaxRounds: o.maxRounds, MemoryCap: o.memCapMiB << 20})
+			if epsSet {
+				s.Privacy.Epsilon = o.epsilon
+			}
+			if deltaSet {
+				s.Privacy.Delta = o.delta
+			}
+			sum, err := runRelease(cmd.Context(), g, s, release.Options{
+				OutDir: o.out, Rounds: o.rounds, MaxRounds: o.maxRounds, MemoryCap: o.memCapMiB << 20,
+				Overwrite: o.overwrite, Rows: o.rows, BudgetOverride: epsSet || deltaSet,
+			})
+			if errors.Is(err, release.ErrExists) {
+				return &UsageError{Err: err}
+			}
 			if err != nil {
 				return err
 			}
@@ -65,6 +104,10 @@ on an error or an interrupt nothing half-written is left behind.`,
 	cmd.Flags().StringVar(&o.out, "out", "", "output folder (default: the spec's output.path)")
 	cmd.Flags().IntVar(&o.rounds, "rounds", 0, "PMW rounds T (default: adaptive for the mwem variant; for pmw.variant: paper, chosen from the noisy join size by Ghazi et al. App. A's rule)")
 	cmd.Flags().IntVar(&o.maxRounds, "max-rounds", 0, fmt.Sprintf("cap on the automatic number of PMW rounds (default %d for mwem, %d for paper)", pmw.DefaultMWEMMaxRounds, release.DefaultMaxRounds))
+	cmd.Flags().BoolVar(&o.overwrite, "overwrite", false, "replace a previous release in the output folder (a rerun spends the privacy budget again)")
+	cmd.Flags().Int64Var(&o.rows, "rows", 0, fmt.Sprintf("write exactly N rows sampled from the synthetic distribution (default: the DP row count, at most %d)", release.DefaultMaxRows))
+	cmd.Flags().Float64Var(&o.epsilon, "epsilon", 0, "privacy budget ε of the run, replacing the spec's privacy.epsilon")
+	cmd.Flags().Float64Var(&o.delta, "delta", 0, "privacy budget δ of the run, replacing the spec's privacy.delta")
 	cmd.Flags().Int64Var(&o.memCapMiB, "memory-cap", pmw.DefaultMemoryCap>>20, "largest memory (MiB) PMW may use for the universe; a larger universe is refused")
 	return cmd
 }

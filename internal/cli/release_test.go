@@ -19,7 +19,7 @@ type reportJSON struct {
 // row count and the bytes of both files.
 func releaseOnce(t *testing.T, config, out string, flags ...string) (rows int64, parquet, report []byte) {
 	t.Helper()
-	args := append(append([]string{"-q"}, flags...), "release", "--config", config, "--out", out)
+	args := append(append([]string{"-q", "release"}, flags...), "--config", config, "--out", out)
 	r := mustRun(t, args...)
 	pq := filepath.Join(out, "synthetic.parquet")
 	rep := filepath.Join(out, "privacy-report.json")
@@ -70,7 +70,7 @@ func TestReleaseEvaluate(t *testing.T) {
 	}
 
 	t.Run("same seed is byte-identical", func(t *testing.T) {
-		rows2, pq2, rep2 := releaseOnce(t, config, out, "--seed", "7")
+		rows2, pq2, rep2 := releaseOnce(t, config, out, "--seed", "7", "--overwrite")
 		if !bytes.Equal(rep1, rep2) {
 			t.Errorf("privacy-report.json differs between two runs with --seed 7:\n%s\n---\n%s", rep1, rep2)
 		}
