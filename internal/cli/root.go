@@ -137,6 +137,7 @@ reproducible and marks it "not private (seeded)".`,
 	pf.BoolVarP(&opts.quiet, "quiet", "q", false, "print errors only")
 
 	root.AddCommand(newVersionCmd(opts), newInspectCmd(opts), newSensitivityCmd(opts), newReleaseCmd(opts), newEvaluateCmd(opts), newDemoCmd(opts))
+	root.AddCommand(newQueryCmd(opts))
 	return root, opts
 }
 

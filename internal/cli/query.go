@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/synth-dp/synth/release"
+)
+
+// queryView is the name under which synth query shows the file to the SQL.
+const queryView = "synthetic"
+
+type queryOptions struct {
+	format string
+}
+
+func newQueryCmd(g *globalOptions) *cobra.Command {
+	o := &queryOptions{}
+	cmd := &cobra.Command{
+		Use:   "query FILE SQL",
+		Short: "Run SQL over a released Parquet file with the embedded DuckDB (no duckdb CLI needed)",
+		Long: `query runs one SQL statement over a Parquet file, typically a released
+DIR/synthetic.parquet, with the DuckDB engine built into synth: nothing else
+needs to be installed. FILE may also be a release folder (its
+synthetic.parquet is used). The SQL refers to the file as the view
+"synthetic", for example
+
+  synth query out/demo/synthetic.parquet "SELECT tier, count(*) AS n FROM synthetic GROUP BY ALL ORDER BY n DESC"
+
+and may use any DuckDB function, e.g. parquet_kv_metadata('FILE') for the
+privacy report stored in the file. The result is printed as an aligned table
+(--format text, the default), CSV with a header row (--format csv) or a JSON
+array of objects (--format json).
+
+The released file is public: query reads only it, never private data.
+Exit codes: 1 when the file cannot be read or the query fails while running,
+2 for a SQL statement DuckDB cannot parse or bind, or bad arguments.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErrorf("%s takes FILE and SQL, got %d argument(s)", cmd.CommandPath(), len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.format != "text" && o.format != "csv" && o.format != "json" {
+				return usageErrorf("--format %q: want text, csv or json", o.format)
+			}
+			return runQuery(cmd.Context(), g.stdout, args[0], args[1], o.format)
+		},
+	}
+	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text, csv or json")
+	return cmd
+}
+
+// runQuery opens an in-memory DuckDB, makes file the view synthetic, runs
+// query and prints its result to w.
+func runQuery(ctx context.Context, w io.Writer, file, query, format string) error {
+	if strings.TrimSpace(query) == "" {
+		return usageErrorf("SQL is empty")
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	if fi.IsDir() {
+		file = filepath.Join(file, release.ParquetName)
+		if _, err := os.Stat(file); err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
+	}
+	// The same options as the engine: no extension is downloaded or
+	// autoloaded (Parquet is built in).
+	conn, err := duckdb.NewConnector("?autoinstall_known_extensions=false&autoload_known_extensions=false", nil)
+	if err != nil {
+		return fmt.Errorf("query: open DuckDB: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	// One connection, so that the view is visible to the query.
+	db.SetMaxOpenConns(1)
+	lit := "'" + strings.ReplaceAll(file, "'", "''") + "'"
+	if _, err := db.ExecContext(ctx, "CREATE VIEW "+queryView+" AS SELECT * FROM read_parquet("+lit+")"); err != nil {
+		return fmt.Errorf("query: reading %s: %w", file, err)
+	}
+	stmt, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return &UsageError{Err: fmt.Errorf("query: %w", err)}
+	}
+	defer stmt.Close()
+	rows, err := stmt.QueryContext(ctx)
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return fmt.Errorf("query: %w", err)
+		}
+		out = append(out, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	switch format {
+	case "csv":
+		return writeQueryCSV(w, cols, out)
+	case "json":
+		return writeQueryJSON(w, cols, out)
+	}
+	return writeQueryTable(w, cols, out)
+}
+
+func writeQueryTable(w io.Writer, cols []string, rows [][]any) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	dashes := make([]string, len(cols))
+	for i, c := range cols {
+		dashes[i] = strings.Repeat("-", max(3, len([]rune(c))))
+	}
+	fmt.Fprintln(tw, strings.Join(dashes, "\t"))
+	for _, r := range rows {
+		cells := make([]string, len(r))
+		for i, v := range r {
+			if v == nil {
+				cells[i] = "NULL"
+			} else {
+				cells[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(queryText(v))
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "(%d row%s)\n", len(rows), map[bool]string{true: "", false: "s"}[len(rows) == 1])
+	return err
+}
+
+func writeQueryCSV(w io.Writer, cols []string, rows [][]any) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(cols); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		rec := make([]string, len(r))
+		for i, v := range r {
+			if v != nil {
+				rec[i] = queryText(v)
+			}
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// writeQueryJSON writes an array of objects whose keys keep the column order.
+func writeQueryJSON(w io.Writer, cols []string, rows [][]any) error {
+	var b strings.Builder
+	b.WriteString("[")
+	for j, r := range rows {
+		if j > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n  {")
+		for i, v := range r {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			k, _ := json.Marshal(cols[i])
+			b.Write(k)
+			b.WriteString(": ")
+			b.Write(queryJSON(v))
+		}
+		b.WriteString("}")
+	}
+	if len(rows) > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString("]\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// queryText renders a value scanned from DuckDB.
+func queryText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case float32:
+		return strconv.FormatFloat(float64(x), 'g', -1, 32)
+	case time.Time:
+		if x.Hour() == 0 && x.Minute() == 0 && x.Second() == 0 && x.Nanosecond() == 0 {
+			return x.Format(time.DateOnly)
+		}
+		return x.Format(time.RFC3339Nano)
+	case *big.Int:
+		return x.String()
+	case duckdb.Decimal:
+		return x.String()
+	case duckdb.UUID:
+		return x.String()
+	}
+	return fmt.Sprint(v)
+}
+
+// queryJSON renders a value scanned from DuckDB as JSON: numbers as
+// numbers (NaN and infinities as strings), dates and times as strings.
+func queryJSON(v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return []byte("null")
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			raw, _ := json.Marshal(queryText(x))
+			return raw
+		}
+	case *big.Int, duckdb.Decimal:
+		return []byte(queryText(x))
+	case time.Time, []byte, duckdb.UUID:
+		raw, _ := json.Marshal(queryText(x))
+		return raw
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		raw, _ = json.Marshal(queryText(v))
+	}
+	return raw
+}

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"database/sql"
+	"encoding/csv"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/synth-dp/synth/release"
+)
+
+// writeQueryParquet writes a small Parquet file with DuckDB COPY into dir
+// under release.ParquetName and returns its path.
+func writeQueryParquet(t *testing.T, dir string) string {
+	t.Helper()
+	conn, err := duckdb.NewConnector("?autoinstall_known_extensions=false&autoload_known_extensions=false", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	path := filepath.Join(dir, release.ParquetName)
+	q := `COPY (SELECT * FROM (VALUES ('red', 3, DATE '2024-01-01', true), ('red', 5, DATE '2024-02-01', false),
+		('blue', 7, DATE '2024-03-01', true)) AS t(color, qty, day, flag)) TO '` + path + `' (FORMAT parquet)`
+	if _, err := db.Exec(q); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestQuery(t *testing.T) {
+	dir := t.TempDir()
+	file := writeQueryParquet(t, dir)
+	const q = "SELECT color, count(*) AS n, sum(qty) AS total, min(day) AS first, bool_or(flag) AS any FROM synthetic GROUP BY color ORDER BY color"
+
+	r := mustRun(t, "query", file, q)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "color") || !strings.Contains(lines[2], "blue") ||
+		!strings.Contains(lines[3], "2024-01-01") || lines[4] != "(2 rows)" {
+		t.Errorf("text output:\n%s", r.stdout)
+	}
+	if f := strings.Fields(lines[3]); len(f) != 5 || f[0] != "red" || f[1] != "2" || f[2] != "8" || f[4] != "true" {
+		t.Errorf("red row = %q", lines[3])
+	}
+
+	// A release folder stands for its synthetic.parquet.
+	r = mustRun(t, "query", dir, q, "--format", "csv")
+	recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"color", "n", "total", "first", "any"}, {"blue", "1", "7", "2024-03-01", "true"}, {"red", "2", "8", "2024-01-01", "true"}}
+	if len(recs) != len(want) || strings.Join(recs[1], ",") != strings.Join(want[1], ",") || strings.Join(recs[2], ",") != strings.Join(want[2], ",") {
+		t.Errorf("csv = %q, want %q", recs, want)
+	}
+
+	r = mustRun(t, "query", file, q, "--format", "json")
+	var objs []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &objs); err != nil {
+		t.Fatalf("json output %q: %v", r.stdout, err)
+	}
+	if len(objs) != 2 || objs[1]["color"] != "red" || objs[1]["n"] != 2.0 || objs[1]["total"] != 8.0 ||
+		objs[1]["first"] != "2024-01-01" || objs[1]["any"] != true {
+		t.Errorf("json = %v", objs)
+	}
+	if !strings.HasPrefix(r.stdout, "[\n  {\"color\": ") {
+		t.Errorf("json keys are not in column order: %q", r.stdout)
+	}
+	r = mustRun(t, "query", file, "SELECT * FROM synthetic WHERE qty > 100", "--format", "json")
+	if strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("empty json = %q", r.stdout)
+	}
+}
+
+func TestQueryExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	file := writeQueryParquet(t, dir)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no args", []string{"query"}, ExitUsage, "takes FILE and SQL"},
+		{"one arg", []string{"query", file}, ExitUsage, "takes FILE and SQL"},
+		{"bad format", []string{"query", file, "SELECT 1", "--format", "xml"}, ExitUsage, "--format"},
+		{"empty sql", []string{"query", file, "  "}, ExitUsage, "SQL is empty"},
+		{"syntax error", []string{"query", file, "SELEC 1"}, ExitUsage, "syntax error"},
+		{"unknown column", []string{"query", file, "SELECT nope FROM synthetic"}, ExitUsage, "nope"},
+		{"missing file", []string{"query", filepath.Join(dir, "missing.parquet"), "SELECT 1"}, ExitRuntime, "missing.parquet"},
+		{"folder without release", []string{"query", t.TempDir(), "SELECT 1"}, ExitRuntime, release.ParquetName},
+		{"not parquet", []string{"query", "query_test.go", "SELECT 1"}, ExitRuntime, "query_test.go"},
+		{"runtime error", []string{"query", file, "SELECT CAST(color AS INTEGER) FROM synthetic"}, ExitRuntime, "Conversion"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
+				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", r.code, r.stderr, tc.code, tc.msg)
+			}
+		})
+	}
+}
