@@ -29,10 +29,12 @@ type dialect interface {
 	// source returns a SELECT reading the named columns of a file as text
 	// (VARCHAR), in file order, plus the expression giving the 1-based data
 	// row of each result row once the SELECT is stored in a table. kind is
-	// the map from the file's column names to their types, from columns.
-	source(t *spec.Table, cols []string, kind map[string]string) (sel string, row string)
-	// columns returns a statement listing the file's columns: its result
-	// rows hold (column_name, column_type) first.
+	// the map from the file's column names to their types, from columns;
+	// header is a CSV file's header (read by [csvHeader]): the engine
+	// guesses nothing about a CSV file.
+	source(t *spec.Table, header, cols []string, kind map[string]string) (sel string, row string)
+	// columns returns a statement listing a Parquet file's columns: its
+	// result rows hold (column_name, column_type) first.
 	columns(t *spec.Table) string
 
 	// replaceTable creates (or replaces) a table, temporary or not, from a
@@ -104,24 +106,33 @@ func (duckDB) date(t time.Time) string {
 }
 
 func (d duckDB) columns(t *spec.Table) string {
-	return "DESCRIBE SELECT * FROM " + d.reader(t, false)
+	return "DESCRIBE SELECT * FROM " + d.reader(t, nil, false)
 }
 
-// reader is the table function reading t's source.
-func (d duckDB) reader(t *spec.Table, rowNumbers bool) string {
+// reader is the table function reading t's source; header is a CSV
+// file's header.
+func (d duckDB) reader(t *spec.Table, header []string, rowNumbers bool) string {
 	if format(t) == "parquet" {
 		if rowNumbers {
 			return "read_parquet(" + d.str(t.Source) + ", file_row_number = true)"
 		}
 		return "read_parquet(" + d.str(t.Source) + ")"
 	}
-	// Every option the sniffer could guess wrong is fixed: a file whose
-	// first rows hold no quote would otherwise be read without quoting.
+	// Nothing is sniffed: the sniffer could guess a file whose first rows
+	// hold no quote to be unquoted, skip leading rows it takes for a
+	// preamble, read a "#" line as a comment, rename duplicate header
+	// names. The columns are the header's, all text; a record with more or
+	// fewer fields is an error, whose line DuckDB reports.
+	cols := make([]string, len(header))
+	for i, h := range header {
+		cols[i] = d.str(h) + ": 'VARCHAR'"
+	}
 	return "read_csv(" + d.str(t.Source) +
-		", header = true, all_varchar = true, delim = ',', quote = '\"', escape = '\"')"
+		", auto_detect = false, header = true, skip = 0, columns = {" + strings.Join(cols, ", ") + "}" +
+		", delim = ',', quote = '\"', escape = '\"', comment = '', strict_mode = true, null_padding = false)"
 }
 
-func (d duckDB) source(t *spec.Table, cols []string, kind map[string]string) (string, string) {
+func (d duckDB) source(t *spec.Table, header, cols []string, kind map[string]string) (string, string) {
 	sel := make([]string, 0, len(cols)+1)
 	if format(t) == "parquet" {
 		sel = append(sel, "file_row_number + 1 AS "+d.ident(rowColumn))
@@ -141,7 +152,7 @@ func (d duckDB) source(t *spec.Table, cols []string, kind map[string]string) (st
 			}
 			sel = append(sel, e+" AS "+q)
 		}
-		return "SELECT " + strings.Join(sel, ", ") + " FROM " + d.reader(t, true), d.ident(rowColumn)
+		return "SELECT " + strings.Join(sel, ", ") + " FROM " + d.reader(t, nil, true), d.ident(rowColumn)
 	}
 	for _, c := range cols {
 		sel = append(sel, d.ident(c))
@@ -149,7 +160,7 @@ func (d duckDB) source(t *spec.Table, cols []string, kind map[string]string) (st
 	// read_csv has no row-number column; the staging table keeps the file
 	// order (preserve_insertion_order is set when the engine opens), so the
 	// row id of a freshly created table is the record number minus one.
-	return "SELECT " + strings.Join(sel, ", ") + " FROM " + d.reader(t, false), "(rowid + 1)"
+	return "SELECT " + strings.Join(sel, ", ") + " FROM " + d.reader(t, header, false), "(rowid + 1)"
 }
 
 func (d duckDB) replaceTable(name, query string, temp bool) string {

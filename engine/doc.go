@@ -19,8 +19,12 @@
 // # Loading
 //
 // [Engine.Load] reads CSV files with DuckDB's read_csv, every column as
-// text, and Parquet files with read_parquet, every column cast to text, so
-// that each value is checked by the same SQL: parsing (TRY_CAST after a
+// text, with nothing sniffed: synth reads the header itself (an empty
+// file, an unnamed or duplicate column name is a [*CSVError]) and gives
+// DuckDB the columns and the one dialect synth reads. A record that does
+// not parse is a [*CSVError] naming the file and line, on one line. Parquet
+// files are read with read_parquet, every column cast to text, so that
+// each value is checked by the same SQL: parsing (TRY_CAST after a
 // full-match pattern of the accepted syntax), integrality, range, category
 // list, boolean and date syntax. What happens to a value outside its domain
 // follows the column's out_of_domain policy (error, clamp, drop); an error
@@ -62,6 +66,13 @@
 // extension is deliberately never loaded); CSV dialects other than
 // comma-separated with a header row and double quotes; glob patterns in
 // sources (a path holding *, ? or [ is read by DuckDB as a pattern).
+//
+// # The database file
+//
+// Every table and view the engine creates lives in a work schema of its
+// own with a random name, dropped by [Engine.Close]; with "duckdb:PATH" the
+// file's own objects are never read, replaced or dropped (see [Open] for
+// what a crash leaves behind and how the next Open removes it).
 //
 // An [Engine] is safe for concurrent use, but [Engine.Load] must not run
 // while statistics are computed over the tables it replaces.

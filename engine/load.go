@@ -260,8 +260,20 @@ func checkTable(t *spec.Table) error {
 // it returns the statement building the engine table from the staging table.
 func (e *Engine) stageTable(ctx context.Context, q querier, t *spec.Table, stage string) (string, error) {
 	d := e.d
-	kinds, err := fileColumns(ctx, q, d, t)
-	if err != nil {
+	var header []string
+	var kinds map[string]string
+	var err error
+	if format(t) == "csv" {
+		// The header is read here, not guessed by the engine; every column
+		// is text.
+		if header, err = csvHeader(t); err != nil {
+			return "", err
+		}
+		kinds = map[string]string{}
+		for _, h := range header {
+			kinds[h] = d.text()
+		}
+	} else if kinds, err = fileColumns(ctx, q, d, t); err != nil {
 		return "", err
 	}
 	cols := make([]string, len(t.Columns))
@@ -273,8 +285,11 @@ func (e *Engine) stageTable(ctx context.Context, q querier, t *spec.Table, stage
 		}
 		cols[i] = c.Name
 	}
-	sel, row := d.source(t, cols, kinds)
+	sel, row := d.source(t, header, cols, kinds)
 	if _, err := q.ExecContext(ctx, d.replaceTable(stage, sel, true)); err != nil {
+		if header != nil {
+			return "", csvReadError(t.Source, header, cols, err)
+		}
 		return "", &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
 	}
 	if err := e.checkDomains(ctx, q, t, stage, row); err != nil {

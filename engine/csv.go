@@ -1,0 +1,236 @@
+package engine
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/synth-dp/synth/spec"
+)
+
+// CSVError is a CSV source that does not parse: a record with the wrong
+// number of fields, a malformed quoted field, bytes that are not UTF-8, a
+// header with duplicate or no column names, a file without data rows.
+// Line is the 1-based line of the file where the offending record starts
+// (the header is line 1; a quoted field holding newlines spans several
+// lines), 0 when unknown.
+type CSVError struct {
+	// File is the table's source as given in the spec.
+	File string
+	// Line is the 1-based line of the file, 0 when unknown.
+	Line int64
+	// Problem says what is wrong, e.g. "4 fields, the header has 5".
+	Problem string
+	// Fix says what to do, e.g. "check quoting or the delimiter".
+	Fix string
+}
+
+// Error renders the error on one line as
+//
+//	orders.csv line 17: 4 fields, the header has 5: check quoting or the delimiter
+func (e *CSVError) Error() string {
+	at := e.File
+	if e.Line > 0 {
+		at = fmt.Sprintf("%s line %d", e.File, e.Line)
+	}
+	if e.Fix == "" {
+		return at + ": " + e.Problem
+	}
+	return at + ": " + e.Problem + ": " + e.Fix
+}
+
+// Unwrap returns [ErrData].
+func (e *CSVError) Unwrap() error { return ErrData }
+
+// The fixes a [CSVError] suggests.
+const (
+	fixFields = "check quoting or the delimiter (synth reads comma-separated files with \" quotes)"
+	fixQuote  = "close the quote, and double every \" inside a quoted field"
+	fixUTF8   = "convert the file to UTF-8"
+)
+
+// newCSVReader reads synth's one CSV dialect: comma-separated, "-quoted,
+// a " inside a quoted field doubled.
+func newCSVReader(r io.Reader) *csv.Reader {
+	c := csv.NewReader(r)
+	c.FieldsPerRecord = -1
+	c.ReuseRecord = true
+	return c
+}
+
+// csvHeader reads the header of a CSV source and checks it: it returns
+// the column names, or a [*CSVError] when the file is empty (not even a
+// header), or the header does not parse, holds bytes that are not UTF-8,
+// an empty name or a name twice (ignoring case, as the engine compares
+// names). A header without data rows is an empty table, which is valid.
+func csvHeader(t *spec.Table) ([]string, error) {
+	file := t.Source
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, &fileError{table: t.Name, file: file, msg: "cannot read the source", err: err}
+	}
+	defer f.Close()
+	r := newCSVReader(bufio.NewReader(f))
+	rec, err := r.Read()
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil, &CSVError{File: file, Line: 1, Problem: "the file is empty",
+			Fix: "a CSV source needs a header row naming its columns"}
+	case err != nil:
+		if e := parseError(file, err); e != nil {
+			return nil, e
+		}
+		return nil, &fileError{table: t.Name, file: file, msg: "cannot read the source", err: err}
+	}
+	header := make([]string, len(rec))
+	copy(header, rec)
+	header[0] = strings.TrimPrefix(header[0], "\uFEFF") // a UTF-8 byte order mark
+	seen := map[string]int{}
+	for i, h := range header {
+		if e := invalidUTF8(file, r, i, h); e != nil {
+			return nil, e
+		}
+		if h == "" {
+			return nil, &CSVError{File: file, Line: 1, Problem: fmt.Sprintf("column %d of the header has no name", i+1),
+				Fix: "name every column in the header row"}
+		}
+		k := strings.ToLower(h)
+		if j, ok := seen[k]; ok {
+			if header[j] == h {
+				return nil, &CSVError{File: file, Line: 1, Problem: fmt.Sprintf("columns %d and %d of the header are both named %q", j+1, i+1, h),
+					Fix: "rename one of them"}
+			}
+			return nil, &CSVError{File: file, Line: 1, Problem: fmt.Sprintf("columns %d (%q) and %d (%q) of the header have the same name ignoring case", j+1, header[j], i+1, h),
+				Fix: "rename one of them (column names are compared ignoring case)"}
+		}
+		seen[k] = i
+	}
+	return header, nil
+}
+
+// scanCSV reads a whole CSV source and returns the first problem it finds
+// as a [*CSVError], nil when there is none. It runs only after the engine
+// failed to read the file: the engine's own messages count records, not
+// lines, and name options synth does not have. Like DuckDB it accepts a "
+// inside an unquoted field, and checks UTF-8 only in the header and in the
+// columns read (read[i] for the i-th field).
+func scanCSV(file string, fields int, read []bool) *CSVError {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	r := newCSVReader(bufio.NewReaderSize(f, 1<<20))
+	for first := true; ; first = false {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if errors.Is(err, csv.ErrBareQuote) {
+			// DuckDB reads a " inside an unquoted field as a character:
+			// not the problem it failed on.
+			continue
+		}
+		if err != nil {
+			return parseError(file, err)
+		}
+		for i, v := range rec {
+			if (first || i < len(read) && read[i]) && !utf8.ValidString(v) {
+				return invalidUTF8(file, r, i, v)
+			}
+		}
+		if !first && len(rec) != fields {
+			line, _ := r.FieldPos(0)
+			return fieldCount(file, int64(line), len(rec), fields)
+		}
+	}
+}
+
+func fieldCount(file string, line int64, got, want int) *CSVError {
+	return &CSVError{File: file, Line: line, Problem: fmt.Sprintf("%d fields, the header has %d", got, want), Fix: fixFields}
+}
+
+// invalidUTF8 returns a [*CSVError] when field i of the record just read
+// holds bytes that are not UTF-8, naming the line of the first such byte.
+func invalidUTF8(file string, r *csv.Reader, i int, v string) *CSVError {
+	if utf8.ValidString(v) {
+		return nil
+	}
+	k := 0
+	for k < len(v) {
+		c, n := utf8.DecodeRuneInString(v[k:])
+		if c == utf8.RuneError && n <= 1 {
+			break
+		}
+		k += n
+	}
+	line, _ := r.FieldPos(i)
+	return &CSVError{File: file, Line: int64(line + strings.Count(v[:k], "\n")), Problem: "not valid UTF-8", Fix: fixUTF8}
+}
+
+// parseError maps a parse error of encoding/csv to a [*CSVError], nil for
+// any other error.
+func parseError(file string, err error) *CSVError {
+	var pe *csv.ParseError
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	e := &CSVError{File: file, Line: int64(pe.StartLine)}
+	switch {
+	case errors.Is(pe.Err, csv.ErrBareQuote):
+		e.Problem, e.Fix = `a " inside an unquoted field`, `quote the field and double the " inside it`
+	case errors.Is(pe.Err, csv.ErrQuote):
+		e.Problem, e.Fix = "unterminated or malformed quoted field", fixQuote
+	default:
+		e.Problem = pe.Err.Error()
+	}
+	return e
+}
+
+// duckCSVLine finds the line number in DuckDB's CSV error messages.
+var duckCSVLine = regexp.MustCompile(`CSV Error on Line: ([0-9]+)`)
+
+// duckCSVFields finds the field counts in DuckDB's CSV error messages.
+var duckCSVFields = regexp.MustCompile(`Expected Number of Columns: ([0-9]+) Found: ([0-9]+)`)
+
+// csvReadError maps an error of the engine reading a CSV source to a
+// one-line [*CSVError]: the first problem a full read with encoding/csv
+// finds, else what DuckDB's message says (its line counts records, which
+// differs from the file's line after a quoted field holding a newline),
+// else the first line of the message.
+func csvReadError(file string, header, cols []string, err error) error {
+	read := make([]bool, len(header))
+	for i, h := range header {
+		read[i] = slices.Contains(cols, h)
+	}
+	if e := scanCSV(file, len(header), read); e != nil {
+		return e
+	}
+	msg := err.Error()
+	e := &CSVError{File: file}
+	if m := duckCSVLine.FindStringSubmatch(msg); m != nil {
+		e.Line, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	switch m := duckCSVFields.FindStringSubmatch(msg); {
+	case m != nil:
+		want, _ := strconv.Atoi(m[1])
+		got, _ := strconv.Atoi(m[2])
+		return fieldCount(file, e.Line, got, want)
+	case strings.Contains(msg, "unterminated quote"):
+		e.Problem, e.Fix = "unterminated or malformed quoted field", fixQuote
+	case strings.Contains(msg, "Invalid unicode"):
+		e.Problem, e.Fix = "not valid UTF-8", fixUTF8
+	default:
+		first, _, _ := strings.Cut(msg, "\n")
+		e.Problem = "cannot read the file: " + strings.TrimSpace(strings.TrimPrefix(first, "Invalid Input Error: "))
+	}
+	return e
+}
