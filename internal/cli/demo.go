@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +26,8 @@ func newDemoCmd(g *globalOptions) *cobra.Command {
 		Long: `demo builds the skewed two-table instance of Example 4.2 of Ghazi et al.
 (accounts ⋈ transactions on branch_id: k²/8^i branches with 2^i accounts and
 2^i transactions each), releases tier, channel and amount of the join with
-ε = 1, δ = 1e-6, and prints where the files are and how to query them.`,
+ε = 1, δ = 1e-6, and prints where the files are and synth query commands
+to try on the released file.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !(o.eps > 0) || math.IsInf(o.eps, 0) {
@@ -49,15 +50,17 @@ func newDemoCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			abs, _ := filepath.Abs(sum.Parquet)
 			fmt.Fprintf(g.stdout, `synth demo: released %d synthetic rows of accounts ⋈ transactions (ε = %g, δ = 1e-6, %s)
   data:   %s
   report: %s
 
-Query it with DuckDB, for example:
-  duckdb -c "SELECT tier, channel, count(*) AS n FROM '%s' GROUP BY ALL ORDER BY n DESC LIMIT 10"
-  duckdb -c "SELECT key, value FROM parquet_kv_metadata('%s')"
-`, sum.Rows, o.eps, sum.Privacy.Privacy, sum.Parquet, sum.Report, abs, abs)
+Query it with synth query (DuckDB is built into synth; no duckdb CLI needed).
+The SQL names the file as the view "synthetic":
+`, sum.Rows, o.eps, sum.Privacy.Privacy, sum.Parquet, sum.Report)
+			self := selfCommand()
+			for _, q := range demo.Queries() {
+				fmt.Fprintf(g.stdout, "  # %s\n  %s query %s \"%s\"\n", q.Title, self, shellQuote(sum.Parquet), q.SQL)
+			}
 			return nil
 		},
 	}
@@ -65,4 +68,37 @@ Query it with DuckDB, for example:
 	cmd.Flags().IntVar(&o.k, "k", 128, "size parameter k of Example 4.2 (k² join values of degree 1)")
 	cmd.Flags().Float64Var(&o.eps, "epsilon", 1, "privacy budget ε")
 	return cmd
+}
+
+// selfCommand is how the user can run this binary again from the current
+// folder: the path it was started by when that is a file that stays
+// (bin/synth, /usr/local/bin/synth), "go run ./cmd/synth" for a binary that
+// go run built in a temporary folder, else "synth".
+func selfCommand() string {
+	arg0 := os.Args[0]
+	if exe, err := os.Executable(); err == nil && strings.Contains(exe, "go-build") {
+		return "go run ./cmd/synth"
+	}
+	if strings.ContainsRune(arg0, os.PathSeparator) {
+		if _, err := os.Stat(arg0); err == nil {
+			return shellQuote(arg0)
+		}
+	}
+	return "synth"
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_./:+@%=,
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:+@%=,", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

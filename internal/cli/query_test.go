@@ -10,6 +10,7 @@ import (
 
 	"github.com/duckdb/duckdb-go/v2"
 
+	"github.com/synth-dp/synth/internal/demo"
 	"github.com/synth-dp/synth/release"
 )
 
@@ -102,5 +103,25 @@ func TestQueryExitCodes(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", r.code, r.stderr, tc.code, tc.msg)
 			}
 		})
+	}
+}
+
+// TestDemoQueries runs every query the demo prints with synth query over
+// the demo's release.
+func TestDemoQueries(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "demo")
+	r := mustRun(t, "-q", "demo", "--out", out, "--k", "16", "--seed", "1")
+	if strings.Contains(r.stdout, "duckdb -c") {
+		t.Errorf("demo still tells users to run the duckdb CLI:\n%s", r.stdout)
+	}
+	pq := filepath.Join(out, release.ParquetName)
+	for _, q := range demo.Queries() {
+		if !strings.Contains(r.stdout, `query `+shellQuote(pq)+` "`+q.SQL+`"`) {
+			t.Errorf("demo does not print %q:\n%s", q.SQL, r.stdout)
+		}
+		qr := mustRun(t, "query", pq, q.SQL)
+		if !strings.Contains(qr.stdout, " rows)") {
+			t.Errorf("%s:\n%s", q.SQL, qr.stdout)
+		}
 	}
 }

@@ -124,3 +124,25 @@ func Write(dir string, k int, eps, delta float64) (*spec.Spec, error) {
 		}},
 	}, nil
 }
+
+// Query is an example query over the released file, for `synth query`.
+type Query struct {
+	// Title says what the query shows.
+	Title string
+	// SQL refers to the released file as the view synthetic.
+	SQL string
+}
+
+// Queries are the example queries the demo prints. They use only the
+// released columns and contain no shell metacharacters, so that they can
+// be pasted inside double quotes.
+func Queries() []Query {
+	return []Query{
+		{"the most frequent tier and channel pairs",
+			"SELECT tier, channel, count(*) AS n FROM synthetic GROUP BY ALL ORDER BY n DESC LIMIT 10"},
+		{"the amount per channel (online leans to the busy branches)",
+			"SELECT channel, count(*) AS n, round(avg(amount), 1) AS mean_amount FROM synthetic GROUP BY ALL ORDER BY channel"},
+		{"the distribution of amounts (bins of 10, each written as its midpoint)",
+			"SELECT amount, count(*) AS n FROM synthetic GROUP BY amount ORDER BY amount"},
+	}
+}
