@@ -37,8 +37,12 @@ lint:
 	@if command -v staticcheck >/dev/null 2>&1; then staticcheck $(PKGS); else echo "staticcheck not installed; skipped"; fi
 
 ## demo: release a built-in skewed two-table instance (no input files, no server)
+## and print synth query commands to try on it. The binary stays in bin/ and
+## carries the checkout's VCS revision (its privacy report names it).
 demo:
-	$(GO) run ./cmd/synth demo
+	@echo "building synth (first build compiles DuckDB, a few minutes)"
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/synth
+	$(BIN) demo
 
 clean:
 	rm -rf bin out
