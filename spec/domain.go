@@ -146,5 +146,24 @@ func (c *Column) Bin(raw string) (int, error) {
 		}
 		return dateIndex(d, c.DateMin, c.Granularity), nil
 	}
+	if h := c.RangeHint(); h != "" {
+		return 0, fmt.Errorf("%w: column %s (%s): %q (%s)", ErrOutOfDomain, c.Name, c.Type, raw, h)
+	}
 	return 0, fmt.Errorf("%w: column %s (%s): %q", ErrOutOfDomain, c.Name, c.Type, raw)
+}
+
+// RangeHint explains, for an integer column declared with bin_edges, how
+// the edges bound its values, for out-of-range error messages: the bins
+// are half-open [e_i, e_{i+1}) over whole numbers, so the last edge itself
+// is outside the domain and the largest accepted value is the last edge
+// minus one. It returns "" for every other column.
+func (c *Column) RangeHint() string {
+	if c.Type != Integer || len(c.BinEdges) < 2 {
+		return ""
+	}
+	last := c.BinEdges[len(c.BinEdges)-1]
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	return fmt.Sprintf("integer bin_edges are half-open [e_i, e_(i+1)), so the last edge %s is not in the domain and the largest "+
+		"value is %s; to accept values up to M, make the last edge M+1 (e.g. %s to accept %s)",
+		f(last), f(last-1), f(last+1), f(last))
 }
