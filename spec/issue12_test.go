@@ -28,11 +28,11 @@ func TestPrivacyTauOverflow(t *testing.T) {
 		key     string
 		msg     string // "" = accepted
 	}{
-		{"privacy: {epsilon: 1, delta: 5e-324}", "privacy.delta", "5e-324 is too small"},
-		{"privacy: {epsilon: 1, delta: 1e-320}", "privacy.delta", "1e-320 is too small"},
+		{"privacy: {epsilon: 1, delta: 5e-324}", "privacy.delta", "δ = 5e-324 with ε = 1"},
+		{"privacy: {epsilon: 1, delta: 1e-320}", "privacy.delta", "δ = 1e-320 with ε = 1"},
 		{"privacy: {epsilon: 1000, delta: 1e-6}", "privacy.epsilon", "1000 is too large"},
 		{"privacy: {epsilon: 800, delta: 0}", "privacy.epsilon", "800 is too large"},
-		{"privacy: {epsilon: 600, delta: 1e-40}", "privacy.delta", "too small for ε = 600"},
+		{"privacy: {epsilon: 600, delta: 1e-40}", "privacy.delta", "δ = 1e-40 with ε = 600"},
 		{"privacy: {epsilon: 1, delta: 1e-280}", "", ""},
 		{"privacy: {epsilon: 640, delta: 1e-3}", "", ""},
 		{"privacy: {epsilon: 1e-9, delta: 1e-9}", "", ""},

@@ -419,10 +419,10 @@ func (p *parser) privacy(n *yaml.Node) {
 		p.fail(deref(m.get("delta")), "privacy.delta", "must be in [0, 1), got %v", delta)
 	}
 	if eps > MaxEpsilon {
-		p.fail(deref(m.get("epsilon")), "privacy.epsilon", "%v is too large: e^ε overflows the arithmetic of the mechanisms (τ = (1/ε)·ln(1 + (e^ε − 1)/δ)); use ε ≤ %v", eps, float64(MaxEpsilon))
+		p.fail(deref(m.get("epsilon")), "privacy.epsilon", "%s is too large: e^ε overflows the arithmetic of the mechanisms (τ = (1/ε)·ln(1 + (e^ε − 1)/δ)); use ε ≤ %d", formatFloat(eps), MaxEpsilon)
 	}
 	if delta > 0 && !tauFits(eps, delta) {
-		p.fail(deref(m.get("delta")), "privacy.delta", "%s is too small for ε = %v: the truncation threshold τ = (1/ε)·ln(1 + (e^ε − 1)/δ) overflows at the budget shares a release spends (raise δ, or lower ε)", formatFloat(delta), eps)
+		p.fail(deref(m.get("delta")), "privacy.delta", "δ = %s with ε = %s makes the truncation threshold τ = (1/ε)·ln(1 + (e^ε − 1)/δ) overflow at the budget shares a release spends (raise δ or lower ε)", formatFloat(delta), formatFloat(eps))
 	}
 	p.s.Privacy = Privacy{Epsilon: eps, Delta: delta}
 }

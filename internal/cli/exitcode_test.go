@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/residual"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -26,6 +29,9 @@ func TestExitCode(t *testing.T) {
 		{"spec", &spec.Error{File: "s.yaml", Err: errors.New("bad")}, ExitUsage},
 		{"wrapped spec", fmt.Errorf("load: %w", spec.ErrInvalid), ExitUsage},
 		{"unsupported", fmt.Errorf("%w: uniformized", release.ErrUnsupported), ExitUsage},
+		{"no private relation", fmt.Errorf("release: %w", joinasone.ErrNoPrivateRelation), ExitUsage},
+		{"no private relation (residual)", fmt.Errorf("sensitivity: %w", residual.ErrNoPrivate), ExitUsage},
+		{"missing spec file", fmt.Errorf("x: %w", &spec.Error{File: "s.yaml", Err: fs.ErrNotExist}), ExitUsage},
 		{"canceled", fmt.Errorf("interrupted: %w", context.Canceled), ExitRuntime},
 		{"plain", errors.New("disk full"), ExitRuntime},
 	}
@@ -50,6 +56,11 @@ func TestExitCodes(t *testing.T) {
 	badData, badDir := writeTiny(t, tinyOptions{bSource: "bad.csv", bData: "aid,size\n1,S\n2,XL\n3,M\n"})
 	badDataErr := []string{filepath.Join(badDir, "bad.csv"), "row 2", "column size", `"XL"`}
 	noSpec := filepath.Join(t.TempDir(), "nope.yaml")
+	specDir := t.TempDir()
+	tinyDelta, _ := writeTiny(t, tinyOptions{delta: "5e-324"})
+	hugeEps, _ := writeTiny(t, tinyOptions{epsilon: "1000"})
+	tauDelta, _ := writeTiny(t, tinyOptions{epsilon: "600", delta: "1e-40"})
+	allPublic := writeAllPublic(t)
 	out := t.TempDir()
 
 	tests := []struct {
@@ -101,7 +112,18 @@ func TestExitCodes(t *testing.T) {
 		{"sensitivity spec error", []string{"sensitivity", "--config", badEps}, ExitUsage, []string{badEps, "privacy.epsilon"}},
 		{"release uniformized", []string{"release", "--config", uniformized, "--out", t.TempDir()}, ExitOK, []string{"method=uniformized"}},
 
-		{"inspect missing spec file", []string{"inspect", "--config", noSpec}, ExitRuntime, []string{noSpec}},
+		{"inspect missing spec file", []string{"inspect", "--config", noSpec}, ExitUsage, []string{noSpec, "cannot read the spec"}},
+		{"release missing spec file", []string{"release", "--config", noSpec, "--out", out}, ExitUsage, []string{noSpec}},
+		{"sensitivity missing spec file", []string{"sensitivity", "--config", noSpec}, ExitUsage, []string{noSpec}},
+		{"inspect config is a folder", []string{"inspect", "--config", specDir}, ExitUsage, []string{specDir, "is a folder"}},
+		{"release config is a folder", []string{"release", "--config", specDir, "--out", out}, ExitUsage, []string{specDir, "is a folder"}},
+		{"inspect delta 5e-324", []string{"inspect", "--config", tinyDelta}, ExitUsage, []string{tinyDelta, "privacy.delta", "δ = 5e-324", "overflow"}},
+		{"release delta 5e-324", []string{"release", "--config", tinyDelta, "--out", out}, ExitUsage, []string{"privacy.delta", "δ = 5e-324"}},
+		{"release epsilon 1000", []string{"release", "--config", hugeEps, "--out", out}, ExitUsage, []string{"privacy.epsilon", "1000 is too large"}},
+		{"release tau overflow", []string{"release", "--config", tauDelta, "--out", out}, ExitUsage, []string{"privacy.delta", "δ = 1e-40 with ε = 600"}},
+		{"inspect every table public", []string{"inspect", "--config", allPublic}, ExitUsage, []string{allPublic, "every table is public"}},
+		{"release every table public", []string{"release", "--config", allPublic, "--out", out}, ExitUsage, []string{"every table is public"}},
+		{"sensitivity every table public", []string{"sensitivity", "--config", allPublic}, ExitUsage, []string{"every table is public"}},
 		{"inspect missing data file", []string{"inspect", "--config", missing}, ExitRuntime, []string{filepath.Join(missingDir, "missing.csv")}},
 		{"release missing data file", []string{"release", "--config", missing, "--out", out}, ExitRuntime, []string{filepath.Join(missingDir, "missing.csv")}},
 		{"inspect bad value", []string{"inspect", "--config", badData}, ExitRuntime, badDataErr},
@@ -119,6 +141,9 @@ func TestExitCodes(t *testing.T) {
 				if !strings.Contains(r.stderr, s) {
 					t.Errorf("stderr does not mention %q:\n%s", s, r.stderr)
 				}
+			}
+			if strings.Contains(r.stderr, "delta = 0") || strings.Contains(r.stderr, "δ = 0,") {
+				t.Errorf("stderr prints δ as 0:\n%s", r.stderr)
 			}
 			if tt.want != ExitOK && r.stdout != "" {
 				t.Errorf("stdout = %q, want empty on failure", r.stdout)
@@ -159,4 +184,79 @@ func readDirNames(dir string) ([]string, error) {
 		names[i] = e.Name()
 	}
 	return names, err
+}
+
+// writeAllPublic writes the tiny spec with both tables public.
+func writeAllPublic(t *testing.T) string {
+	t.Helper()
+	config, _ := writeTiny(t, tinyOptions{})
+	data, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(data), "    source: ", "    public: true\n    source: ")
+	if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return config
+}
+
+// TestWeakPrivacyWarning: a budget with ε > 10 or δ > 1e-3 runs, with a
+// warning on stderr that --quiet silences; a strong budget gets none.
+func TestWeakPrivacyWarning(t *testing.T) {
+	const weak = "this setting gives weak privacy"
+	for _, tc := range []struct {
+		eps, delta string
+		warnings   int
+	}{
+		{"1", "1e-6", 0},
+		{"10", "1e-3", 0},
+		{"20", "1e-6", 1},
+		{"1", "0.01", 1},
+		{"11", "0.5", 2},
+	} {
+		config, _ := writeTiny(t, tinyOptions{epsilon: tc.eps, delta: tc.delta})
+		for _, name := range []string{"inspect", "release"} {
+			cmd := func() []string {
+				if name == "release" {
+					return []string{"release", "--config", config, "--out", t.TempDir()}
+				}
+				return []string{"inspect", "--config", config}
+			}
+			r := mustRun(t, cmd()...)
+			if got := strings.Count(r.stderr, weak); got != tc.warnings {
+				t.Errorf("synth %s with ε = %s, δ = %s: %d warnings, want %d\n%s", name, tc.eps, tc.delta, got, tc.warnings, r.stderr)
+			}
+			q := mustRun(t, append([]string{"-q"}, cmd()...)...)
+			if q.stderr != "" {
+				t.Errorf("synth -q %s: stderr %q, want empty", name, q.stderr)
+			}
+		}
+	}
+	r := mustRun(t, "demo", "--out", t.TempDir(), "--epsilon", "12", "--k", "2")
+	if !strings.Contains(r.stderr, "--epsilon = 12 > 10: "+weak) {
+		t.Errorf("demo --epsilon 12: stderr\n%s", r.stderr)
+	}
+}
+
+// TestQuietErrorsOnly: --quiet leaves only errors on stderr, and the
+// notice that labels sensitivity's output NON-PRIVATE.
+func TestQuietErrorsOnly(t *testing.T) {
+	good, _ := writeTiny(t, tinyOptions{})
+	for _, args := range [][]string{
+		{"-q", "inspect", "--config", good},
+		{"--quiet", "release", "--config", good, "--out", t.TempDir()},
+	} {
+		r := mustRun(t, args...)
+		if r.stderr != "" {
+			t.Errorf("synth %s: stderr %q, want empty", strings.Join(args, " "), r.stderr)
+		}
+	}
+	if r := mustRun(t, "-q", "sensitivity", "--config", good); strings.TrimSpace(r.stderr) != "synth: sensitivity prints NON-PRIVATE values computed from the data; do not publish them" {
+		t.Errorf("synth -q sensitivity: stderr %q, want the NON-PRIVATE notice only", r.stderr)
+	}
+	bad := run(t, "-q", "inspect", "--config", filepath.Join(t.TempDir(), "nope.yaml"))
+	if bad.code != ExitUsage || !strings.Contains(bad.stderr, "synth: spec:") {
+		t.Errorf("-q hides errors: exit %d, stderr %q", bad.code, bad.stderr)
+	}
 }

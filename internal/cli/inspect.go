@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/joinasone"
+	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/uniformize"
 )
@@ -22,8 +24,8 @@ type inspectOptions struct {
 	format string
 }
 
-// inspectReport is what `synth inspect` prints. It holds the spec's public
-// facts only: no statistic of the data.
+// inspectReport is what `synth inspect` prints: the spec's public facts,
+// then, in NonPrivate, the custodian's NON-PRIVATE statistics of the data.
 type inspectReport struct {
 	Spec               string          `json:"spec"`
 	Relations          []string        `json:"relations"`
@@ -38,7 +40,11 @@ type inspectReport struct {
 	UniverseSize       int64           `json:"universe_size"`
 	Budget             budget          `json:"budget"`
 	Workload           workloadSummary `json:"workload"`
-	DataValidated      bool            `json:"data_validated"`
+	// Warnings are drawn from the spec alone (public).
+	Warnings      []string `json:"warnings"`
+	DataValidated bool     `json:"data_validated"`
+	// NonPrivate holds true counts of the data: for the custodian only.
+	NonPrivate *custodianReport `json:"non_private,omitempty"`
 }
 
 // foldedJoin is the join the statistics run on after the public lookups
@@ -76,10 +82,24 @@ type budget struct {
 	Delta   float64 `json:"delta"`
 }
 
+// workloadSummary is the effective workload: the query families a release
+// keeps accurate, including the default marginals of an empty workload and
+// the 1-way marginals added to a listed one.
 type workloadSummary struct {
-	Marginals int `json:"marginals"`
-	Ranges    int `json:"ranges"`
-	Numeric   int `json:"numeric"`
+	Marginals int             `json:"marginals"`
+	Ranges    int             `json:"ranges"`
+	Numeric   int             `json:"numeric"`
+	Default   bool            `json:"default"`
+	OneWay    bool            `json:"one_way"`
+	Added     int             `json:"added"`
+	Families  []workloadEntry `json:"families"`
+}
+
+type workloadEntry struct {
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"`
+	Columns []string `json:"columns"`
+	Added   bool     `json:"added,omitempty"`
 }
 
 func newInspectCmd(g *globalOptions) *cobra.Command {
@@ -92,8 +112,15 @@ public domain, then prints the relations, the join attributes, whether the
 join is acyclic and hierarchical, the folded join (public tables joined on
 their primary key folded into a private neighbour, whose keys it checks for
 uniqueness) with the algorithm a join-as-one release runs on it, the
-universe size of the released columns and the budget. It prints no
-statistic of the data.`,
+universe size of the released columns, the budget and the effective
+workload (the query families a release keeps accurate).
+
+It ends with a NON-PRIVATE section for the data custodian: the rows of each
+source and of each loaded table, the rows each out_of_domain policy dropped
+or clamped, the true join size, and warnings about the data (an empty join,
+join keys that write one number differently, such as 01 and 1). These are
+true counts, not differentially private: never publish them. A release
+never contains them.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlag("config", o.config); err != nil {
@@ -161,6 +188,9 @@ func runInspect(ctx context.Context, g *globalOptions, o *inspectOptions) error 
 	rep := buildInspectReport(o.config, s, h)
 	rep.FoldedJoin = buildFoldedJoin(s, f)
 	rep.DataValidated = true
+	if rep.NonPrivate, err = buildCustodian(ctx, s, h, eng, sourceCounts()); err != nil {
+		return err
+	}
 	if o.format == "json" {
 		return writeJSON(g.stdout, rep)
 	}
@@ -180,13 +210,10 @@ func buildInspectReport(path string, s *spec.Spec, h *hypergraph.Hypergraph) ins
 			}
 			return fmt.Sprintf("%s → %s (%s)", s.Release.Method, m, why)
 		}(),
-		Budget: budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta},
-		Workload: workloadSummary{
-			Marginals: len(s.Workload.Marginals),
-			Ranges:    len(s.Workload.Ranges),
-			Numeric:   len(s.Workload.Numeric),
-		},
+		Budget:   budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta},
+		Warnings: []string{},
 	}
+	rep.Workload, rep.Warnings = effectiveWorkload(s)
 	if rep.PublicRelations == nil {
 		rep.PublicRelations = []string{}
 	}
@@ -251,7 +278,7 @@ func writeInspectText(w io.Writer, r inspectReport) error {
 		fmt.Fprintf(tw, "public relations:\t%s\n", strings.Join(r.PublicRelations, ", "))
 	}
 	for _, a := range r.JoinAttributes {
-		fmt.Fprintf(tw, "join attribute:\t%s = %s\n", a.Name, strings.Join(a.Columns, " = "))
+		fmt.Fprintf(tw, "join attribute:\t%s\n", strings.Join(a.Columns, " = "))
 	}
 	fmt.Fprintf(tw, "acyclic:\t%v\n", r.Acyclic)
 	if r.Hierarchical {
@@ -277,8 +304,87 @@ func writeInspectText(w io.Writer, r inspectReport) error {
 		fmt.Fprintf(tw, "release column:\t%s (%s, %d cells)\n", c.Name, c.Type, c.Size)
 	}
 	fmt.Fprintf(tw, "universe size:\t%d\n", r.UniverseSize)
-	fmt.Fprintf(tw, "budget:\tε = %g, δ = %g\n", r.Budget.Epsilon, r.Budget.Delta)
-	fmt.Fprintf(tw, "workload:\t%d marginals, %d range families, %d numeric queries\n", r.Workload.Marginals, r.Workload.Ranges, r.Workload.Numeric)
+	fmt.Fprintf(tw, "budget:\tε = %s, δ = %s\n", strconv.FormatFloat(r.Budget.Epsilon, 'g', -1, 64), strconv.FormatFloat(r.Budget.Delta, 'g', -1, 64))
+	wl := r.Workload
+	switch {
+	case wl.Default:
+		fmt.Fprintf(tw, "workload:\tnone listed: every 1-way and 2-way marginal of the released columns (%d marginals)\n", wl.Marginals)
+	case wl.Added > 0:
+		fmt.Fprintf(tw, "workload:\t%d marginals (%d of them the added 1-way marginals of released columns the listed queries leave out), %d range families, %d numeric queries\n", wl.Marginals, wl.Added, wl.Ranges, wl.Numeric)
+	default:
+		fmt.Fprintf(tw, "workload:\t%d marginals, %d range families, %d numeric queries\n", wl.Marginals, wl.Ranges, wl.Numeric)
+	}
+	for _, f := range wl.Families {
+		how := ""
+		if f.Added && !wl.Default {
+			how = " (added: 1-way marginal)"
+		}
+		fmt.Fprintf(tw, "workload family:\t%s%s\n", f.Name, how)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(tw, "warning:\t%s\n", w)
+	}
 	fmt.Fprintf(tw, "data:\tevery value inside its declared domain (after the out_of_domain policies)\n")
+	if c := r.NonPrivate; c != nil {
+		writeCustodianText(tw, c)
+	}
 	return tw.Flush()
+}
+
+// effectiveWorkload summarizes the query families a release of s keeps
+// accurate ([release.EffectiveWorkload]) and warns about released columns
+// none of them covers. Both come from the spec alone.
+func effectiveWorkload(s *spec.Spec) (workloadSummary, []string) {
+	names := make([]string, len(s.Release.Columns))
+	for i, r := range s.Release.Columns {
+		names[i] = r.String()
+	}
+	w := workloadSummary{Default: s.Workload.Empty(), OneWay: !s.Workload.NoOneWay, Families: []workloadEntry{}}
+	covered := make([]bool, len(names))
+	for _, f := range release.EffectiveWorkload(s) {
+		e := workloadEntry{Name: f.Name, Kind: f.Kind, Columns: []string{}, Added: f.Added}
+		for _, c := range f.Columns {
+			e.Columns = append(e.Columns, names[c])
+			covered[c] = true
+		}
+		switch f.Kind {
+		case "marginal":
+			w.Marginals++
+		case "ranges":
+			w.Ranges++
+		default:
+			w.Numeric++
+		}
+		if f.Added && !w.Default {
+			w.Added++
+		}
+		w.Families = append(w.Families, e)
+	}
+	warnings := []string{}
+	for i, ok := range covered {
+		if !ok {
+			warnings = append(warnings, fmt.Sprintf("release column %s is not covered by the workload (it will come out near uniform): add a marginal or range over it, or drop workload.one_way: false", names[i]))
+		}
+	}
+	return w, warnings
+}
+
+// writeCustodianText prints the NON-PRIVATE section; every line's key says
+// NON-PRIVATE.
+func writeCustodianText(tw io.Writer, c *custodianReport) {
+	fmt.Fprintf(tw, "NON-PRIVATE:\t%s\n", strings.TrimPrefix(c.Label, "NON-PRIVATE: "))
+	for _, t := range c.Tables {
+		fmt.Fprintf(tw, "NON-PRIVATE rows:\t%s: %d in the source, %d loaded\n", t.Table, t.SourceRows, t.LoadedRows)
+		for _, col := range t.Columns {
+			if col.Policy == string(spec.OutOfDomainClamp) {
+				fmt.Fprintf(tw, "NON-PRIVATE clamped:\t%s.%s: %d rows (out_of_domain: clamp)\n", t.Table, col.Column, col.Clamped)
+			} else {
+				fmt.Fprintf(tw, "NON-PRIVATE dropped:\t%s.%s: %d rows (out_of_domain: drop)\n", t.Table, col.Column, col.Dropped)
+			}
+		}
+	}
+	fmt.Fprintf(tw, "NON-PRIVATE join size:\t%d\n", c.JoinSize)
+	for _, w := range c.Warnings {
+		fmt.Fprintf(tw, "NON-PRIVATE warning:\t%s\n", w)
+	}
 }

@@ -3,8 +3,9 @@
 // never import it.
 //
 // Exit codes are mapped in one place, [ExitCode]: 0 success, 1 runtime or
-// data error, 2 usage or spec error. Data goes to stdout, diagnostics and
-// logs to stderr.
+// data error, 2 usage or spec error (documented in `synth --help`). Data
+// goes to stdout, diagnostics and logs to stderr; --quiet keeps only the
+// errors.
 package cli
 
 import (
@@ -13,12 +14,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/residual"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -89,7 +94,8 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid), errors.Is(err, release.ErrUnsupported), errors.Is(err, pmw.ErrTooLarge):
+	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid), errors.Is(err, release.ErrUnsupported), errors.Is(err, pmw.ErrTooLarge),
+		errors.Is(err, joinasone.ErrNoPrivateRelation), errors.Is(err, residual.ErrNoPrivate):
 		return ExitUsage
 	default:
 		return ExitRuntime
@@ -109,7 +115,21 @@ file anybody may query offline, plus a privacy report.
 
 Private data is read only through aggregate SQL queries run by an embedded
 DuckDB engine. Runs draw noise from crypto/rand; --seed makes a run
-reproducible and marks it "not private (seeded)".`,
+reproducible and marks it "not private (seeded)".
+
+Data goes to stdout; logs, warnings and errors go to stderr. --quiet
+prints errors only (sensitivity and evaluate still say that their output is
+NON-PRIVATE or INTERNAL). A budget with ε > 10 or δ > 1e-3 is accepted with a
+warning: this setting gives weak privacy.
+
+Exit codes:
+  0  success
+  1  runtime or data error (a data file that cannot be read, a value
+     outside its declared domain, an engine failure, an interrupt)
+  2  usage or spec error (an unknown command or flag, a bad flag value,
+     a spec file that is missing, a folder or invalid, a budget whose
+     truncation threshold τ overflows, a spec whose every table is public,
+     a method the spec's join does not support)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -122,6 +142,7 @@ reproducible and marks it "not private (seeded)".`,
 				lvl = slog.LevelError
 			}
 			opts.logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+			warnBudget(cmd, opts)
 			return nil
 		},
 	}
@@ -139,6 +160,31 @@ reproducible and marks it "not private (seeded)".`,
 	root.AddCommand(newVersionCmd(opts), newInspectCmd(opts), newSensitivityCmd(opts), newReleaseCmd(opts), newEvaluateCmd(opts), newDemoCmd(opts))
 	root.AddCommand(newQueryCmd(opts))
 	return root, opts
+}
+
+// warnBudget warns on stderr (unless --quiet) when the spec given by
+// --config has a budget that gives weak privacy ([spec.Privacy.Warnings]).
+// A spec that does not load is left to the command, which reports it.
+func warnBudget(cmd *cobra.Command, g *globalOptions) {
+	if f := cmd.Flags().Lookup("epsilon"); f != nil && f.Changed {
+		// demo's budget: δ is fixed at 1e-6 there.
+		if eps, err := strconv.ParseFloat(f.Value.String(), 64); err == nil && eps > spec.WeakEpsilon && !math.IsInf(eps, 0) {
+			for _, w := range (spec.Privacy{Epsilon: eps}).Warnings() {
+				g.logger.Warn(strings.Replace(w, "privacy.epsilon", "--epsilon", 1))
+			}
+		}
+	}
+	f := cmd.Flags().Lookup("config")
+	if f == nil || f.Value.String() == "" {
+		return
+	}
+	s, err := spec.Load(f.Value.String())
+	if err != nil {
+		return
+	}
+	for _, w := range s.Privacy.Warnings() {
+		g.logger.Warn(w)
+	}
 }
 
 // noArgs rejects positional arguments as a usage error.

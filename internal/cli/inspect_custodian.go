@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/spec"
+)
+
+// custodianLabel heads the custodian section of `synth inspect`.
+const custodianLabel = "NON-PRIVATE: computed from the private data, for the data custodian only; not differentially private; never publish it (it is never written to a release)"
+
+// custodianReport is the NON-PRIVATE section of `synth inspect`: true
+// counts of the data, for the custodian who checks a spec against it. It
+// is printed by inspect only; nothing in it reaches a release, its report
+// or its metadata (DESIGN.md §3, invariant 5).
+type custodianReport struct {
+	Label    string            `json:"label"`
+	Tables   []tableCounts     `json:"tables"`
+	JoinSize int64             `json:"join_size"`
+	Warnings []string          `json:"warnings"`
+	Keys     []keySpellingNote `json:"key_spellings,omitempty"`
+}
+
+// tableCounts are one table's true row counts.
+type tableCounts struct {
+	Table      string         `json:"table"`
+	SourceRows int64          `json:"source_rows"`
+	LoadedRows int64          `json:"loaded_rows"`
+	Columns    []columnCounts `json:"columns"`
+}
+
+// columnCounts are the rows a column's out_of_domain policy dropped or
+// clamped.
+type columnCounts struct {
+	Column  string `json:"column"`
+	Policy  string `json:"out_of_domain"`
+	Dropped int64  `json:"rows_dropped,omitempty"`
+	Clamped int64  `json:"rows_clamped,omitempty"`
+}
+
+// keySpellingNote is a join attribute whose relations write one integer
+// in different ways ("01" and "1"), so that the join misses those pairs.
+type keySpellingNote struct {
+	Attribute string    `json:"attribute"`
+	Left      string    `json:"left"`  // table.column
+	Right     string    `json:"right"` // table.column
+	Example   [2]string `json:"example"`
+	Values    int       `json:"values"` // integers written differently
+}
+
+// statsEngine is what the NON-PRIVATE section needs of the loaded engine.
+// *engine.Engine has both methods.
+type statsEngine interface {
+	JoinSize(ctx context.Context, h *hypergraph.Hypergraph) (int64, error)
+	Degrees(ctx context.Context, h *hypergraph.Hypergraph, rel int, attrs []string) ([]engine.Degree, error)
+}
+
+// loadCounter returns, per table of s, the rows of its source and the rows
+// each drop or clamp column removes or moves on its own. The engine offers
+// no such counts; [sourceCounts] derives them with Load and JoinSize.
+type loadCounter func(ctx context.Context, s *spec.Spec) ([]tableCounts, error)
+
+// buildCustodian computes the NON-PRIVATE section on the loaded engine.
+func buildCustodian(ctx context.Context, s *spec.Spec, h *hypergraph.Hypergraph, eng statsEngine, counts loadCounter) (*custodianReport, error) {
+	c := &custodianReport{Label: custodianLabel, Warnings: []string{}}
+	tc, err := counts(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: counting the sources' rows: %w", err)
+	}
+	for i, t := range s.Tables {
+		one, err := hypergraph.New([]hypergraph.Relation{{Name: t.Name}})
+		if err != nil {
+			return nil, err
+		}
+		n, err := eng.JoinSize(ctx, one)
+		if err != nil {
+			return nil, fmt.Errorf("inspect: rows of %s: %w", t.Name, err)
+		}
+		tc[i].LoadedRows = n
+	}
+	c.Tables = tc
+	if c.JoinSize, err = eng.JoinSize(ctx, h); err != nil {
+		return nil, fmt.Errorf("inspect: join size: %w", err)
+	}
+	if c.JoinSize == 0 {
+		c.Warnings = append(c.Warnings, "the join is empty: no row of one table matches the others on the join keys (check the join equalities and the key values)")
+	}
+	if c.Keys, err = keySpellings(ctx, h, eng); err != nil {
+		return nil, err
+	}
+	for _, k := range c.Keys {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("join keys look like the same numbers written differently (%s vs %s): %s and %s write %d key value(s) differently, and those rows do not join",
+			k.Example[0], k.Example[1], k.Left, k.Right, k.Values))
+	}
+	return c, nil
+}
+
+// keySpellings finds, for every join attribute, pairs of relations that
+// hold one integer written differently ("01" in one, "1" in the other):
+// the join compares such values as text, so they do not join.
+func keySpellings(ctx context.Context, h *hypergraph.Hypergraph, eng statsEngine) ([]keySpellingNote, error) {
+	var out []keySpellingNote
+	for _, a := range h.Attributes() {
+		members := h.Atom(a).Members()
+		if len(members) < 2 {
+			continue
+		}
+		// spellings[k][n] is the set of texts relation members[k] writes the integer n as.
+		spellings := make([]map[int64][]string, len(members))
+		for k, i := range members {
+			dg, err := eng.Degrees(ctx, h, i, []string{a})
+			if err != nil {
+				return nil, fmt.Errorf("inspect: key values of %s: %w", h.Relation(i).Name, err)
+			}
+			m := map[int64][]string{}
+			for _, d := range dg {
+				n, err := strconv.ParseInt(strings.TrimSpace(d.Values[0]), 10, 64)
+				if err != nil {
+					continue
+				}
+				m[n] = append(m[n], d.Values[0])
+			}
+			spellings[k] = m
+		}
+		for x := 0; x < len(members); x++ {
+			for y := x + 1; y < len(members); y++ {
+				note := keySpellingNote{Attribute: a,
+					Left:  h.Relation(members[x]).Name + "." + h.Relation(members[x]).Attrs[a],
+					Right: h.Relation(members[y]).Name + "." + h.Relation(members[y]).Attrs[a]}
+				ns := make([]int64, 0, len(spellings[x]))
+				for n := range spellings[x] {
+					ns = append(ns, n)
+				}
+				slices.Sort(ns)
+				for _, n := range ns {
+					sx, sy := spellings[x][n], spellings[y][n]
+					if len(sy) == 0 {
+						continue
+					}
+					// A spelling of one side missing on the other side.
+					var ex [2]string
+					found := false
+					for _, v := range sx {
+						if !slices.Contains(sy, v) {
+							ex, found = [2]string{v, sy[0]}, true
+							break
+						}
+					}
+					if !found {
+						for _, v := range sy {
+							if !slices.Contains(sx, v) {
+								ex, found = [2]string{sx[0], v}, true
+								break
+							}
+						}
+					}
+					if found {
+						if note.Values == 0 {
+							note.Example = ex
+						}
+						note.Values++
+					}
+				}
+				if note.Values > 0 {
+					out = append(out, note)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// sourceCounts is the [loadCounter] built on the engine's exported
+// methods only: it loads every source a second time, into a separate
+// in-memory engine, as tables whose columns are all keys (never checked,
+// so every row stays: the source's row count), and once more per drop or
+// clamp column with only that column checked, under drop (the rows it
+// removes; for a clamp column the rows it moves, since a value clamp cannot
+// move fails the real load). It reads each such source 1 + k times; an
+// engine method returning the counts of [engine.Engine.Load] would save
+// that.
+func sourceCounts() loadCounter {
+	return func(ctx context.Context, s *spec.Spec) ([]tableCounts, error) {
+		eng, err := engine.Open(ctx, "duckdb")
+		if err != nil {
+			return nil, err
+		}
+		defer eng.Close()
+		type probe struct {
+			table, col int // col −1: every column a key
+			name       string
+		}
+		var probes []probe
+		diag := &spec.Spec{}
+		for i := range s.Tables {
+			t := &s.Tables[i]
+			add := func(col int) {
+				d := spec.Table{Name: fmt.Sprintf("inspect_%d_%d", i, col+1), Source: t.Source, Format: t.Format}
+				for j, c := range t.Columns {
+					if j == col {
+						cc := c
+						cc.OutOfDomain = spec.OutOfDomainDrop
+						d.Columns = append(d.Columns, cc)
+					} else {
+						d.Columns = append(d.Columns, spec.Column{Name: c.Name, Type: spec.Key})
+					}
+				}
+				diag.Tables = append(diag.Tables, d)
+				probes = append(probes, probe{table: i, col: col, name: d.Name})
+			}
+			add(-1)
+			for j, c := range t.Columns {
+				if c.Type != spec.Key && (c.OutOfDomain == spec.OutOfDomainDrop || c.OutOfDomain == spec.OutOfDomainClamp) {
+					add(j)
+				}
+			}
+		}
+		if err := eng.Load(ctx, diag); err != nil {
+			return nil, err
+		}
+		out := make([]tableCounts, len(s.Tables))
+		for i, t := range s.Tables {
+			out[i] = tableCounts{Table: t.Name, Columns: []columnCounts{}}
+		}
+		for _, p := range probes {
+			one, err := hypergraph.New([]hypergraph.Relation{{Name: p.name}})
+			if err != nil {
+				return nil, err
+			}
+			n, err := eng.JoinSize(ctx, one)
+			if err != nil {
+				return nil, err
+			}
+			tc := &out[p.table]
+			if p.col < 0 {
+				tc.SourceRows = n
+				continue
+			}
+			c := s.Tables[p.table].Columns[p.col]
+			cc := columnCounts{Column: c.Name, Policy: string(c.OutOfDomain)}
+			if c.OutOfDomain == spec.OutOfDomainClamp {
+				cc.Clamped = tc.SourceRows - n
+			} else {
+				cc.Dropped = tc.SourceRows - n
+			}
+			tc.Columns = append(tc.Columns, cc)
+		}
+		return out, nil
+	}
+}
