@@ -468,15 +468,15 @@ func NewStage(target string, overwrite bool) (*Stage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("release: output folder %s is not writable: %w", target, err)
 		}
+		// A concurrent run's cleaner may take the folder for a killed run's
+		// between MkdirTemp and the lock: then it is gone or locked, and a
+		// new one is made.
 		f, err := os.Open(dir)
 		if err != nil {
-			os.Remove(dir)
-			return nil, fmt.Errorf("release: output folder: %w", err)
+			lastErr = err
+			continue
 		}
 		ok, err := tryLock(f)
-		// A cleaner may have taken the folder for a killed run's between
-		// MkdirTemp and the lock: then it is gone or locked, and a new one
-		// is made.
 		fi, serr := f.Stat()
 		pi, perr := os.Lstat(dir)
 		if err != nil || !ok || serr != nil || perr != nil || !os.SameFile(fi, pi) {

@@ -380,7 +380,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	defer w.Abort()
 	log.Info("writing synthetic rows", "rows", rows, "sampling", string(mode), "folder", stage.Target())
-	step := max(rows/10, 1)
+	// Progress every 10% on stderr (the log), for outputs large enough to
+	// take a moment.
+	const progressRows = 100_000
 	err = Shuffle(rand.New(src), cells, counts, rows, mode, func(cell int64) error {
 		if testHookAdd != nil {
 			testHookAdd(w.Rows())
@@ -388,7 +390,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		if err := w.AddRow(ctx, cell); err != nil {
 			return err
 		}
-		if n := w.Rows(); n%step == 0 && rows >= 10 {
+		if n := w.Rows(); rows >= progressRows && n*10/rows != (n-1)*10/rows {
 			log.Info("writing synthetic rows", "written", n, "of", rows, "percent", n*100/rows)
 		}
 		return nil

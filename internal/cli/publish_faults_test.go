@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/synth-dp/synth/release"
+)
+
+// buildSynth builds the synth binary into a temporary folder.
+func buildSynth(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "synth")
+	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/synth")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// releaseState checks the output folder out: it must hold one complete
+// release (both files, the Parquet's synth.privacy metadata equal to the
+// sidecar report, nothing else) or, when allowMissing, not exist. It
+// returns the release's ε ("" when missing).
+func releaseState(t *testing.T, out string, allowMissing bool) (string, error) {
+	t.Helper()
+	entries, err := os.ReadDir(out)
+	if os.IsNotExist(err) && allowMissing {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != release.ReportName+","+release.ParquetName {
+		return "", fmt.Errorf("%s holds %q, want exactly the report and the Parquet file", out, names)
+	}
+	rep, err := os.ReadFile(filepath.Join(out, release.ReportName))
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(filepath.Join(out, release.ParquetName))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return "", fmt.Errorf("%s: not a complete Parquet file: %v", out, err)
+	}
+	meta, ok := pf.Lookup(release.MetadataKey)
+	if !ok {
+		return "", fmt.Errorf("%s: the Parquet file has no %s", out, release.MetadataKey)
+	}
+	if strings.TrimSpace(string(rep)) != strings.TrimSpace(meta) {
+		return "", fmt.Errorf("%s: MIX: the sidecar report is not the Parquet file's report", out)
+	}
+	var r struct {
+		Epsilon float64 `json:"epsilon"`
+	}
+	if err := json.Unmarshal(rep, &r); err != nil {
+		return "", err
+	}
+	return fmt.Sprint(r.Epsilon), nil
+}
+
+// onlyRelease checks that the parent of out holds nothing but out: no
+// staging folder, no temporary.
+func onlyRelease(t *testing.T, out string) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Dir(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != filepath.Base(out) {
+			t.Errorf("stray entry beside the release: %s", e.Name())
+		}
+	}
+}
+
+func synthCmd(bin, config, out string, eps string, env ...string) *exec.Cmd {
+	cmd := exec.Command(bin, "-q", "release", "--config", config, "--out", out, "--overwrite", "--epsilon", eps)
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// TestReleaseKillAtomic kills `synth release` with SIGKILL at random points
+// (half of the runs sleep just before and just after the publish rename, so
+// that kills land there too): the output folder always holds the previous
+// complete release or the new complete one, never a mix, and the next
+// complete run leaves no staging folder behind.
+func TestReleaseKillAtomic(t *testing.T) {
+	bin := buildSynth(t)
+	config, _ := writeTiny(t, tinyOptions{})
+	out := filepath.Join(t.TempDir(), "rel")
+	trials := 60
+	if testing.Short() {
+		trials = 4
+	}
+	if b, err := synthCmd(bin, config, out, "1").CombinedOutput(); err != nil {
+		t.Fatalf("first release: %v\n%s", err, b)
+	}
+	// How long a run takes with the publish sleeps.
+	const sleep = "40ms"
+	start := time.Now()
+	if b, err := synthCmd(bin, config, out, "1", release.PublishSleepEnv+"="+sleep).CombinedOutput(); err != nil {
+		t.Fatalf("timed release: %v\n%s", err, b)
+	}
+	full := time.Since(start)
+	rng := rand.New(rand.NewPCG(1, 2))
+	prev := "1"
+	outcomes := map[string]int{}
+	for i := range trials {
+		eps := fmt.Sprintf("%.4f", 1+float64(i+1)/1000)
+		var env []string
+		if i%2 == 0 {
+			env = append(env, release.PublishSleepEnv+"="+sleep)
+		}
+		cmd := synthCmd(bin, config, out, eps, env...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		kill := time.Duration(rng.Float64() * 1.1 * float64(full))
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var exited bool
+		select {
+		case err := <-done:
+			exited = true
+			if err != nil {
+				t.Fatalf("trial %d: run failed before the kill: %v\n%s", i, err, stderr.String())
+			}
+		case <-time.After(kill):
+			cmd.Process.Kill()
+			<-done
+		}
+		got, err := releaseState(t, out, false)
+		if err != nil {
+			t.Fatalf("trial %d (kill after %v, exited %v): %v", i, kill, exited, err)
+		}
+		want := fmt.Sprint(mustFloat(t, eps))
+		switch got {
+		case prev:
+			outcomes["previous"]++
+		case want:
+			outcomes["new"]++
+			prev = got
+		default:
+			t.Fatalf("trial %d: the folder holds the release of ε = %s, want %s (previous) or %s (new)", i, got, prev, want)
+		}
+	}
+	t.Logf("%d kills: %v (a run takes %v)", trials, outcomes, full)
+	if !testing.Short() && (outcomes["previous"] == 0 || outcomes["new"] == 0) {
+		t.Errorf("kills did not land on both sides of the publish: %v", outcomes)
+	}
+	// The next complete run cleans what the killed runs left.
+	if b, err := synthCmd(bin, config, out, "3").CombinedOutput(); err != nil {
+		t.Fatalf("final release: %v\n%s", err, b)
+	}
+	if got, err := releaseState(t, out, false); err != nil || got != "3" {
+		t.Fatalf("final release: ε %s, %v", got, err)
+	}
+	onlyRelease(t, out)
+}
+
+func mustFloat(t *testing.T, s string) float64 {
+	var f float64
+	if _, err := fmt.Sscan(s, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestReleaseConcurrentAtomic runs two releases into one folder at once
+// (with --overwrite), over a previous release or none: both succeed, and
+// the folder holds one of the two complete releases, never a mix, with no
+// staging folder left.
+func TestReleaseConcurrentAtomic(t *testing.T) {
+	bin := buildSynth(t)
+	config, _ := writeTiny(t, tinyOptions{})
+	out := filepath.Join(t.TempDir(), "rel")
+	trials := 40
+	if testing.Short() {
+		trials = 3
+	}
+	for i := range trials {
+		if i%2 == 1 {
+			if err := os.RemoveAll(out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eps := []string{fmt.Sprintf("%.4f", 2+float64(i)/1000), fmt.Sprintf("%.4f", 3+float64(i)/1000)}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		outs := make([][]byte, 2)
+		for k := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				outs[k], errs[k] = synthCmd(bin, config, out, eps[k]).CombinedOutput()
+			}()
+		}
+		wg.Wait()
+		for k := range 2 {
+			if errs[k] != nil {
+				t.Fatalf("trial %d run %d: %v\n%s", i, k, errs[k], outs[k])
+			}
+		}
+		got, err := releaseState(t, out, false)
+		if err != nil {
+			t.Fatalf("trial %d: %v", i, err)
+		}
+		if got != fmt.Sprint(mustFloat(t, eps[0])) && got != fmt.Sprint(mustFloat(t, eps[1])) {
+			t.Fatalf("trial %d: the folder holds ε = %s, want one of %q", i, got, eps)
+		}
+		onlyRelease(t, out)
+	}
+}
+
+// TestReleaseRefusesOverwrite: a second release into a folder holding one
+// fails before reading any data, says that a rerun spends the budget again,
+// and leaves the first release as it was.
+func TestReleaseRefusesOverwrite(t *testing.T) {
+	config, _ := writeTiny(t, tinyOptions{})
+	out := filepath.Join(t.TempDir(), "rel")
+	_, pq, rep := releaseOnce(t, config, out, "--seed", "1")
+	r := run(t, "-q", "release", "--config", config, "--out", out, "--seed", "2")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "--overwrite") || !strings.Contains(r.stderr, "privacy budget again") {
+		t.Errorf("exit %d, stderr %q; want %d naming --overwrite and the budget", r.code, r.stderr, ExitUsage)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, release.ParquetName)); !bytes.Equal(b, pq) {
+		t.Error("the refused run changed the Parquet file")
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, release.ReportName)); !bytes.Equal(b, rep) {
+		t.Error("the refused run changed the report")
+	}
+	onlyRelease(t, out)
+	// With --overwrite it replaces the release.
+	_, _, rep2 := releaseOnce(t, config, out, "--seed", "2", "--overwrite")
+	if bytes.Equal(rep, rep2) {
+		t.Error("--overwrite did not replace the report")
+	}
+	onlyRelease(t, out)
+}
+
+// TestReleaseOutputCheckedFirst: an output path that is a file is reported
+// before any data is read (the data file is missing too: its error must not
+// be the one reported).
+func TestReleaseOutputCheckedFirst(t *testing.T) {
+	config, dir := writeTiny(t, tinyOptions{noB: true})
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{file, filepath.Join(file, "sub")} {
+		r := run(t, "-q", "release", "--config", config, "--out", out)
+		if r.code == ExitOK || strings.Contains(r.stderr, "b.csv") || !strings.Contains(r.stderr, "a-file") {
+			t.Errorf("--out %s: exit %d, stderr %q; want an output folder error before the missing b.csv is read", out, r.code, r.stderr)
+		}
+	}
+}
+
+// TestReleaseBudgetFlags: --epsilon and --delta replace the spec's budget
+// (the report says so) and are validated like the spec.
+func TestReleaseBudgetFlags(t *testing.T) {
+	config, _ := writeTiny(t, tinyOptions{})
+	_, _, rep := releaseOnce(t, config, filepath.Join(t.TempDir(), "o"), "--epsilon", "0.5", "--delta", "1e-7")
+	var r struct {
+		Epsilon, Delta float64
+		Parameters     map[string]any
+	}
+	if err := json.Unmarshal(rep, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Epsilon != 0.5 || r.Delta != 1e-7 || r.Parameters["budget_source"] == nil {
+		t.Errorf("report ε %v, δ %v, budget_source %v; want 0.5, 1e-7 and the flags named", r.Epsilon, r.Delta, r.Parameters["budget_source"])
+	}
+	for _, bad := range [][]string{{"--epsilon", "0"}, {"--epsilon", "-1"}, {"--epsilon", "+Inf"}, {"--epsilon", "NaN"}, {"--delta", "1"}, {"--delta", "-0.1"}, {"--delta", "NaN"}} {
+		res := run(t, append([]string{"-q", "release", "--config", config, "--out", filepath.Join(t.TempDir(), "o")}, bad...)...)
+		if res.code != ExitUsage || !strings.Contains(res.stderr, bad[0]) {
+			t.Errorf("%q: exit %d, stderr %q; want %d naming the flag", bad, res.code, res.stderr, ExitUsage)
+		}
+	}
+}
+
+// TestReleaseRowsFlag: --rows N writes exactly N rows, in both directions
+// of the DP row count.
+func TestReleaseRowsFlag(t *testing.T) {
+	config, _ := writeTiny(t, tinyOptions{})
+	for _, n := range []int64{7, 50_000} {
+		rows, _, rep := releaseOnce(t, config, filepath.Join(t.TempDir(), "o"), "--seed", "1", "--rows", fmt.Sprint(n))
+		if rows != n {
+			t.Errorf("--rows %d wrote %d rows", n, rows)
+		}
+		if !bytes.Contains(rep, []byte(fmt.Sprintf(`"rows_written": %d`, n))) {
+			t.Errorf("--rows %d: the report does not say rows_written %d", n, n)
+		}
+	}
+	if r := run(t, "-q", "release", "--config", config, "--out", t.TempDir(), "--rows", "-1"); r.code != ExitUsage {
+		t.Errorf("--rows -1: exit %d, want %d", r.code, ExitUsage)
+	}
+}
