@@ -31,6 +31,7 @@ type Engine struct {
 	schema string
 
 	mu     sync.Mutex
+	closed bool
 	tables map[string]map[string]string // table -> column -> SQL type, cached
 	sizes  map[string]map[string]int    // table -> non-key column -> declared Size(), from Load
 }
@@ -171,8 +172,16 @@ func (e *Engine) dropStale(ctx context.Context) error {
 }
 
 // Close drops the engine's schema with everything in it and closes the
-// connection. An in-memory database is discarded.
+// connection. An in-memory database is discarded. Closing again does
+// nothing.
 func (e *Engine) Close() error {
+	e.mu.Lock()
+	closed := e.closed
+	e.closed = true
+	e.mu.Unlock()
+	if closed {
+		return nil
+	}
 	ctx := context.Background()
 	_, err := e.db.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+e.d.ident(e.schema)+" CASCADE")
 	if err == nil {

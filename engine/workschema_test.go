@@ -63,6 +63,9 @@ func TestEngineFileUserObjects(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
 
 	db, err := sql.Open("duckdb", path)
 	if err != nil {
