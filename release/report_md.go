@@ -2,9 +2,13 @@ package release
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -69,6 +73,32 @@ func InputFiles(s *spec.Spec) []dp.InputFile {
 		in = append(in, dp.InputFile{Table: t.Name, File: filepath.Base(t.Source)})
 	}
 	return in
+}
+
+// HashInputs returns InputFiles(s) with the SHA-256 of every file that is
+// a local path (URLs are left without a digest). The digests are a
+// function of the private data and not DP: they are for the data
+// custodian (a log line, an internal record), never for a published report
+// (DESIGN.md §3, invariant 5; see [dp.InputFile]).
+func HashInputs(s *spec.Spec) ([]dp.InputFile, error) {
+	in := InputFiles(s)
+	for i, t := range s.Tables {
+		if strings.Contains(t.Source, "://") {
+			continue
+		}
+		f, err := os.Open(t.Source)
+		if err != nil {
+			return nil, fmt.Errorf("release: %w", err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("release: %s: %w", t.Source, err)
+		}
+		in[i].SHA256 = hex.EncodeToString(h.Sum(nil))
+	}
+	return in, nil
 }
 
 func findColumn(s *spec.Spec, table, column string) *spec.Column {

@@ -2,6 +2,8 @@ package release
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -96,6 +98,36 @@ func TestMarkdownReportContents(t *testing.T) {
 	for _, want := range []string{"2 disjoint sub-instances", "**bucket zero laplace**", "**bucket one laplace**"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("parallel report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestHashInputs(t *testing.T) {
+	s, err := spec.Load(filepath.Join("..", "examples", "tpch", "synth.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := HashInputs(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in) != len(s.Tables) {
+		t.Fatalf("%d inputs for %d tables", len(in), len(s.Tables))
+	}
+	for i, f := range in {
+		raw, err := os.ReadFile(s.Tables[i].Source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(raw); f.SHA256 != hex.EncodeToString(sum[:]) || f.Table != s.Tables[i].Name ||
+			f.File != filepath.Base(s.Tables[i].Source) {
+			t.Errorf("input %d = %+v", i, f)
+		}
+	}
+	// InputFiles, for a published report, carries no digest.
+	for _, f := range InputFiles(s) {
+		if f.SHA256 != "" {
+			t.Errorf("InputFiles has a digest: %+v", f)
 		}
 	}
 }
