@@ -93,6 +93,11 @@ func csvHeader(t *spec.Table) ([]string, error) {
 	header := make([]string, len(rec))
 	copy(header, rec)
 	header[0] = strings.TrimPrefix(header[0], "\uFEFF") // a UTF-8 byte order mark
+	for i, h := range header {
+		// Spaces around a name are dropped, as DuckDB's own header
+		// detection does.
+		header[i] = strings.TrimSpace(h)
+	}
 	seen := map[string]int{}
 	for i, h := range header {
 		if e := invalidUTF8(file, r, i, h); e != nil {

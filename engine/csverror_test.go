@@ -96,6 +96,7 @@ func TestLoadCSVHeaderOnly(t *testing.T) {
 		{"no final newline", hdr + "\n1,x,1,1,1-URGENT,2020-01-01,t", 1},
 		{"blank lines", hdr + "\n\n1,x,1,1,1-URGENT,2020-01-01,t\n\n", 1},
 		{"hash is data", hdr + "\n#1,x,1,1,1-URGENT,2020-01-01,t\n", 1},
+		{"spaces around header names", strings.ReplaceAll(hdr, ",", " , ") + "\n1,x,1,1,1-URGENT,2020-01-01,t\n", 1},
 		{"quote inside an unquoted field", hdr + "\n1,x\"y,1,1,1-URGENT,2020-01-01,t\n", 1},
 		{"bytes that are not UTF-8 in a column not declared", hdr + "\n1,caf\xe9,1,1,1-URGENT,2020-01-01,t\n", 1},
 	} {
