@@ -62,9 +62,9 @@ func TestPrivacyWarnings(t *testing.T) {
 	}{
 		{Privacy{Epsilon: 1, Delta: 1e-6}, nil},
 		{Privacy{Epsilon: 10, Delta: 1e-3}, nil},
-		{Privacy{Epsilon: 10.5, Delta: 1e-6}, []string{"privacy.epsilon = 10.5 > 10: this setting gives weak privacy"}},
-		{Privacy{Epsilon: 1, Delta: 0.01}, []string{"privacy.delta = 0.01 > 0.001: this setting gives weak privacy"}},
-		{Privacy{Epsilon: 20, Delta: 0.5}, []string{"epsilon", "delta"}},
+		{Privacy{Epsilon: 10.5, Delta: 1e-6}, []string{"ε = 10.5 > 10: this setting gives weak privacy"}},
+		{Privacy{Epsilon: 1, Delta: 0.01}, []string{"δ = 0.01 > 0.001: this setting gives weak privacy"}},
+		{Privacy{Epsilon: 20, Delta: 0.5}, []string{"ε = 20", "δ = 0.5"}},
 	} {
 		got := tc.p.Warnings()
 		if len(got) != len(tc.want) {
@@ -132,5 +132,24 @@ func TestWorkloadOneWay(t *testing.T) {
 	}
 	if !(Workload{}).Empty() || (Workload{Marginals: [][]ColumnRef{{}}}).Empty() {
 		t.Error("Empty")
+	}
+}
+
+func TestCheckOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		eps, delta float64
+		msg        string
+	}{
+		{1, 1e-6, ""},
+		{1, 0, ""},
+		{650, 0, ""},
+		{1, 5e-324, "δ = 5e-324 with ε = 1"},
+		{700, 0, "ε = 700 is too large"},
+		{600, 1e-40, "δ = 1e-40 with ε = 600"},
+	} {
+		err := CheckOverflow(tc.eps, tc.delta)
+		if (err == nil) != (tc.msg == "") || err != nil && !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("CheckOverflow(%v, %v) = %v, want %q", tc.eps, tc.delta, err, tc.msg)
+		}
 	}
 }

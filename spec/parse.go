@@ -419,12 +419,34 @@ func (p *parser) privacy(n *yaml.Node) {
 		p.fail(deref(m.get("delta")), "privacy.delta", "must be in [0, 1), got %v", delta)
 	}
 	if eps > MaxEpsilon {
-		p.fail(deref(m.get("epsilon")), "privacy.epsilon", "%s is too large: e^ε overflows the arithmetic of the mechanisms (τ = (1/ε)·ln(1 + (e^ε − 1)/δ)); use ε ≤ %d", formatFloat(eps), MaxEpsilon)
+		p.fail(deref(m.get("epsilon")), "privacy.epsilon", "%v", epsilonTooLarge(eps))
 	}
 	if delta > 0 && !tauFits(eps, delta) {
-		p.fail(deref(m.get("delta")), "privacy.delta", "δ = %s with ε = %s makes the truncation threshold τ = (1/ε)·ln(1 + (e^ε − 1)/δ) overflow at the budget shares a release spends (raise δ or lower ε)", formatFloat(delta), formatFloat(eps))
+		p.fail(deref(m.get("delta")), "privacy.delta", "%v", tauOverflows(eps, delta))
 	}
 	p.s.Privacy = Privacy{Epsilon: eps, Delta: delta}
+}
+
+func epsilonTooLarge(eps float64) error {
+	return fmt.Errorf("%s is too large: e^ε overflows the arithmetic of the mechanisms (τ = (1/ε)·ln(1 + (e^ε − 1)/δ)); use ε ≤ %d", formatFloat(eps), MaxEpsilon)
+}
+
+func tauOverflows(eps, delta float64) error {
+	return fmt.Errorf("δ = %s with ε = %s makes the truncation threshold τ = (1/ε)·ln(1 + (e^ε − 1)/δ) overflow at the budget shares a release spends (raise δ or lower ε)", formatFloat(delta), formatFloat(eps))
+}
+
+// CheckOverflow checks a budget given outside a spec (a command-line
+// override) as the spec's privacy section is checked beyond its ranges:
+// ε ≤ [MaxEpsilon] and, for δ > 0, a finite τ at every budget share (see
+// the package doc). It assumes ε > 0 and 0 ≤ δ < 1, checked by the caller.
+func CheckOverflow(eps, delta float64) error {
+	if eps > MaxEpsilon {
+		return fmt.Errorf("ε = %w", epsilonTooLarge(eps))
+	}
+	if delta > 0 && !tauFits(eps, delta) {
+		return tauOverflows(eps, delta)
+	}
+	return nil
 }
 
 // MaxEpsilon is the largest ε a spec may give: above it e^ε comes too

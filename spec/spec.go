@@ -123,10 +123,10 @@ const (
 func (p Privacy) Warnings() []string {
 	var out []string
 	if p.Epsilon > WeakEpsilon {
-		out = append(out, fmt.Sprintf("privacy.epsilon = %s > %d: this setting gives weak privacy", formatFloat(p.Epsilon), WeakEpsilon))
+		out = append(out, fmt.Sprintf("ε = %s > %d: this setting gives weak privacy", formatFloat(p.Epsilon), WeakEpsilon))
 	}
 	if p.Delta > WeakDelta {
-		out = append(out, fmt.Sprintf("privacy.delta = %s > %s: this setting gives weak privacy", formatFloat(p.Delta), formatFloat(WeakDelta)))
+		out = append(out, fmt.Sprintf("δ = %s > %s: this setting gives weak privacy", formatFloat(p.Delta), formatFloat(WeakDelta)))
 	}
 	return out
 }

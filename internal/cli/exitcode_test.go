@@ -122,6 +122,9 @@ func TestExitCodes(t *testing.T) {
 		{"release epsilon 1000", []string{"release", "--config", hugeEps, "--out", out}, ExitUsage, []string{"privacy.epsilon", "1000 is too large"}},
 		{"release tau overflow", []string{"release", "--config", tauDelta, "--out", out}, ExitUsage, []string{"privacy.delta", "δ = 1e-40 with ε = 600"}},
 		{"inspect every table public", []string{"inspect", "--config", allPublic}, ExitUsage, []string{allPublic, "every table is public"}},
+		{"release --delta 5e-324", []string{"release", "--config", good, "--out", out, "--delta", "5e-324"}, ExitUsage, []string{"--delta", "δ = 5e-324", "overflow", hint}},
+		{"release --epsilon 1000", []string{"release", "--config", good, "--out", out, "--epsilon", "1000"}, ExitUsage, []string{"--epsilon", "ε = 1000 is too large", hint}},
+		{"demo --epsilon 1000", []string{"demo", "--out", out, "--epsilon", "1000"}, ExitUsage, []string{"--epsilon", "too large", hint}},
 		{"release every table public", []string{"release", "--config", allPublic, "--out", out}, ExitUsage, []string{"every table is public"}},
 		{"sensitivity every table public", []string{"sensitivity", "--config", allPublic}, ExitUsage, []string{"every table is public"}},
 		{"inspect missing data file", []string{"inspect", "--config", missing}, ExitRuntime, []string{filepath.Join(missingDir, "missing.csv")}},
@@ -233,10 +236,22 @@ func TestWeakPrivacyWarning(t *testing.T) {
 			}
 		}
 	}
+	over, _ := writeTiny(t, tinyOptions{epsilon: "20"})
+	if r := mustRun(t, "release", "--config", over, "--out", t.TempDir(), "--epsilon", "1"); strings.Contains(r.stderr, weak) {
+		t.Errorf("release --epsilon 1 over a spec with ε = 20 warns:\n%s", r.stderr)
+	}
+	if r := mustRun(t, "release", "--config", good(t), "--out", t.TempDir(), "--delta", "0.01"); !strings.Contains(r.stderr, "δ = 0.01 > 0.001: "+weak) {
+		t.Errorf("release --delta 0.01 does not warn:\n%s", r.stderr)
+	}
 	r := mustRun(t, "demo", "--out", t.TempDir(), "--epsilon", "12", "--k", "2")
-	if !strings.Contains(r.stderr, "--epsilon = 12 > 10: "+weak) {
+	if !strings.Contains(r.stderr, "ε = 12 > 10: "+weak) {
 		t.Errorf("demo --epsilon 12: stderr\n%s", r.stderr)
 	}
+}
+
+func good(t *testing.T) string {
+	config, _ := writeTiny(t, tinyOptions{})
+	return config
 }
 
 // TestQuietErrorsOnly: --quiet leaves only errors on stderr, and the

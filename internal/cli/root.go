@@ -142,8 +142,7 @@ Exit codes:
 				lvl = slog.LevelError
 			}
 			opts.logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-			warnBudget(cmd, opts)
-			return nil
+			return checkBudget(cmd, opts)
 		},
 	}
 	root.SetOut(stdout)
@@ -162,29 +161,52 @@ Exit codes:
 	return root, opts
 }
 
-// warnBudget warns on stderr (unless --quiet) when the spec given by
-// --config has a budget that gives weak privacy ([spec.Privacy.Warnings]).
-// A spec that does not load is left to the command, which reports it.
-func warnBudget(cmd *cobra.Command, g *globalOptions) {
-	if f := cmd.Flags().Lookup("epsilon"); f != nil && f.Changed {
-		// demo's budget: δ is fixed at 1e-6 there.
-		if eps, err := strconv.ParseFloat(f.Value.String(), 64); err == nil && eps > spec.WeakEpsilon && !math.IsInf(eps, 0) {
-			for _, w := range (spec.Privacy{Epsilon: eps}).Warnings() {
-				g.logger.Warn(strings.Replace(w, "privacy.epsilon", "--epsilon", 1))
-			}
+// checkBudget looks at the run's budget before the command starts: the
+// spec's privacy section (--config), replaced by --epsilon and --delta when
+// a command has them and they are given. A budget from flags whose τ
+// overflows is a usage error (the spec's own is checked by spec.Load). A
+// budget that gives weak privacy ([spec.Privacy.Warnings]) is accepted
+// with a warning on stderr, silenced by --quiet. A spec that does not load,
+// and flag values out of range, are left to the command, which reports
+// them.
+func checkBudget(cmd *cobra.Command, g *globalOptions) error {
+	var p spec.Privacy
+	have := false
+	if f := cmd.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
+		if s, err := spec.Load(f.Value.String()); err == nil {
+			p, have = s.Privacy, true
 		}
 	}
-	f := cmd.Flags().Lookup("config")
-	if f == nil || f.Value.String() == "" {
-		return
+	var flags []string
+	for _, name := range []string{"epsilon", "delta"} {
+		f := cmd.Flags().Lookup(name)
+		if f == nil || !f.Changed {
+			continue
+		}
+		x, err := strconv.ParseFloat(f.Value.String(), 64)
+		if err != nil {
+			return nil
+		}
+		if name == "epsilon" {
+			p.Epsilon = x
+		} else {
+			p.Delta = x
+		}
+		have = true
+		flags = append(flags, "--"+name)
 	}
-	s, err := spec.Load(f.Value.String())
-	if err != nil {
-		return
+	if !have || !(p.Epsilon > 0) || math.IsInf(p.Epsilon, 0) || !(p.Delta >= 0 && p.Delta < 1) {
+		return nil
 	}
-	for _, w := range s.Privacy.Warnings() {
+	if len(flags) > 0 {
+		if err := spec.CheckOverflow(p.Epsilon, p.Delta); err != nil {
+			return usageErrorf("%s: %v", strings.Join(flags, " and "), err)
+		}
+	}
+	for _, w := range p.Warnings() {
 		g.logger.Warn(w)
 	}
+	return nil
 }
 
 // noArgs rejects positional arguments as a usage error.
