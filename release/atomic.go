@@ -270,6 +270,12 @@ func isTempName(name, base string) bool {
 // StaleAge is how long a temporary file must have gone unmodified before
 // [CleanStale] removes it.
 //
+// This age rule is for the temporary files older versions of [Run] wrote
+// into the output folder itself (the current Run writes into a locked
+// staging folder, see [NewStage], whose staleness its lock decides), and
+// for staging folders where flock is not available. What follows describes
+// those older runs.
+//
 // Nothing stops two releases from writing into one output folder (the last
 // commit wins), so a temporary file may belong to a live run. [Run] creates
 // the Parquet temporary file only after the mechanism has run, and from then
@@ -421,8 +427,9 @@ const (
 )
 
 // PublishSleepEnv names a test hook: when the environment variable holds a
-// Go duration, [Stage.Publish] sleeps that long just before and just after
-// its rename, so that a fault-injection test can kill the process there.
+// Go duration, [Stage.Publish] sleeps that long just before its rename and
+// just after it (before removing the previous release it swapped out), so
+// that a fault-injection test can kill the process there.
 const PublishSleepEnv = "SYNTH_TEST_PUBLISH_SLEEP"
 
 // Stage is the staging folder of one release (see above).
@@ -608,12 +615,12 @@ func (s *Stage) Publish(overwrite bool) (replaced bool, err error) {
 		return false, errors.New("release: staging folder already published or aborted")
 	}
 	syncDir(s.dir)
-	sleep := publishSleep()
+	sleep := publishSleep() // test hook: 0 outside tests
 	time.Sleep(sleep)
-	defer time.Sleep(sleep)
 	for range 10 {
 		err := syscall.Rename(s.dir, s.target)
 		if err == nil {
+			time.Sleep(sleep)
 			s.finish()
 			return false, nil
 		}
@@ -642,6 +649,7 @@ func (s *Stage) Publish(overwrite bool) (replaced bool, err error) {
 		}
 		// s.dir now holds the previous release, unlocked; remove it if it
 		// still looks like one (a cleaner may have taken it already).
+		time.Sleep(sleep)
 		old := s.dir
 		s.finish()
 		if _, foreign, err := classify(old); err == nil && len(foreign) == 0 {

@@ -422,3 +422,31 @@ func TestReleaseReportParams(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkShuffledWrite writes 10⁶ shuffled rows of the fixture columns
+// through Shuffle and Writer.AddRow.
+func BenchmarkShuffledWrite(b *testing.B) {
+	names, cols := fixture()
+	var cells, counts []int64
+	for _, cc := range fixtureCounts {
+		cells, counts = append(cells, cc.cell), append(counts, cc.count*1000)
+	}
+	var total int64
+	for _, c := range counts {
+		total += c
+	}
+	rows := int64(1_000_000)
+	for b.Loop() {
+		w, err := NewWriter(filepath.Join(b.TempDir(), "x.parquet"), names, cols, testMetadata())
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		if err := Shuffle(rand.New(rand.NewPCG(1, 2)), cells, counts, rows, SampleWithReplacement, func(c int64) error { return w.AddRow(ctx, c) }); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
