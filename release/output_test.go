@@ -450,3 +450,45 @@ func BenchmarkShuffledWrite(b *testing.B) {
 		}
 	}
 }
+
+// TestStageSymlinkAndBadNames: a symbolic link to a release folder is
+// followed (the folder it names is replaced, the link stays); "." and ".."
+// are refused.
+func TestStageSymlinkAndBadNames(t *testing.T) {
+	parent := t.TempDir()
+	real := filepath.Join(parent, "real")
+	link := filepath.Join(parent, "link")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", link); err != nil {
+		t.Fatal(err)
+	}
+	for i, content := range []string{"one", "two"} {
+		st, err := NewStage(link, i > 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{ParquetName, ReportName} {
+			if err := os.WriteFile(filepath.Join(st.Dir(), f), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := st.Publish(i > 0); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(filepath.Join(link, ReportName)); err != nil || string(b) != content {
+			t.Fatalf("through the link: %q, %v; want %q", b, err, content)
+		}
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	assertOnly(t, parent, "link", "real")
+	for _, bad := range []string{".", "..", string(filepath.Separator)} {
+		if st, err := NewStage(bad, true); err == nil {
+			st.Abort()
+			t.Errorf("NewStage(%q): no error", bad)
+		}
+	}
+}
