@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -50,13 +51,13 @@ to try on the released file.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, `synth demo: released %d synthetic rows of accounts ⋈ transactions (ε = %g, δ = 1e-6, %s)
-  data:   %s
-  report: %s
-
-Query it with synth query (DuckDB is built into synth; no duckdb CLI needed).
-The SQL names the file as the view "synthetic":
-`, sum.Rows, o.eps, sum.Privacy.Privacy, sum.Parquet, sum.Report)
+			fmt.Fprintf(g.stdout, "synth demo: released %d synthetic rows of accounts ⋈ transactions (ε = %g, δ = 1e-6, %s)\n"+
+				"  data:   %s\n  report: %s\n", sum.Rows, o.eps, sum.Privacy.Privacy, sum.Parquet, sum.Report)
+			if md := filepath.Join(sum.Dir, release.MarkdownName); fileExists(md) {
+				fmt.Fprintf(g.stdout, "          %s (the same, for reading)\n", md)
+			}
+			fmt.Fprint(g.stdout, "\nQuery it with synth query (DuckDB is built into synth; no duckdb CLI needed).\n"+
+				"The SQL names the file as the view \"synthetic\":\n")
 			self := selfCommand()
 			for _, q := range demo.Queries() {
 				fmt.Fprintf(g.stdout, "  # %s\n  %s query %s \"%s\"\n", q.Title, self, shellQuote(sum.Parquet), q.SQL)
@@ -101,4 +102,9 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
