@@ -223,7 +223,7 @@ func MarkdownReport(r dp.Report, f ReportFacts) []byte {
 	}
 
 	p("## Public parameters\n\n")
-	p("These come from the spec and the software, never from the data.\n\n")
+	p("These come from the spec, the software or the DP outputs above (post-processing); none is computed from the data without noise.\n\n")
 	p("| parameter | value |\n| --- | --- |\n")
 	for _, k := range sortedKeys(r.Parameters) {
 		p("| %s | %s |\n", cell(k), cell(jsonText(r.Parameters[k])))
