@@ -419,6 +419,9 @@ var ErrExists = errors.New("the output folder already holds a release")
 
 var errExchangeUnsupported = errors.New("release: atomic folder exchange not supported here")
 
+// exchange is renameExchange; tests replace it to exercise the fallback.
+var exchange = renameExchange
+
 // probeName is the probe file [NewStage] writes and removes in the staging
 // folder; probeSize is its size.
 const (
@@ -636,7 +639,7 @@ func (s *Stage) Publish(overwrite bool) (replaced bool, err error) {
 			}
 			return false, err
 		}
-		err = renameExchange(s.dir, s.target)
+		err = exchange(s.dir, s.target)
 		if errors.Is(err, errExchangeUnsupported) {
 			err = s.moveAside()
 		}

@@ -492,3 +492,31 @@ func TestStageSymlinkAndBadNames(t *testing.T) {
 		}
 	}
 }
+
+// TestStagePublishFallback: where the atomic exchange is not available,
+// Publish moves the previous release aside and renames the new one in:
+// the result is the new release, nothing left beside it.
+func TestStagePublishFallback(t *testing.T) {
+	defer func(f func(a, b string) error) { exchange = f }(exchange)
+	exchange = func(a, b string) error { return errExchangeUnsupported }
+	target := filepath.Join(t.TempDir(), "rel")
+	for i, content := range []string{"one", "two", "three"} {
+		st, err := NewStage(target, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{ParquetName, ReportName} {
+			if err := os.WriteFile(filepath.Join(st.Dir(), f), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if replaced, err := st.Publish(true); err != nil || replaced != (i > 0) {
+			t.Fatalf("publish %d: %v, %v", i, replaced, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(target, ParquetName)); string(b) != content {
+			t.Fatalf("publish %d: %q", i, b)
+		}
+		assertOnly(t, filepath.Dir(target), "rel")
+		assertOnly(t, target, ReportName, ParquetName)
+	}
+}
