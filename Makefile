@@ -10,7 +10,7 @@ all: build
 
 ## build: compile the synth binary into bin/
 build:
-	$(GO) build -o $(BIN) ./cmd/synth
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/synth
 
 ## test: vet and run every test (the command CI runs)
 test:

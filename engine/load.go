@@ -429,6 +429,9 @@ func expected(c *spec.Column) string {
 	num := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 	switch c.Type {
 	case spec.Integer, spec.Numeric:
+		if h := c.RangeHint(); h != "" {
+			return fmt.Sprintf("%s in [%s, %s]; %s", c.Type, num(c.Min), num(c.Max), h)
+		}
 		return fmt.Sprintf("%s in [%s, %s]", c.Type, num(c.Min), num(c.Max))
 	case spec.Categorical:
 		q := make([]string, 0, maxCategory)

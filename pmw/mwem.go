@@ -393,12 +393,23 @@ func (m *mwem) charge(l *dp.Ledger) error {
 			dp.ErrBudgetExceeded, cfg.Epsilon, cfg.Delta, rem.Epsilon, rem.Delta)
 	}
 	d := len(m.u.sizes)
-	rounds := any("adaptive (budget annealing), at most " + strconv.Itoa(m.maxRounds))
-	if m.fixed {
-		rounds = m.t0
-	}
 	details := map[string]any{"variant": string(VariantMWEM), "noise": string(m.cfg.noise()), "sensitivity": cfg.Sensitivity,
-		"nhat_share": cfg.nhatShare(), "T": rounds, "T0": m.t0, "candidates": len(m.cand), "columns": d}
+		"nhat_share": cfg.nhatShare(), "T0": m.t0, "candidates": len(m.cand), "columns": d}
+	// roundsInfo states T: fixed, or adaptive with its cap (T itself is
+	// then the published output pmw_rounds).
+	roundsInfo := func(extra map[string]any) map[string]any {
+		d := map[string]any{"T_max": m.maxRounds, "schedule": "adaptive (budget annealing); T published as pmw_rounds"}
+		if m.fixed {
+			d = map[string]any{"T": m.t0}
+		}
+		for k, v := range extra {
+			d[k] = v
+		}
+		return d
+	}
+	for k, v := range roundsInfo(nil) {
+		details[k] = v
+	}
 	if err := l.Charge("pmw: padded join size n̂ (truncated discrete Laplace)", dp.Budget{Epsilon: m.epsN, Delta: m.deltaN},
 		fmt.Sprintf("exact truncated discrete Laplace on {0, …, 2τ′}, τ′ = %d, scale ⌈Δ̃⌉/(s·ε), added to the integer |J| "+
 			"of sensitivity ⌈Δ̃⌉: (s·ε, %s)-DP and never below |J| (dp.TruncatedDiscreteLaplace; Ghazi et al. App. A); "+
@@ -433,14 +444,14 @@ func (m *mwem) charge(l *dp.Ledger) error {
 			"each round selects a candidate marginal r by the exponential mechanism with score ‖M_r(A) − M_r(J)‖₁ minus a "+
 				"public bias, sensitivity Δ̃ (A is fixed by past DP outputs; ≤ Δ̃ changed tuples move M_r(J) by ≤ Δ̃ in L1), "+
 				"at ε_t = √(8·0.1·ρ_t): ε_t-DP with bounded range, hence ε_t²/8 = 0.1·ρ_t-zCDP (Cesar–Rogers 2021); "+filter,
-			map[string]any{"T": rounds, "candidates": len(m.cand)}); err != nil {
+			roundsInfo(map[string]any{"candidates": len(m.cand)})); err != nil {
 			return fmt.Errorf("pmw: %w", err)
 		}
 		if err := z.ChargeRho("pmw: round measurements (discrete Gaussian on every cell of the selected marginal)", meas,
 			"all cells of the selected marginal at once: L2 sensitivity Δ̃ (≤ Δ̃ changed tuples, one cell each), "+
 				"discrete Gaussian σ_t = Δ̃/√(2·0.9·ρ_t): 0.9·ρ_t-zCDP (Canonne–Kamath–Steinke 2020, Thm. 4); "+filter+
 				"; the multiplicative-weights fits are post-processing",
-			map[string]any{"T": rounds}); err != nil {
+			roundsInfo(nil)); err != nil {
 			return fmt.Errorf("pmw: %w", err)
 		}
 		return nil
@@ -458,12 +469,12 @@ func (m *mwem) charge(l *dp.Ledger) error {
 	}
 	if err := p.Charge("pmw: round selections (exponential mechanism)", dp.Budget{Epsilon: sel},
 		"exponential mechanism with score sensitivity Δ̃ at ε = 0.25·ε_t per round; "+filter,
-		map[string]any{"T": rounds, "candidates": len(m.cand)}); err != nil {
+		roundsInfo(map[string]any{"candidates": len(m.cand)})); err != nil {
 		return fmt.Errorf("pmw: %w", err)
 	}
 	if err := p.Charge("pmw: round measurements (discrete Laplace on every cell of the selected marginal)", dp.Budget{Epsilon: meas},
 		"L1 sensitivity Δ̃ of a marginal; discrete Laplace of scale Δ̃/(0.75·ε_t) per cell is 0.75·ε_t-DP; "+filter,
-		map[string]any{"T": rounds}); err != nil {
+		roundsInfo(nil)); err != nil {
 		return fmt.Errorf("pmw: %w", err)
 	}
 	return nil

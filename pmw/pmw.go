@@ -425,12 +425,24 @@ func (e *engine) charge(l *dp.Ledger) error {
 			dp.ErrBudgetExceeded, e.cfg.Epsilon, e.cfg.Delta, rem.Epsilon, rem.Delta)
 	}
 	half := dp.Budget{Epsilon: e.cfg.Epsilon / 2, Delta: e.cfg.Delta / 2}
-	var rounds, eps0 any = e.rounds, e.eps0
+	details := func(extra map[string]any) map[string]any {
+		d := map[string]any{"T": e.rounds, "eps0": e.eps0, "sensitivity": e.cfg.Sensitivity}
+		if e.cfg.autoRounds() {
+			// T and ε₀ are chosen after n̂ is drawn: the charge states the
+			// cap and the rule; T is published as pmw_rounds and ε₀ is
+			// dp.PerStepEpsilon(ε/2, δ/2, 2T) (the release reports it).
+			d = map[string]any{"T_max": e.cfg.MaxRounds, "T_rule": "Ghazi et al. App. A from the DP n̂ (published as pmw_rounds)",
+				"eps0_rule": "dp.PerStepEpsilon(ε/2, δ/2, 2T)", "sensitivity": e.cfg.Sensitivity}
+		}
+		for k, v := range extra {
+			d[k] = v
+		}
+		return d
+	}
 	roundsRule := fmt.Sprintf("%d ε₀-DP steps (selection and measurement in each of T = %d rounds), ε₀ = %g from "+
 		"the better of basic and advanced composition to (ε/2, δ/2) (dp.PerStepEpsilon); "+
 		"conditioned on n̂ (Ghazi et al. App. A)", 2*e.rounds, e.rounds, e.eps0)
 	if e.cfg.autoRounds() {
-		rounds, eps0 = fmt.Sprintf("auto, at most %d (published as pmw_rounds)", e.cfg.MaxRounds), "from T"
 		roundsRule = "2T ε₀-DP steps (selection and measurement in each of T rounds), T chosen from the DP n̂ by " +
 			"Ghazi et al. App. A's rule and ε₀ from the better of basic and advanced composition to (ε/2, δ/2) " +
 			"(dp.PerStepEpsilon); conditioned on n̂ (Ghazi et al. App. A)"
@@ -439,11 +451,11 @@ func (e *engine) charge(l *dp.Ledger) error {
 		fmt.Sprintf("truncated discrete Laplace (exact, integer) on {0, …, 2τ′}, τ′ = %d, scale ⌈Δ̃⌉/(ε/2), on the integer |J| "+
 			"of sensitivity ⌈Δ̃⌉; (ε/2, δ/2)-DP (dp.TruncatedDiscreteLaplace); basic composition with the rounds "+
 			"(Ghazi et al. App. A)", e.nhatNoise.Tau()),
-		map[string]any{"T": rounds, "eps0": eps0, "sensitivity": e.cfg.Sensitivity, "tau": e.nhatNoise.Tau()}); err != nil {
+		details(map[string]any{"tau": e.nhatNoise.Tau()})); err != nil {
 		return fmt.Errorf("pmw: %w", err)
 	}
 	if err := l.Charge("pmw: rounds (exponential mechanism + Laplace measurement)", half, roundsRule,
-		map[string]any{"T": rounds, "eps0": eps0, "sensitivity": e.cfg.Sensitivity, "queries": e.nq}); err != nil {
+		details(map[string]any{"queries": e.nq})); err != nil {
 		return fmt.Errorf("pmw: %w", err)
 	}
 	return nil

@@ -121,7 +121,7 @@ func TestReleaseRowsShuffled(t *testing.T) {
 		t.Error("the Parquet metadata is not the sidecar report")
 	}
 	assertOnly(t, filepath.Dir(dir), "out")
-	assertOnly(t, dir, ReportName, ParquetName)
+	assertOnly(t, dir, ReportName, MarkdownName, ParquetName)
 }
 
 // TestReleaseRowsOption: Options.Rows writes exactly that many rows, above

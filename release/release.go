@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"time"
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"
@@ -126,6 +127,7 @@ func ColumnNames(s *spec.Spec) []string {
 // folder by one rename (see [NewStage]); on error, cancellation or a kill,
 // the output folder is as it was.
 func Run(ctx context.Context, o Options) (*Summary, error) {
+	started := time.Now().UTC().Truncate(time.Second)
 	s := o.Spec
 	log := o.Logger
 	if log == nil {
@@ -248,6 +250,15 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		"families", len(fams), "epsilon", s.Privacy.Epsilon, "delta", s.Privacy.Delta, "seeded", src.Seeded())
 
 	// Data: load and check, then the mechanism.
+	// The inputs' SHA-256 for the custodian's records (stderr only): a hash
+	// of private data is not DP and never enters the report.
+	if hashes, err := HashInputs(s); err == nil {
+		for _, in := range hashes {
+			log.Info("input file (custodian only, not published)", "table", in.Table, "file", in.File, "sha256", in.SHA256)
+		}
+	} else {
+		log.Warn("could not hash the input files", "err", err)
+	}
 	log.Info("loading tables", "engine", o.Engine)
 	eng, err := engine.Open(ctx, o.Engine)
 	if err != nil {
@@ -266,10 +277,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	// out gathers what the report and the writer need from either method:
 	// DP outputs and public parameters only.
 	var out struct {
-		nhat, deltaTilde float64
-		rounds           any
-		variant          string
-		counts           func(dp.Source, func(cell, count int64) error) error
+		nhat, deltaTilde, eps0 float64
+		rounds                 any
+		variant                string
+		counts                 func(dp.Source, func(cell, count int64) error) error
 	}
 	params := map[string]any{}
 	if uplan != nil {
@@ -294,6 +305,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			return nil, err
 		}
 		out.nhat, out.deltaTilde, out.rounds, out.variant, out.counts = res.PMW.NHat, res.DeltaTilde, res.PMW.Rounds, string(res.PMW.Variant), res.PMW.Counts
+		out.eps0 = res.PMW.Eps0
 		algStr = string(res.Algorithm)
 		log.Info("mechanism done", "algorithm", algStr, "delta_tilde", res.DeltaTilde, "n_hat", res.PMW.NHat,
 			"rows", res.PMW.Rows, "pmw_variant", string(res.PMW.Variant), "pmw_rounds", res.PMW.Rounds)
@@ -342,6 +354,11 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	params["universe_size"] = u.Len()
 	params["pmw_rounds"] = out.rounds
 	params["pmw_variant"] = out.variant
+	if out.eps0 > 0 {
+		// The paper variant's per-step ε₀, a function of the DP T and the
+		// public budget.
+		params["pmw_eps0"] = out.eps0
+	}
 	params["relations"] = orig.Names(orig.All())
 	params["public_relations"] = append([]string{}, orig.Names(orig.All()&^orig.Private())...)
 	params["folded_relations"] = h.Names(h.All())
@@ -364,6 +381,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		SoftwareVersion: version.String(),
 		SpecDigest:      s.Digest(),
 		Parameters:      params,
+		CreatedAt:       started.Format(time.RFC3339),
+		Columns:         names,
+		Inputs:          InputFiles(s),
 	})
 	reportJSON, err := json.MarshalIndent(report, "", "  ")
 	if err != nil {
@@ -414,14 +434,16 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		files.Abort()
 		return nil, fmt.Errorf("release: %w", err)
 	}
-	// ---- Other reports beside the JSON go here. ----
-	// A further file of this release (e.g. a markdown rendering of the
-	// report) must be written into stage.Dir() at this point, before the
-	// commit and Publish below, so that it is published together with the
-	// rest; name it privacy-report.* or synthetic.* (NewStage treats a
-	// folder holding other names as foreign and refuses to replace it), and
-	// sync it (WriteFileAtomic into stage.Dir() does).
-	// ---- end ----
+	// The same report for a compliance reader, published with the rest.
+	mf, err := files.Create(filepath.Join(stage.Dir(), MarkdownName), 0o644)
+	if err != nil {
+		files.Abort()
+		return nil, err
+	}
+	if _, err := mf.Write(MarkdownReport(report, FactsFor(s, w.Rows()))); err != nil {
+		files.Abort()
+		return nil, fmt.Errorf("release: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		files.Abort()
 		return nil, err

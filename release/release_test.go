@@ -275,7 +275,7 @@ func TestReleaseCancelMidWrite(t *testing.T) {
 	dir := t.TempDir()
 	release(t, s, dir, 1)
 	before := map[string][]byte{}
-	for _, f := range []string{ParquetName, ReportName} {
+	for _, f := range []string{ParquetName, ReportName, MarkdownName} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)

@@ -47,7 +47,7 @@ to try on the released file.`,
 				return err
 			}
 			g.logger.Info("demo instance built", "k", o.k, "tables", "accounts, transactions")
-			sum, err := runRelease(cmd.Context(), g, s, release.Options{OutDir: o.out})
+			sum, err := runRelease(cmd.Context(), g, s, release.Options{OutDir: o.out, Overwrite: true})
 			if err != nil {
 				return err
 			}

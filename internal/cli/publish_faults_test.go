@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,12 +47,32 @@ func releaseState(t *testing.T, out string, allowMissing bool) (string, error) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if strings.Join(names, ",") != release.ReportName+","+release.ParquetName {
-		return "", fmt.Errorf("%s holds %q, want exactly the report and the Parquet file", out, names)
+	if strings.Join(names, ",") != release.ReportName+","+release.MarkdownName+","+release.ParquetName {
+		return "", fmt.Errorf("%s holds %q, want exactly the two reports and the Parquet file", out, names)
 	}
 	rep, err := os.ReadFile(filepath.Join(out, release.ReportName))
 	if err != nil {
 		return "", err
+	}
+	// The markdown report must be the same run's: it renders the JSON's
+	// DP outputs, n̂ among them.
+	var parsed struct {
+		Outputs []struct {
+			Name  string  `json:"name"`
+			Value float64 `json:"value"`
+		} `json:"outputs"`
+	}
+	if err := json.Unmarshal(rep, &parsed); err != nil {
+		return "", err
+	}
+	md, err := os.ReadFile(filepath.Join(out, release.MarkdownName))
+	if err != nil {
+		return "", err
+	}
+	for _, o := range parsed.Outputs {
+		if o.Name == "n_hat" && !strings.Contains(string(md), strconv.FormatFloat(o.Value, 'f', -1, 64)) {
+			return "", fmt.Errorf("%s: the markdown report does not show the JSON's n_hat = %v (a mix of two runs)", out, o.Value)
+		}
 	}
 	f, err := os.Open(filepath.Join(out, release.ParquetName))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -95,8 +96,8 @@ DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sa
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "wrote %d synthetic rows to %s\nprivacy report: %s (%s)\n",
-				sum.Rows, sum.Parquet, sum.Report, sum.Privacy.Privacy)
+			fmt.Fprintf(g.stdout, "wrote %d synthetic rows to %s\nprivacy report: %s and %s (%s)\n",
+				sum.Rows, sum.Parquet, sum.Report, filepath.Join(sum.Dir, release.MarkdownName), sum.Privacy.Privacy)
 			return nil
 		},
 	}
