@@ -520,3 +520,17 @@ func TestStagePublishFallback(t *testing.T) {
 		assertOnly(t, target, ReportName, ParquetName)
 	}
 }
+
+// TestReleaseRowsFromSpec: release.rows in the spec sets the number of rows
+// written when --rows is not given.
+func TestReleaseRowsFromSpec(t *testing.T) {
+	s := loadSpec(t, filepath.Join("..", "examples", "tpch", "synth.yaml"))
+	s.Release.Rows = 1234
+	sum, err := Run(context.Background(), Options{Spec: s, OutDir: filepath.Join(t.TempDir(), "out"), Source: dp.NewSeededSource(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Rows != 1234 {
+		t.Fatalf("%d rows written, want release.rows = 1234", sum.Rows)
+	}
+}

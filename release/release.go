@@ -324,6 +324,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if o.Rows == 0 {
+		o.Rows = s.Release.Rows // the spec's release.rows; --rows overrides it
+	}
 	rows, mode := dpRows, SampleAll
 	rowCap := o.MaxRows
 	if rowCap == 0 {

@@ -34,6 +34,7 @@
 //	  method: auto                          # or join-as-one, uniformized; default auto (uniformized for two relations)
 //	  columns: [o_orderpriority, customer.c_mktsegment]
 //	  beta: 0.1                             # optional, public; β of residual sensitivity (3+ tables), default ε/ln(1/δ)
+//	  rows: 100000                          # optional: write exactly this many rows, sampled from the synthetic distribution
 //	workload:                               # optional
 //	  marginals: [[o_orderpriority, c_mktsegment], [l_quantity]]
 //	  ranges: [{column: l_quantity, by: [o_orderpriority]}]

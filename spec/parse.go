@@ -887,7 +887,14 @@ func (p *parser) checkJoin() {
 }
 
 func (p *parser) release(n *yaml.Node) {
-	m := p.mapping(n, "release", "method", "columns", "beta")
+	m := p.mapping(n, "release", "method", "columns", "beta", "rows")
+	if v := m.get("rows"); v != nil {
+		x := p.number(v, "release.rows")
+		if !(x >= 1 && x <= 1<<53) || x != math.Trunc(x) {
+			p.fail(deref(v), "release.rows", "must be a whole number of rows ≥ 1, got %v", x)
+		}
+		p.s.Release.Rows = int64(x)
+	}
 	p.s.Release.Method = Auto
 	if v := m.get("method"); v != nil {
 		p.s.Release.Method = Method(p.choice(v, "release.method", string(Auto), string(JoinAsOne), string(Uniformized)))

@@ -198,6 +198,8 @@ func badCases() []badCase {
 		{"beta zero", withLine(19, "  beta: 0\n  columns: [c_mktsegment]"), "release.beta", 19, "must be > 0, got 0"},
 		{"beta NaN", withLine(19, "  beta: .nan\n  columns: [c_mktsegment]"), "release.beta", 19, "must be finite"},
 		{"beta text", withLine(19, "  beta: small\n  columns: [c_mktsegment]"), "release.beta", 19, "must be a number"},
+		{"rows zero", withLine(19, "  rows: 0\n  columns: [c_mktsegment]"), "release.rows", 19, "whole number of rows ≥ 1, got 0"},
+		{"rows fraction", withLine(19, "  rows: 2.5\n  columns: [c_mktsegment]"), "release.rows", 19, "whole number of rows"},
 		// The pmw section.
 		{"pmw unknown variant", withLine(24, "pmw: {variant: fast}\noutput: {path: out}"), "pmw.variant", 24, `must be one of mwem, paper, got "fast"`},
 		{"pmw unknown noise", withLine(24, "pmw: {noise: cauchy}\noutput: {path: out}"), "pmw.noise", 24, `must be one of gaussian, laplace`},
@@ -707,6 +709,16 @@ func TestReleaseBeta(t *testing.T) {
 	}
 	if s.Release.Beta != 0 {
 		t.Fatalf("beta = %v without release.beta, want 0", s.Release.Beta)
+	}
+}
+
+func TestParseRows(t *testing.T) {
+	s, err := Parse([]byte(withLine(19, "  rows: 5000\n  columns: [c_mktsegment, o_totalprice, o_orderdate, o_shippriority, o_urgent]")), "synth.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Release.Rows != 5000 {
+		t.Fatalf("release.rows = %d, want 5000", s.Release.Rows)
 	}
 }
 

@@ -220,6 +220,10 @@ type Release struct {
 	Beta float64
 	// Columns lists the released columns in release order.
 	Columns []ColumnRef
+	// Rows, when > 0, is the number of synthetic rows to write, sampled
+	// from the synthetic distribution (post-processing); --rows overrides
+	// it. 0 writes the DP row count (up to the release's cap).
+	Rows int64
 }
 
 // PMW holds the public options of private multiplicative weights (the
