@@ -162,11 +162,7 @@ func (b *Buckets) Bucket(ctx context.Context, i int) (*hypergraph.Hypergraph, er
 	for k, r := range rels {
 		var conds []string
 		for j, a := range b.attrs {
-			x := "t." + d.ident(r.Attrs[a])
-			if mixed[a] {
-				x = d.toText(x)
-			}
-			conds = append(conds, "u."+d.ident(fmt.Sprintf("v%d", j))+" = "+x)
+			conds = append(conds, "u."+d.ident(fmt.Sprintf("v%d", j))+" = "+joinExpr(d, "t."+d.ident(r.Attrs[a]), mixed[a]))
 		}
 		name := b.ViewName(k, i)
 		q := "CREATE OR REPLACE VIEW " + d.ident(name) + " AS SELECT t.* FROM " + d.ident(r.Name) + " t WHERE EXISTS (SELECT 1 FROM " +

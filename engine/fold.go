@@ -104,14 +104,6 @@ func (e *Engine) Fold(ctx context.Context, f *hypergraph.Folding) error {
 	return nil
 }
 
-// compared is the expression the join compares column col on.
-func (e *Engine) compared(expr string, mixed bool) string {
-	if mixed {
-		return e.d.toText(expr)
-	}
-	return expr
-}
-
 // checkKey returns a [*DuplicateKeyError] when two rows of the public
 // relation r hold the same non-NULL value of the key columns (rows with a
 // NULL key column join nothing).
@@ -128,7 +120,7 @@ func (e *Engine) checkKey(ctx context.Context, r hypergraph.Relation, key []stri
 			return fmt.Errorf("%w: fold: key column %s.%s holds no join attribute", ErrInvalid, r.Name, c)
 		}
 		alias := d.ident(fmt.Sprintf("k%d", k))
-		sel = append(sel, e.compared(d.ident(c), mixed[a])+" AS "+alias)
+		sel = append(sel, joinValue(d, c, mixed[a])+" AS "+alias)
 		labels = append(labels, d.toText(alias))
 		conds = append(conds, d.ident(c)+" IS NOT NULL")
 	}
@@ -178,11 +170,7 @@ func (e *Engine) foldView(ctx context.Context, h *hypergraph.Hypergraph, rel hyp
 			if b, ok := strings.CutPrefix(c, binPrefix); ok {
 				out = BinColumn(hypergraph.MemberColumn(name, b))
 			}
-			x := alias + "." + d.ident(c)
-			if asText[out] {
-				x = d.toText(x)
-			}
-			cols = append(cols, x+" AS "+d.ident(out))
+			cols = append(cols, joinExpr(d, alias+"."+d.ident(c), asText[out])+" AS "+d.ident(out))
 		}
 		if n, ok := e.sizesOf(name); ok {
 			for c, s := range n {
@@ -193,7 +181,7 @@ func (e *Engine) foldView(ctx context.Context, h *hypergraph.Hypergraph, rel hyp
 		for _, a := range slices.Sorted(maps.Keys(r.Attrs)) {
 			x := alias + "." + d.ident(r.Attrs[a])
 			if prev, ok := holder[a]; ok {
-				on = append(on, e.compared(x, mixed[a])+" = "+e.compared(prev, mixed[a]))
+				on = append(on, joinExpr(d, x, mixed[a])+" = "+joinExpr(d, prev, mixed[a]))
 			} else {
 				holder[a] = x
 			}

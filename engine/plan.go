@@ -272,9 +272,14 @@ func sameSet(a, b []int) bool {
 // compares through this one expression, so that grouping equality is join
 // equality, which the sensitivity bounds need (see canonicalNumber).
 func joinValue(d dialect, col string, mixed bool) string {
-	x := d.ident(col)
+	return joinExpr(d, d.ident(col), mixed)
+}
+
+// joinExpr is [joinValue] for an already quoted (possibly qualified)
+// column expression x, such as alias.column.
+func joinExpr(d dialect, x string, mixed bool) string {
 	if mixed {
-		x = d.toText(x)
+		return d.toText(x)
 	}
 	return x
 }
