@@ -57,19 +57,10 @@ func (e *Engine) NewBuckets(ctx context.Context, h *hypergraph.Hypergraph, attrs
 	}
 	d := e.d
 	var sides [2]string
-	for i := 0; i < 2; i++ {
-		r := h.Relation(i)
-		var keys, conds []string
-		for k, a := range attrs {
-			c, ok := r.Attrs[a]
-			if !ok {
-				return nil, nil, fmt.Errorf("%w: relation %s has no join attribute %q", ErrInvalid, r.Name, a)
-			}
-			keys = append(keys, joinValue(d, c, mixed[a])+" AS "+d.ident(fmt.Sprintf("v%d", k)))
-			conds = append(conds, d.ident(c)+" IS NOT NULL")
+	for i := range sides {
+		if sides[i], err = groupQuery(d, h.Relation(i), attrs, mixed); err != nil {
+			return nil, nil, err
 		}
-		sides[i] = "SELECT " + strings.Join(keys, ", ") + ", count(*) AS c FROM " + d.ident(r.Name) +
-			" WHERE " + strings.Join(conds, " AND ") + " GROUP BY " + strings.Join(seq(len(keys)), ", ")
 	}
 	var vals, on, order []string
 	for k := range attrs {

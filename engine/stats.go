@@ -63,8 +63,24 @@ func (e *Engine) degreeQuery(ctx context.Context, h *hypergraph.Hypergraph, rel 
 	if err != nil {
 		return "", err
 	}
-	d := e.d
-	var keys, labels, conds []string
+	g, err := groupQuery(e.d, r, attrs, mixed)
+	if err != nil {
+		return "", err
+	}
+	labels := make([]string, len(attrs))
+	for k := range attrs {
+		labels[k] = e.d.toText(e.d.ident(fmt.Sprintf("v%d", k)))
+	}
+	return "SELECT " + strings.Join(labels, ", ") + ", c FROM (" + g + ")", nil
+}
+
+// groupQuery is the GROUP BY of relation r over attrs on the values the
+// join compares ([joinValue]): columns v0… (the compared values, in attrs
+// order) and c, the number of tuples holding them; tuples with a NULL
+// attribute join nothing and are left out. mixed is from
+// [Engine.mixedAttrs].
+func groupQuery(d dialect, r hypergraph.Relation, attrs []string, mixed map[string]bool) (string, error) {
+	var keys, conds []string
 	for k, a := range attrs {
 		c, ok := r.Attrs[a]
 		if !ok {
@@ -73,14 +89,11 @@ func (e *Engine) degreeQuery(ctx context.Context, h *hypergraph.Hypergraph, rel 
 		if slices.Contains(attrs[:k], a) {
 			return "", fmt.Errorf("%w: attribute %q given twice", ErrInvalid, a)
 		}
-		alias := fmt.Sprintf("v%d", k)
-		keys = append(keys, joinValue(d, c, mixed[a])+" AS "+d.ident(alias))
-		labels = append(labels, d.toText(d.ident(alias)))
+		keys = append(keys, joinValue(d, c, mixed[a])+" AS "+d.ident(fmt.Sprintf("v%d", k)))
 		conds = append(conds, d.ident(c)+" IS NOT NULL")
 	}
-	return "SELECT " + strings.Join(labels, ", ") + ", c FROM (SELECT " + strings.Join(keys, ", ") +
-		", count(*) AS c FROM " + d.ident(r.Name) + " WHERE " + strings.Join(conds, " AND ") +
-		" GROUP BY " + strings.Join(seq(len(keys)), ", ") + ")", nil
+	return "SELECT " + strings.Join(keys, ", ") + ", count(*) AS c FROM " + d.ident(r.Name) +
+		" WHERE " + strings.Join(conds, " AND ") + " GROUP BY " + strings.Join(seq(len(keys)), ", "), nil
 }
 
 // Degrees returns the degree of every value of the attributes attrs in
