@@ -10,10 +10,10 @@ import (
 	"github.com/synth-dp/synth/dp"
 )
 
-// benchSetup builds an engine over m columns of 10 values with the given
-// two-way marginals and a random sparse histogram of 1e5 tuples, ready for
-// rounds.
-func benchSetup(tb testing.TB, m int, pairs [][2]int) *engine {
+// benchInput returns the universe of m columns of 10 values, the given
+// two-way marginals and a random sparse histogram of 1e5 tuples shared by
+// the benchmarks.
+func benchInput(tb testing.TB, m int, pairs [][2]int) (*Universe, []Family, []Cell) {
 	tb.Helper()
 	names := make([]string, m)
 	sizes := make([]int, m)
@@ -34,6 +34,15 @@ func benchSetup(tb testing.TB, m int, pairs [][2]int) *engine {
 	for range 100000 {
 		hist = append(hist, Cell{Index: rng.Int64N(u.Len()), Count: 1 + rng.Int64N(3)})
 	}
+	return u, fams, hist
+}
+
+// benchSetup builds an engine over m columns of 10 values with the given
+// two-way marginals and a random sparse histogram of 1e5 tuples, ready for
+// rounds.
+func benchSetup(tb testing.TB, m int, pairs [][2]int) *engine {
+	tb.Helper()
+	u, fams, hist := benchInput(tb, m, pairs)
 	e, err := newEngine(dp.NewSeededSource(7), u, fams, Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1})
 	if err != nil {
 		tb.Fatal(err)
@@ -130,25 +139,7 @@ func BenchmarkFusedPass(b *testing.B) {
 // applies all their factors.
 func mwemBenchSetup(tb testing.TB, m int, pairs [][2]int) *mwem {
 	tb.Helper()
-	names := make([]string, m)
-	sizes := make([]int, m)
-	for i := range names {
-		names[i] = fmt.Sprintf("c%d", i)
-		sizes[i] = 10
-	}
-	u, err := NewUniverse(names, sizes, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var fams []Family
-	for _, p := range pairs {
-		fams = append(fams, Marginal([]int{p[0], p[1]}))
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	hist := make([]Cell, 0, 100000)
-	for range 100000 {
-		hist = append(hist, Cell{Index: rng.Int64N(u.Len()), Count: 1 + rng.Int64N(3)})
-	}
+	u, fams, hist := benchInput(tb, m, pairs)
 	e, err := newMWEM(dp.NewSeededSource(7), u, fams, Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1})
 	if err != nil {
 		tb.Fatal(err)
