@@ -115,25 +115,10 @@ func (c *Counter) MaxBoundaryCount(ctx context.Context, h *hypergraph.Hypergraph
 			return
 		}
 		r := c.In.Rels[members[x]]
-	tuples:
 		for _, t := range r.Tuples {
-			var added []string
-			for j, a := range r.Attrs {
-				if v, ok := binding[a]; ok {
-					if v != t[j] {
-						for _, b := range added {
-							delete(binding, b)
-						}
-						continue tuples
-					}
-				} else {
-					binding[a] = t[j]
-					added = append(added, a)
-				}
-			}
-			rec(x + 1)
-			for _, b := range added {
-				delete(binding, b)
+			if added, ok := bind(binding, r.Attrs, t); ok {
+				rec(x + 1)
+				unbind(binding, added)
 			}
 		}
 	}
@@ -385,4 +370,30 @@ func (s Shape) Hypergraph() (*hypergraph.Hypergraph, error) {
 		in.Rels = append(in.Rels, Relation{Name: name, Attrs: slices.Clone(s.Attrs[i])})
 	}
 	return in.Hypergraph()
+}
+
+// bind extends binding with tuple t of attributes attrs. It reports false,
+// leaving binding unchanged, when t disagrees with a bound attribute;
+// otherwise it returns the attributes it newly bound (for [unbind]).
+func bind(binding map[string]int, attrs []string, t []int) ([]string, bool) {
+	var added []string
+	for j, a := range attrs {
+		if v, ok := binding[a]; ok {
+			if v != t[j] {
+				unbind(binding, added)
+				return nil, false
+			}
+		} else {
+			binding[a] = t[j]
+			added = append(added, a)
+		}
+	}
+	return added, true
+}
+
+// unbind removes the attributes added from binding.
+func unbind(binding map[string]int, added []string) {
+	for _, a := range added {
+		delete(binding, a)
+	}
 }

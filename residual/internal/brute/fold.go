@@ -47,25 +47,10 @@ func Fold(in *Instance, f *hypergraph.Folding) *Instance {
 				return
 			}
 			r := members[k]
-		tuples:
 			for _, t := range r.Tuples {
-				var added []string
-				for j, a := range r.Attrs {
-					if v, ok := binding[a]; ok {
-						if v != t[j] {
-							for _, b := range added {
-								delete(binding, b)
-							}
-							continue tuples
-						}
-					} else {
-						binding[a] = t[j]
-						added = append(added, a)
-					}
-				}
-				rec(k + 1)
-				for _, b := range added {
-					delete(binding, b)
+				if added, ok := bind(binding, r.Attrs, t); ok {
+					rec(k + 1)
+					unbind(binding, added)
 				}
 			}
 		}
