@@ -263,16 +263,25 @@ func (w *Writer) Add(ctx context.Context, cell, count int64) error {
 	w.bins, w.last = bins, cell
 	for count > 0 {
 		n := min(count, int64(w.batch-w.pending))
-		w.appendRows(int(n))
 		count -= n
-		w.total += n
-		if w.pending == w.batch {
-			if err := w.flush(); err != nil {
-				return w.fail(err)
-			}
-			if err := ctx.Err(); err != nil {
-				return w.fail(fmt.Errorf("release: writing %s: %w", w.file.Path(), err))
-			}
+		if err := w.addRows(ctx, int(n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addRows appends n copies of the row of w.bins (n must fit in the batch)
+// and writes the batch out once it is full.
+func (w *Writer) addRows(ctx context.Context, n int) error {
+	w.appendRows(n)
+	w.total += int64(n)
+	if w.pending == w.batch {
+		if err := w.flush(); err != nil {
+			return w.fail(err)
+		}
+		if err := ctx.Err(); err != nil {
+			return w.fail(fmt.Errorf("release: writing %s: %w", w.file.Path(), err))
 		}
 	}
 	return nil
@@ -462,17 +471,7 @@ func (w *Writer) AddRow(ctx context.Context, cell int64) error {
 		return w.fail(err)
 	}
 	w.bins = bins
-	w.appendRows(1)
-	w.total++
-	if w.pending == w.batch {
-		if err := w.flush(); err != nil {
-			return w.fail(err)
-		}
-		if err := ctx.Err(); err != nil {
-			return w.fail(fmt.Errorf("release: writing %s: %w", w.file.Path(), err))
-		}
-	}
-	return nil
+	return w.addRows(ctx, 1)
 }
 
 // Sampling describes how [Shuffle] draws the rows it writes.
