@@ -34,6 +34,8 @@ type Buckets struct {
 	values, assigned string
 	n                int
 	views            []string
+	// mixed is from [Engine.mixedAttrs] on h, as NewBuckets computed it.
+	mixed map[string]bool
 }
 
 // NewBuckets computes the degree of every value of the shared join
@@ -70,7 +72,7 @@ func (e *Engine) NewBuckets(ctx context.Context, h *hypergraph.Hypergraph, attrs
 		order = append(order, "COALESCE(a."+v+", b."+v+")")
 	}
 	base := bucketPrefix + strings.Join(h.Names(h.All()), "_")
-	b := &Buckets{e: e, h: h, attrs: append([]string(nil), attrs...), values: base + "_values", assigned: base + "_assigned"}
+	b := &Buckets{e: e, h: h, attrs: append([]string(nil), attrs...), values: base + "_values", assigned: base + "_assigned", mixed: mixed}
 	q := "SELECT CAST(row_number() OVER (ORDER BY " + strings.Join(order, ", ") + ") AS BIGINT) AS id, " +
 		strings.Join(vals, ", ") + ", CAST(GREATEST(COALESCE(a.c, 0), COALESCE(b.c, 0)) AS BIGINT) AS d FROM (" +
 		sides[0] + ") a FULL OUTER JOIN (" + sides[1] + ") b ON " + strings.Join(on, " AND ")
@@ -145,15 +147,11 @@ func (b *Buckets) Assign(ctx context.Context, bucket []int32) error {
 // relation k must name the view. Call [Buckets.Assign] first.
 func (b *Buckets) Bucket(ctx context.Context, i int) (*hypergraph.Hypergraph, error) {
 	e, d := b.e, b.e.d
-	mixed, err := e.mixedAttrs(ctx, b.h)
-	if err != nil {
-		return nil, err
-	}
 	rels := b.h.Relations()
 	for k, r := range rels {
 		var conds []string
 		for j, a := range b.attrs {
-			conds = append(conds, "u."+d.ident(fmt.Sprintf("v%d", j))+" = "+joinExpr(d, "t."+d.ident(r.Attrs[a]), mixed[a]))
+			conds = append(conds, "u."+d.ident(fmt.Sprintf("v%d", j))+" = "+joinExpr(d, "t."+d.ident(r.Attrs[a]), b.mixed[a]))
 		}
 		name := b.ViewName(k, i)
 		q := "CREATE OR REPLACE VIEW " + d.ident(name) + " AS SELECT t.* FROM " + d.ident(r.Name) + " t WHERE EXISTS (SELECT 1 FROM " +
