@@ -4,7 +4,6 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"context"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -783,12 +782,7 @@ func TestMWEMBudget(t *testing.T) {
 				t.Fatalf("n̂ = %v below |J| = 2000", res.NHat)
 			}
 			// Nothing remains: a second run is refused before any charge.
-			if _, err := Run(context.Background(), dp.NewSeededSource(9), u, testFamilies(), hist, cfg); !errors.Is(err, dp.ErrBudgetExceeded) {
-				t.Fatalf("second run: %v, want ErrBudgetExceeded", err)
-			}
-			if len(l.Spends()) != 2 {
-				t.Fatal("refused run charged the ledger")
-			}
+			assertRefusedRun(t, l, 2, u, hist, cfg)
 		})
 	}
 }

@@ -468,11 +468,19 @@ func TestLedger(t *testing.T) {
 		t.Errorf("n̂ = %v is not an integer: a float from a continuous sampler must not be published", res.NHat)
 	}
 	// Nothing remains: the next run must be refused before any charge.
+	assertRefusedRun(t, l, 2, u, hist, cfg)
+}
+
+// assertRefusedRun checks that a run with cfg (whose ledger l holds
+// spends entries and no budget left) is refused with ErrBudgetExceeded
+// before it charges anything.
+func assertRefusedRun(t *testing.T, l *dp.Ledger, spends int, u *Universe, hist []Cell, cfg Config) {
+	t.Helper()
 	if _, err := Run(context.Background(), dp.NewSeededSource(5), u, testFamilies(), hist, cfg); !errors.Is(err, dp.ErrBudgetExceeded) {
 		t.Fatalf("second run: %v, want ErrBudgetExceeded", err)
 	}
-	if len(l.Spends()) != 2 {
-		t.Fatalf("refused run charged the ledger")
+	if len(l.Spends()) != spends {
+		t.Fatal("refused run charged the ledger")
 	}
 }
 
