@@ -188,11 +188,10 @@ func Fold(h *Hypergraph, keys map[string][]string) (*Folding, error) {
 			return nil, err
 		}
 		lossy := ""
-		for _, g := range f.groups {
-			for _, st := range g.Steps {
-				if !st.Lossless && lossy == "" {
-					lossy = st.Public
-				}
+		for _, st := range f.Steps() {
+			if !st.Lossless {
+				lossy = st.Public
+				break
 			}
 		}
 		if lossy == "" {
