@@ -932,16 +932,8 @@ func runMWEM(ctx context.Context, src dp.Source, u *Universe, fams []Family, his
 	if err != nil {
 		return nil, err
 	}
-	if l := cfg.Ledger; l != nil {
-		if err := m.charge(l); err != nil {
-			return nil, err
-		}
-	}
-	if err := m.init(hist); err != nil {
+	if err := chargeThenInit(cfg.Ledger, m.charge, func() error { return m.init(hist) }, &m.nhat); err != nil {
 		return nil, err
-	}
-	if l := cfg.Ledger; l != nil {
-		l.Publish("n_hat", m.nhat)
 	}
 	for !m.done {
 		if err := ctx.Err(); err != nil {

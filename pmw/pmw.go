@@ -262,19 +262,11 @@ func Run(ctx context.Context, src dp.Source, u *Universe, fams []Family, hist []
 	if err != nil {
 		return nil, err
 	}
-	if l := cfg.Ledger; l != nil {
-		if err := e.charge(l); err != nil {
-			return nil, err
-		}
-	}
-	if err := e.init(hist); err != nil {
+	if err := chargeThenInit(cfg.Ledger, e.charge, func() error { return e.init(hist) }, &e.nhat); err != nil {
 		return nil, err
 	}
-	if cfg.Ledger != nil {
-		cfg.Ledger.Publish("n_hat", e.nhat)
-		if cfg.autoRounds() {
-			cfg.Ledger.Publish("pmw_rounds", float64(e.rounds))
-		}
+	if cfg.Ledger != nil && cfg.autoRounds() {
+		cfg.Ledger.Publish("pmw_rounds", float64(e.rounds))
 	}
 	for t := 0; t < e.rounds; t++ {
 		if err := ctx.Err(); err != nil {
@@ -286,6 +278,25 @@ func Run(ctx context.Context, src dp.Source, u *Universe, fams []Family, hist []
 		}
 	}
 	return e.result(), nil
+}
+
+// chargeThenInit is the privacy-critical opening of both variants: when l
+// is set, charge the whole split (refused before any charge if it does not
+// remain) before init reads the private histogram, then publish n̂, which
+// init sets through nhat.
+func chargeThenInit(l *dp.Ledger, charge func(*dp.Ledger) error, init func() error, nhat *float64) error {
+	if l != nil {
+		if err := charge(l); err != nil {
+			return err
+		}
+	}
+	if err := init(); err != nil {
+		return err
+	}
+	if l != nil {
+		l.Publish("n_hat", *nhat)
+	}
+	return nil
 }
 
 // engine is the state of one PMW run.
