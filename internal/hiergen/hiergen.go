@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // Domains of the categorical columns.
@@ -173,16 +174,5 @@ workload:
     - [channel, amount]
     - [tier, role]
 `, strconv.FormatFloat(eps, 'g', -1, 64), strconv.FormatFloat(delta, 'g', -1, 64),
-		join(Tiers), join(Channels), join(Roles))
-}
-
-func join(vs []string) string {
-	out := ""
-	for i, v := range vs {
-		if i > 0 {
-			out += ", "
-		}
-		out += v
-	}
-	return out
+		strings.Join(Tiers, ", "), strings.Join(Channels, ", "), strings.Join(Roles, ", "))
 }
