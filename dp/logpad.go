@@ -37,8 +37,7 @@ const LogGrid = 0x1p-20
 // always, the mechanisms downstream that need Δ̃ ≥ LS keep their proof; the
 // grid only coarsens the bound by at most e^(2g).
 type LogPad struct {
-	beta float64
-	tdl  *TruncatedDiscreteLaplace
+	tdl *TruncatedDiscreteLaplace
 }
 
 // NewLogPad returns the padding for a positive value whose logarithm has
@@ -55,7 +54,7 @@ func NewLogPad(eps, delta, beta float64) (*LogPad, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log pad: %w", err)
 	}
-	return &LogPad{beta: beta, tdl: tdl}, nil
+	return &LogPad{tdl: tdl}, nil
 }
 
 // Noise returns the integer noise sampler (on the grid's units).

@@ -42,10 +42,9 @@ import (
 // safety margin on δ (the float error of the tail formula is far below it),
 // and a test recomputes the tail mass by direct summation.
 type TruncatedDiscreteLaplace struct {
-	eps, delta float64
-	sens       int64
-	tau        int64
-	lap        *DiscreteLaplaceSampler
+	sens int64
+	tau  int64
+	lap  *DiscreteLaplaceSampler
 }
 
 // tdlapMargin is the relative margin on δ that absorbs the float64 error of
@@ -72,7 +71,7 @@ func NewTruncatedDiscreteLaplace(eps, delta float64, sens int64) (*TruncatedDisc
 	if err != nil {
 		return nil, err
 	}
-	return &TruncatedDiscreteLaplace{eps: eps, delta: delta, sens: sens, tau: tau, lap: lap}, nil
+	return &TruncatedDiscreteLaplace{sens: sens, tau: tau, lap: lap}, nil
 }
 
 // TDLapTau returns τ′, the centre of [TruncatedDiscreteLaplace] for (ε, δ)
