@@ -180,17 +180,6 @@ func componentRuns() int {
 	return 100_000
 }
 
-func auditComponent(t *testing.T, d, dPrime audit.Mechanism[float64], claimEps, claimDelta float64) audit.Result {
-	t.Helper()
-	res, err := audit.RunScalar(context.Background(), d, dPrime, audit.Options{
-		N: componentRuns(), Delta: claimDelta, Confidence: 1 - 1e-6,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
 // rowsOf builds n rows of the given values.
 func rowsOf(n int, vals ...string) [][]string {
 	out := make([][]string, n)
@@ -281,7 +270,7 @@ func TestAuditComponents(t *testing.T) {
 			if h.Len() == 2 && c.alg != TwoTable || h.Len() > 2 && c.alg != General {
 				t.Fatalf("instance has %d relations, want algorithm %s", h.Len(), c.alg)
 			}
-			res := auditComponent(t, deltaTildeMech(t, h, st, s, eps, delta, c.mut), deltaTildeMech(t, h2, st2, s2, eps, delta, c.mut), claimEps, claimDelta)
+			res := audit.MustRunScalar(t, deltaTildeMech(t, h, st, s, eps, delta, c.mut), deltaTildeMech(t, h2, st2, s2, eps, delta, c.mut), componentRuns(), claimDelta)
 			t.Logf("%s: ε lower bound %.3f (claim %.3g), event %s, counts %d / %d of %d",
 				c.name, res.EpsilonLowerBound, claimEps, res.Event, res.CountD, res.CountDPrime, res.N)
 			if c.catch && !(res.EpsilonLowerBound > claimEps) {

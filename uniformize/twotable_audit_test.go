@@ -192,11 +192,8 @@ func TestAuditPartition(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := audit.RunScalar(context.Background(), partitionMech(t, c.d, eps, delta, c.mut), partitionMech(t, c.dP, eps, delta, c.mut),
-				audit.Options{N: partitionRuns(), Delta: claimDelta, Confidence: 1 - 1e-6})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := audit.MustRunScalar(t, partitionMech(t, c.d, eps, delta, c.mut), partitionMech(t, c.dP, eps, delta, c.mut),
+				partitionRuns(), claimDelta)
 			t.Logf("%s: ε lower bound %.3f (claim %.3g), event %s, counts %d / %d of %d",
 				c.name, res.EpsilonLowerBound, claimEps, res.Event, res.CountD, res.CountDPrime, res.N)
 			if c.catch && !(res.EpsilonLowerBound > claimEps) {
