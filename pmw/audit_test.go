@@ -92,13 +92,7 @@ func pmwMech(u *Universe, fams []Family, hist []Cell, cfg Config, stat func(*Res
 
 func runPMWAudit(t *testing.T, d, dPrime audit.Mechanism[float64], claimDelta float64) audit.Result {
 	t.Helper()
-	res, err := audit.RunScalar(context.Background(), d, dPrime, audit.Options{
-		N: pmwAuditRuns(), Delta: claimDelta, Confidence: 1 - 1e-6,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return audit.MustRunScalar(t, d, dPrime, pmwAuditRuns(), claimDelta)
 }
 
 // tiedCells is a pair where the paper variant's first selection matters:

@@ -137,8 +137,8 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if src == nil {
 		src = dp.NewSource()
 	}
-	// The method is chosen from the spec alone (auto: uniformized for two
-	// relations after folding, join-as-one otherwise).
+	// The method is chosen from the spec alone (uniformize.ChooseMethod;
+	// auto keeps join-as-one, uniformized is opt-in).
 	method, methodReason, err := uniformize.ChooseMethod(s)
 	if err != nil {
 		return nil, err
