@@ -90,6 +90,11 @@
 // table must be private (not public: true): with every table public there
 // is nothing to protect.
 //
+// unit (optional) names a private table whose rows are the individuals
+// (user-level DP): synth answer's R2T then protects everything a unit's
+// row is referenced by through foreign keys. Releases ignore it: they are
+// tuple-level DP.
+//
 // # workload
 //
 // Without a workload section (or with an empty one) a release keeps every

@@ -165,6 +165,7 @@ func (p *parser) parse(data []byte) *Spec {
 	}
 	p.tables(m.required("tables"))
 	p.checkPrivate(m.get("tables"))
+	p.checkUnit(m.get("privacy"))
 	if p.sdv != nil {
 		p.sdvRelationships()
 	}
@@ -409,7 +410,7 @@ func (p *parser) path(s string) string {
 // ---- sections ----
 
 func (p *parser) privacy(n *yaml.Node) {
-	m := p.mapping(n, "privacy", "epsilon", "delta")
+	m := p.mapping(n, "privacy", "epsilon", "delta", "unit")
 	eps := p.number(m.required("epsilon"), "privacy.epsilon")
 	if eps <= 0 {
 		p.fail(deref(m.get("epsilon")), "privacy.epsilon", "must be > 0, got %v", eps)
@@ -425,6 +426,9 @@ func (p *parser) privacy(n *yaml.Node) {
 		p.fail(deref(m.get("delta")), "privacy.delta", "%v", tauOverflows(eps, delta))
 	}
 	p.s.Privacy = Privacy{Epsilon: eps, Delta: delta}
+	if u := m.get("unit"); u != nil {
+		p.s.Privacy.Unit = p.str(u, "privacy.unit")
+	}
 }
 
 func epsilonTooLarge(eps float64) error {
@@ -486,6 +490,29 @@ func (p *parser) checkPrivate(n *yaml.Node) {
 		}
 	}
 	p.fail(deref(n), "tables", "every table is public: there is nothing private to protect (a release needs at least one private table; leave public: true off the tables that hold individuals' data)")
+}
+
+// checkUnit refuses a privacy.unit that is not a private table of the spec.
+func (p *parser) checkUnit(n *yaml.Node) {
+	u := p.s.Privacy.Unit
+	if u == "" {
+		return
+	}
+	var un *yaml.Node
+	if m := deref(n); m != nil && m.Kind == yaml.MappingNode {
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			if deref(m.Content[j]).Value == "unit" {
+				un = deref(m.Content[j+1])
+			}
+		}
+	}
+	t := p.s.Table(u)
+	switch {
+	case t == nil:
+		p.fail(un, "privacy.unit", "%q is not a table of the spec (the unit is the private relation whose rows are the individuals)", u)
+	case t.Public:
+		p.fail(un, "privacy.unit", "%q is public: the unit must be a private table", u)
+	}
 }
 
 func (p *parser) tables(n *yaml.Node) {

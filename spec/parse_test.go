@@ -110,6 +110,8 @@ func badCases() []badCase {
 		{"key not for type", withLine(13, `      o_totalprice: {type: numeric, min: 0, max: 1, bins: 2, values: [a]}`), "tables[1].columns.o_totalprice.values", 13, "not allowed for a numeric column"},
 		{"out_of_domain on key", withLine(12, `      o_custkey: {type: key, out_of_domain: drop}`), "tables[1].columns.o_custkey.out_of_domain", 12, "not allowed for a key column"},
 		// Privacy.
+		{"unit not a table", withLine(1, `privacy: {epsilon: 1, delta: 1e-6, unit: client}`), "privacy.unit", 1, `"client" is not a table of the spec`},
+		{"unit empty", withLine(1, `privacy: {epsilon: 1, delta: 1e-6, unit: ""}`), "privacy.unit", 1, "must not be empty"},
 		{"epsilon NaN", withLine(1, `privacy: {epsilon: .nan, delta: 1e-6}`), "privacy.epsilon", 1, "must be finite, got .nan"},
 		{"epsilon Inf", withLine(1, `privacy: {epsilon: .inf, delta: 1e-6}`), "privacy.epsilon", 1, "must be finite, got .inf"},
 		{"epsilon zero", withLine(1, `privacy: {epsilon: 0, delta: 1e-6}`), "privacy.epsilon", 1, "must be > 0, got 0"},
@@ -244,6 +246,20 @@ tables:
       c: {type: integer, min: 0, max: 16777215}
 release: {columns: [a, b, c]}
 `
+
+func TestParseUnit(t *testing.T) {
+	s, err := Parse([]byte(withLine(1, `privacy: {epsilon: 1, delta: 1e-6, unit: customer}`)), "unit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Privacy.Unit != "customer" {
+		t.Errorf("Unit = %q, want customer", s.Privacy.Unit)
+	}
+	s, err = Parse([]byte(withLine(1, baseLines[0])), "base.yaml")
+	if err != nil || s.Privacy.Unit != "" {
+		t.Errorf("no unit: got %q, %v; want empty (tuple-level DP)", s.Privacy.Unit, err)
+	}
+}
 
 func TestParseBad(t *testing.T) {
 	for _, tc := range badCases() {

@@ -137,6 +137,11 @@ type Privacy struct {
 	Epsilon float64
 	// Delta is δ of the whole run; 0 asks for pure ε-DP.
 	Delta float64
+	// Unit names the primary private relation for user-level DP
+	// (privacy.unit; synth answer's R2T): a tuple of any other relation
+	// belongs to the unit it references by foreign keys. Empty means
+	// tuple-level DP, which is what releases use.
+	Unit string
 }
 
 // Table is one input relation.
