@@ -2,12 +2,10 @@ package release
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sort"
 
 	"github.com/synth-dp/synth/engine"
-	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -53,98 +51,14 @@ const syntheticTable = "__synthetic"
 // all 1- and 2-way marginals when it lists none) on the true join and on the synthetic
 // Parquet file and summarises the errors. eng must have the spec's tables
 // loaded. The synthetic file is loaded into eng and checked against the
-// released columns' domains.
+// released columns' domains. It is [Answer] followed by
+// [Answers.Evaluation].
 func Evaluate(ctx context.Context, s *spec.Spec, eng *engine.Engine, synthetic string) (*Evaluation, error) {
-	h, err := s.Hypergraph()
+	a, err := Answer(ctx, s, eng, synthetic)
 	if err != nil {
 		return nil, err
 	}
-	names := ColumnNames(s)
-	cols := s.ReleaseColumns()
-	sizes := s.ReleaseSizes()
-	// The workload is public: check it before any data is read.
-	dec, err := NewDecoder(names, cols)
-	if err != nil {
-		return nil, err
-	}
-	fams, err := workload(s, dec)
-	if err != nil {
-		return nil, err
-	}
-	synCols := make([]spec.Column, len(cols))
-	synRefs := make([]spec.ColumnRef, len(cols))
-	for i, c := range cols {
-		synCols[i] = *c
-		synCols[i].Name = names[i]
-		synCols[i].OutOfDomain = spec.OutOfDomainError
-		synRefs[i] = spec.ColumnRef{Table: syntheticTable, Column: names[i]}
-	}
-	syn := &spec.Spec{Tables: []spec.Table{{Name: syntheticTable, Source: synthetic, Format: "parquet", Columns: synCols}}}
-	if err := eng.Load(ctx, syn); err != nil {
-		return nil, fmt.Errorf("release: synthetic file: %w", err)
-	}
-	hs, err := hypergraph.New([]hypergraph.Relation{{Name: syntheticTable}})
-	if err != nil {
-		return nil, err
-	}
-	trueHist, err := eng.Histogram(ctx, h, s.Release.Columns, sizes)
-	if err != nil {
-		return nil, err
-	}
-	synHist, err := eng.Histogram(ctx, hs, synRefs, sizes)
-	if err != nil {
-		return nil, err
-	}
-	ev := &Evaluation{Label: InternalLabel, Synthetic: synthetic, TrueRows: total(trueHist), SyntheticRows: total(synHist)}
-
-	var allAbs, allRel []float64
-	for _, f := range fams {
-		var abs, rel []float64
-		add := func(t, s float64) {
-			e := math.Abs(s - t)
-			abs = append(abs, e)
-			rel = append(rel, e/math.Max(t, 1))
-		}
-		switch {
-		case f.weights != nil:
-			// A numeric sum: the weighted count times the scale, on the
-			// binned data (representative values) of both sides.
-			tw := marginal(trueHist, sizes, f.wcols)
-			sw := marginal(synHist, sizes, f.wcols)
-			var t, s float64
-			for l, w := range f.weights {
-				t += w * tw[l]
-				s += w * sw[l]
-			}
-			add(t*f.scale, s*f.scale)
-		case f.rng < 0:
-			tm, sm := marginal(trueHist, sizes, f.cols), marginal(synHist, sizes, f.cols)
-			for i := range tm {
-				add(tm[i], sm[i])
-			}
-		default:
-			// The range column is the last (fastest) of f.cols: every block
-			// of n consecutive cells is one cell of the by-marginal.
-			tm, sm := marginal(trueHist, sizes, f.cols), marginal(synHist, sizes, f.cols)
-			n := sizes[f.rng]
-			for b := 0; b < len(tm); b += n {
-				for lo := 0; lo < n; lo++ {
-					var t, s float64
-					for hi := lo; hi < n; hi++ {
-						t += tm[b+hi]
-						s += sm[b+hi]
-						add(t, s)
-					}
-				}
-			}
-		}
-		ev.Families = append(ev.Families, FamilyEvaluation{Name: f.name, Queries: len(abs), Absolute: summarize(abs), Relative: summarize(rel)})
-		allAbs = append(allAbs, abs...)
-		allRel = append(allRel, rel...)
-	}
-	ev.Queries = len(allAbs)
-	ev.Absolute, ev.Relative = summarize(allAbs), summarize(allRel)
-	return ev, nil
+	return a.Evaluation(), nil
 }
 
 func total(h []engine.Cell) int64 {
