@@ -79,6 +79,8 @@ type Options struct {
 	// BudgetOverride records in the report that the spec's (ε, δ) was
 	// replaced from the command line.
 	BudgetOverride bool
+	// Progress, when set, receives the run's progress (see [ProgressFunc]).
+	Progress ProgressFunc
 }
 
 // DefaultMaxRows is the public default cap on the rows of a release whose
@@ -222,6 +224,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		Rounds:    o.Rounds,
 		MaxRounds: maxRounds,
 		Progress: func(t, total int) {
+			o.progress(PhasePMW, int64(t), int64(total))
 			if t == total || t%max(1, total/10) == 0 {
 				log.Info("PMW round", "round", t, "of", total)
 			}
@@ -260,6 +263,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		log.Warn("could not hash the input files", "err", err)
 	}
 	log.Info("loading tables", "engine", o.Engine)
+	o.progress(PhaseLoad, 0, 1)
 	eng, err := engine.Open(ctx, o.Engine)
 	if err != nil {
 		return nil, err
@@ -273,6 +277,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err := eng.Fold(ctx, folding); err != nil {
 		return nil, err
 	}
+	o.progress(PhaseLoad, 1, 1)
 	log.Info("computing join statistics and running PMW")
 	// out gathers what the report and the writer need from either method:
 	// DP outputs and public parameters only.
@@ -284,7 +289,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	params := map[string]any{}
 	if uplan != nil {
-		ures, err := uplan.Run(ctx, src, uniformize.TwoTableEngine(eng))
+		ures, err := uplan.Run(ctx, src, &partitionProgress{TwoTableData: uniformize.TwoTableEngine(eng), o: &o})
 		if err != nil {
 			return nil, err
 		}
@@ -413,6 +418,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		if err := w.AddRow(ctx, cell); err != nil {
 			return err
 		}
+		o.progress(PhaseWrite, w.Rows(), rows)
 		if n := w.Rows(); rows >= progressRows && n*10/rows != (n-1)*10/rows {
 			log.Info("writing synthetic rows", "written", n, "of", rows, "percent", n*100/rows)
 		}
