@@ -104,6 +104,9 @@ type HierCond struct {
 	Atom   hypergraph.Set
 	Attrs  []string
 	Bucket int
+	// Split numbers the decomposition the condition comes from: the
+	// Split of the [HierDegreeQuery] whose noisy degrees made Buckets.
+	Split int
 	// Buckets maps the keys in buckets ≥ 2 to their bucket; every other key
 	// of dom(Attrs) is in bucket 1. Shared between sub-instances: read only.
 	// It is DP (the bucket map of the file comment restricted to buckets
@@ -129,6 +132,11 @@ type HierDegreeQuery struct {
 	Y     []string // y: the key attributes, root first
 	Z     []string // ∧_E = Y followed by the node's attributes
 	Conds []HierCond
+	// Split numbers the query: 0, 1, … in the order [PartitionHierarchical]
+	// asks them. The conditions the query's bucket map makes carry it, so
+	// that an instance that keeps the query's values (the engine) can
+	// find them again.
+	Split int
 }
 
 // HierInstance is the data Alg. 6 partitions. The engine can back it with SQL
@@ -152,7 +160,23 @@ type HierParams struct {
 	// Lambda is the bucket width λ; 0 means τ′ of the degree noise. It must
 	// be at least τ′ so that a degree of 0 always lands in bucket 1.
 	Lambda int64
+
+	// mut plants a known privacy bug for the audits' mutation tests.
+	// Unexported: no production path sets it.
+	mut hierMutation
 }
+
+// hierMutation names a planted privacy bug (audit tests only).
+type hierMutation int
+
+const (
+	hierHonest hierMutation = iota
+	// hierTrueDegree buckets every value by its true degree (no noise).
+	hierTrueDegree
+	// hierSkipEmpty materialises only the buckets that hold a present
+	// value, dropping bucket 1 when no present value lies in it.
+	hierSkipEmpty
+)
 
 // ErrHierParams is wrapped by errors about bad [HierParams] or budgets.
 var ErrHierParams = errors.New("uniformize: invalid parameters")
@@ -240,6 +264,7 @@ func (t *Tree) kappa(x int, config []int) string {
 }
 
 type hierDecomposition struct {
+	split   int
 	buckets map[HierKey]int
 	hit     []int // materialised buckets, ascending, always with 1
 }
@@ -292,7 +317,7 @@ func PartitionHierarchical(ctx context.Context, t *Tree, in HierInstance, p Hier
 			k := t.kappa(x, s.config)
 			d := cache[k]
 			if d == nil {
-				q := HierDegreeQuery{E: node.Atom, Y: y, Z: t.PathAttrs(x)}
+				q := HierDegreeQuery{E: node.Atom, Y: y, Z: t.PathAttrs(x), Split: len(cache)}
 				for _, v := range t.Descendants(x) {
 					if c := s.conds[v]; c != nil {
 						q.Conds = append(q.Conds, *c)
@@ -309,11 +334,14 @@ func PartitionHierarchical(ctx context.Context, t *Tree, in HierInstance, p Hier
 					}
 				}
 				slices.Sort(keys)
-				d = &hierDecomposition{buckets: map[HierKey]int{}}
+				d = &hierDecomposition{split: q.Split, buckets: map[HierKey]int{}}
 				noisy, exact := map[HierKey]int64{}, map[HierKey]int64{}
-				hit := map[int]bool{1: true}
+				hit := map[int]bool{1: p.mut != hierSkipEmpty}
 				for _, key := range keys {
-					nd := degs[key] + noise.Sample(src)
+					nd := degs[key]
+					if p.mut != hierTrueDegree {
+						nd += noise.Sample(src)
+					}
 					b := HierBucket(nd, lambda, p.Levels)
 					if b >= 2 {
 						d.buckets[key] = b
@@ -330,7 +358,7 @@ func PartitionHierarchical(ctx context.Context, t *Tree, in HierInstance, p Hier
 				res.noisy[k], res.exact[k] = noisy, exact
 			}
 			for _, b := range d.hit {
-				c := &HierCond{Node: x, Atom: node.Atom, Attrs: y, Bucket: b, Buckets: d.buckets}
+				c := &HierCond{Node: x, Atom: node.Atom, Attrs: y, Bucket: b, Split: d.split, Buckets: d.buckets}
 				ps := partial{config: slices.Clone(s.config), conds: slices.Clone(s.conds)}
 				ps.config[x] = b
 				ps.conds[x] = c
