@@ -233,16 +233,28 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	var (
 		plan   *joinasone.Plan
 		uplan  *uniformize.TwoTablePlan
+		hplan  *uniformize.HierPlan
 		algStr string
 	)
 	if method == spec.Uniformized {
-		if uplan, err = uniformize.PrepareTwoTable(h, uniformize.TwoTableConfig{Config: jcfg}, ledger); errors.Is(err, uniformize.ErrNotTwoTable) {
-			return nil, fmt.Errorf("%w: release method uniformized on %d relations after folding: %v (the hierarchical partition is not yet available; use join-as-one)",
-				ErrUnsupported, h.Len(), err)
-		} else if err != nil {
+		// Two relations: Alg. 4 + 5; more, when hierarchical: Alg. 4 with
+		// Alg. 6 + 7 (the choice reads the folded join, the spec alone).
+		uplan, err = uniformize.PrepareTwoTable(h, uniformize.TwoTableConfig{Config: jcfg}, ledger)
+		algStr = uniformize.TwoTableAlgorithm
+		if errors.Is(err, uniformize.ErrNotTwoTable) {
+			hcfg := uniformize.HierConfig{Config: jcfg, OnSub: func(k, n int, config string) {
+				o.progress(PhasePartitions, int64(k), -1)
+				log.Info("sub-instance", "sub_instance", k, "of", n, "configuration", config)
+			}}
+			uplan, algStr = nil, uniformize.HierAlgorithm
+			if hplan, err = uniformize.PrepareHier(h, hcfg, ledger); errors.Is(err, uniformize.ErrNotHierarchical) {
+				return nil, fmt.Errorf("%w: release method uniformized on %d relations after folding: %v (use join-as-one)",
+					ErrUnsupported, h.Len(), err)
+			}
+		}
+		if err != nil {
 			return nil, fmt.Errorf("release: method uniformized: %w", err)
 		}
-		algStr = uniformize.TwoTableAlgorithm
 	} else {
 		if plan, err = joinasone.Prepare(h, jcfg, ledger); err != nil {
 			return nil, err
@@ -304,6 +316,28 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		params["uniformized_always_run"] = ures.AlwaysRun
 		log.Info("mechanism done", "algorithm", algStr, "buckets", len(ures.Partitions), "max_delta_tilde", ures.DeltaTilde,
 			"n_hat", ures.NHat, "rows", ures.Rows, "pmw_variant", out.variant)
+	} else if hplan != nil {
+		hres, err := hplan.Run(ctx, src, uniformize.HierEngine(eng, h))
+		if err != nil {
+			return nil, err
+		}
+		var rounds []int
+		for _, r := range hres.Runs() {
+			rounds = append(rounds, r.PMW.Rounds)
+			out.variant = string(r.PMW.Variant)
+		}
+		out.nhat, out.deltaTilde, out.rounds, out.counts = hres.NHat, hres.DeltaTilde, rounds, hres.Counts
+		params["uniformized_partitions"] = hres.Partitions
+		params["uniformized_attribute_tree"] = hres.Tree
+		params["uniformized_levels"] = hres.Levels
+		params["uniformized_lambda"] = hres.Lambda
+		params["uniformized_k"] = hres.K
+		params["uniformized_k_deg"] = hres.KDeg
+		params["uniformized_composition"] = fmt.Sprintf("partition (ε/2, δ/2): every noisy degree (ε/(2·K_deg), δ/(2·K_deg)), "+
+			"K_deg = %d; sub-instances (ε/2, δ/2): every one of the %d runs with (ε/(2K), δ/(2K)), one tuple in at most K = %d "+
+			"(basic composition, Ghazi et al. Lemmas 4.10 and 4.11)", hres.KDeg, len(hres.Partitions), hres.K)
+		log.Info("mechanism done", "algorithm", algStr, "sub_instances", len(hres.Partitions), "k", hres.K,
+			"max_delta_tilde", hres.DeltaTilde, "n_hat", hres.NHat, "rows", hres.Rows, "pmw_variant", out.variant)
 	} else {
 		res, err := plan.Run(ctx, src, eng)
 		if err != nil {

@@ -1,0 +1,353 @@
+package uniformize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/joinasone"
+	"github.com/synth-dp/synth/spec"
+)
+
+// HierAlgorithm names the mechanism [Hier] runs.
+const HierAlgorithm = "Ghazi et al. Alg. 4 with Alg. 6 + 7 (uniformized hierarchical partition by noisy degrees, Alg. 3 on every sub-instance)"
+
+// DefaultHierLevels is the public number of bucket levels L of a
+// hierarchical release when [HierConfig.Levels] is 0: buckets (0, 2λ],
+// (2λ, 4λ] and (4λ, ∞). Every level multiplies the bound K on the
+// sub-instances a tuple sits in (K = L^{n_i}, [Tree.Multiplicity]), and so
+// divides every sub-instance's budget; more levels pay only where degrees
+// are far above λ.
+const DefaultHierLevels = 3
+
+// HierConfig holds the public parameters of a hierarchical run. The
+// embedded joinasone.Config describes the release: Epsilon and Delta are
+// the budget of the WHOLE mechanism (partition and sub-instances); the
+// other fields are passed to every sub-instance's join-as-one run (Alg. 3),
+// with NoRowsFloor set.
+type HierConfig struct {
+	joinasone.Config
+	// Levels is the public number of bucket levels L ≥ 1; 0 means
+	// DefaultHierLevels. Noisy degrees above λ·2^(L−1) share bucket L.
+	Levels int
+	// OnSub, when set, is called before sub-instance k of n runs, with its
+	// degree configuration (DP outputs and public parameters only).
+	OnSub func(k, n int, config string)
+
+	// mut plants a known privacy bug in the partition (audit tests only).
+	mut hierMutation
+}
+
+// HierSubRun describes one sub-instance that ran. Its fields are public
+// parameters and DP outputs only.
+type HierSubRun struct {
+	// Config is the degree configuration σ: the bucket of every decomposed
+	// node of the attribute tree, named by its attributes (roots, never
+	// split, are left out), e.g. {"members.member_id": 2}.
+	Config map[string]int `json:"config"`
+	// NHat, DeltaTilde and Rows are the sub-instance's DP join size,
+	// sensitivity bound (Alg. 3's noisy residual sensitivity) and row count.
+	NHat       float64 `json:"n_hat"`
+	DeltaTilde float64 `json:"delta_tilde"`
+	Rows       int64   `json:"rows"`
+	// Epsilon and Delta are the sub-instance's budget; Rule how it composes.
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	Rule    string  `json:"rule"`
+}
+
+// HierReleaseResult is a hierarchical run's output: DP values and public
+// parameters only.
+type HierReleaseResult struct {
+	// Tree is the attribute tree ([Tree.String]).
+	Tree string
+	// Levels is L; Lambda is λ = τ′ of the degree noise and Tau that τ′.
+	Levels int
+	Lambda int64
+	Tau    int64
+	// K bounds the sub-instances one tuple sits in and KDeg the noisy
+	// degrees one tuple moves (public, from the tree and L).
+	K, KDeg int64
+	// Partitions are the sub-instances that ran, in the partition's order.
+	Partitions []HierSubRun
+	// Rows is the sum of the sub-instances' rows, NHat of their n̂,
+	// DeltaTilde the largest of their Δ̃.
+	Rows       int64
+	NHat       float64
+	DeltaTilde float64
+
+	runs []*joinasone.Result
+}
+
+// HierPlan is a uniformized hierarchical run whose budget is charged and
+// which has not read any data yet. It runs once.
+type HierPlan struct {
+	h      *hypergraph.Hypergraph
+	tree   *Tree
+	cfg    HierConfig
+	levels int
+	deg    HierSplit // per noisy degree, K_deg
+	sub    HierSplit // per sub-instance, K
+	tau    int64
+	half   dp.Budget
+	subs   *dp.Ledger
+	ran    bool
+}
+
+// PrepareHier validates cfg for the hierarchical join h and charges the
+// whole budget to ledger before any data is read: (ε/2, δ/2) for the
+// partition, whose every noisy degree gets (ε/(2·K_deg), δ/(2·K_deg)), and
+// (ε/2, δ/2) reserved for the sub-instances, each run with
+// (ε/(2K), δ/(2K)). It returns an error wrapping [ErrNotHierarchical] for a
+// join that is not hierarchical.
+func PrepareHier(h *hypergraph.Hypergraph, cfg HierConfig, ledger *dp.Ledger) (*HierPlan, error) {
+	if h == nil || h.Len() < 3 {
+		return nil, fmt.Errorf("uniformize: the hierarchical partition is for three or more relations (two: PrepareTwoTable)")
+	}
+	tree, err := NewTree(h)
+	if err != nil {
+		return nil, fmt.Errorf("uniformize: %w", err)
+	}
+	if err := (dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta}).Validate(); err != nil {
+		return nil, fmt.Errorf("uniformize: %w", err)
+	}
+	if cfg.Delta == 0 {
+		return nil, fmt.Errorf("uniformize: %w: delta must be > 0 (the degree padding needs it)", dp.ErrInvalidParameter)
+	}
+	if h.Private() == 0 {
+		return nil, joinasone.ErrNoPrivateRelation
+	}
+	levels := cfg.Levels
+	if levels == 0 {
+		levels = DefaultHierLevels
+	}
+	if levels < 1 || levels > hierMaxLevels {
+		return nil, fmt.Errorf("%w: levels = %d, want 1 to %d", ErrHierParams, levels, hierMaxLevels)
+	}
+	half := dp.Budget{Epsilon: cfg.Epsilon / 2, Delta: cfg.Delta / 2}
+	p := &HierPlan{h: h, tree: tree, cfg: cfg, levels: levels, half: half}
+	if p.deg, err = HierDegreeBudget(half.Epsilon, half.Delta, tree, levels); err != nil {
+		return nil, err
+	}
+	if p.sub, err = HierBudget(half.Epsilon, half.Delta, tree, levels); err != nil {
+		return nil, err
+	}
+	noise, err := dp.NewTruncatedDiscreteLaplace(p.deg.Eps, p.deg.Delta, 1)
+	if err != nil {
+		return nil, fmt.Errorf("uniformize: degree noise: %w", err)
+	}
+	p.tau = noise.Tau()
+	// A sub-instance's join-as-one run must be able to start: check its
+	// parameters on a scratch ledger now, not after the data is read.
+	scratch, err := dp.NewLedger(dp.Budget{Epsilon: p.sub.Eps, Delta: p.sub.Delta})
+	if err != nil {
+		return nil, fmt.Errorf("uniformize: %w", err)
+	}
+	if _, err := joinasone.Prepare(h, p.subConfig(h), scratch); err != nil {
+		return nil, err
+	}
+	root, err := ledger.Split("uniformized hierarchical release", dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta},
+		"basic composition of the partition and the sub-instances (Ghazi et al. Lemma 4.11, corrected: see uniformize.HierBudget)",
+		map[string]any{"algorithm": HierAlgorithm, "attribute_tree": tree.String(), "levels": levels})
+	if err != nil {
+		return nil, err
+	}
+	if err := root.Charge("truncated discrete Laplace: noisy degree deg_{atom(x),y}(t) of every value t of the ancestors y of every non-root node x of the attribute tree (Alg. 7 line 4)", half,
+		fmt.Sprintf("each noisy degree is (ε/(2·K_deg), δ/(2·K_deg))-DP (sensitivity 1, parallel over the values of one query); "+
+			"one tuple moves at most K_deg = %d of them (uniformize.Tree.DegreeCount), basic composition with adaptive choices; "+
+			"the buckets and the sub-instances are post-processing", p.deg.K),
+		map[string]any{"k_deg": p.deg.K, "epsilon_per_degree": p.deg.Eps, "delta_per_degree": p.deg.Delta,
+			"tau": p.tau, "lambda": p.tau, "levels": levels}); err != nil {
+		return nil, err
+	}
+	if p.subs, err = root.Split("sub-instances: join-as-one (Alg. 3) on every sub-instance", half,
+		fmt.Sprintf("one tuple lies in at most K = %d sub-instances (Lemma 4.10, K = max over private relations i of L^{n_i}, "+
+			"n_i the non-root nodes of the attribute tree off relation i's path; uniformize.Tree.Multiplicity); every sub-instance "+
+			"runs with (ε/(2K), δ/(2K)), so basic composition over the at most K it changes gives (ε/2, δ/2) (Lemma 4.11's group "+
+			"privacy step, by composition)", p.sub.K),
+		map[string]any{"k": p.sub.K, "epsilon_per_sub_instance": p.sub.Eps, "delta_per_sub_instance": p.sub.Delta}); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// subConfig is the join-as-one configuration of a sub-instance whose
+// hypergraph is sub (relation k of sub is relation k of p.h).
+func (p *HierPlan) subConfig(sub *hypergraph.Hypergraph) joinasone.Config {
+	c := p.cfg.Config
+	c.Epsilon, c.Delta = p.sub.Eps, p.sub.Delta
+	c.NoRowsFloor = true
+	c.Columns = make([]spec.ColumnRef, len(p.cfg.Columns))
+	for j, ref := range p.cfg.Columns {
+		c.Columns[j] = ref
+		if k := p.h.Index(ref.Table); k >= 0 {
+			c.Columns[j].Table = sub.Relation(k).Name
+		}
+	}
+	return c
+}
+
+// Hier runs [PrepareHier] then [HierPlan.Run].
+//
+// # Guarantee
+//
+// Hier is (ε, δ)-DP for neighbours that add or remove one tuple of one
+// private relation. It is Alg. 4 of Ghazi et al. with the partition of
+// Alg. 6 + 7 on a hierarchical join, run as follows, with L the public
+// number of levels:
+//
+//  1. [PartitionHierarchical] with every noisy degree drawn by
+//     dp.TruncatedDiscreteLaplace(ε/(2·K_deg), δ/(2·K_deg), 1), K_deg =
+//     [Tree.DegreeCount](L), λ = τ′ of that noise: (ε/2, δ/2)-DP
+//     ([HierDegreeBudget]). Its output is the list of sub-instances, each
+//     a degree configuration and the bucket maps that carve it out.
+//  2. Every sub-instance of that list runs join-as-one Alg. 3 (Δ̃ from
+//     the noisy residual sensitivity, then PMW) with (ε/(2K), δ/(2K)), K =
+//     [Tree.Multiplicity](L) — also a sub-instance with no join row (its
+//     n̂ is pure padding) — and the release is the union of their rows.
+//     Given the partition, a neighbour changes at most K sub-instances,
+//     each by one tuple (Lemma 4.10 bullet 2, proved on [Tree.Multiplicity]),
+//     so the runs together are (ε/2, δ/2)-DP by basic composition over
+//     those K ([HierBudget]).
+//
+// Basic composition of 1 and 2: (ε, δ)-DP.
+//
+// # Which sub-instances run
+//
+// The sub-instances that run are exactly the list of step 1: a function of
+// DP outputs and public parameters only. Proof. Alg. 7 draws a noisy degree
+// for every t ∈ dom(y), also the values absent from the data, and its
+// sub-instances are the buckets i with yⁱ ≠ ∅. With λ ≥ τ′ an absent value
+// (degree 0, noisy degree ≤ 2τ′ ≤ 2λ) is in bucket 1 whatever its noise, so
+// over an unbounded dom(y) bucket 1 is never empty, and no absent value
+// reaches another bucket: the non-empty buckets are {1} ∪ {i(deg̃(t)) :
+// deg(t) > 0}, which is what PartitionHierarchical materialises (noising
+// the present values only; the absent values' noise enters nothing else).
+// That set is a function of the bucket map restricted to buckets ≥ 2 — the
+// DP output of step 1 — and the sub-instances at each node are the products
+// of those sets along the tree, so the number of sub-instances, their
+// configurations, and hence the number of join-as-one and PMW runs, are
+// post-processing of step 1. No sub-instance is skipped for being empty:
+// skipping one would make the runs depend on the data without noise (the
+// audit of TestHierAuditPartition catches a partition that drops bucket 1
+// when no present value lies in it). The rows written are the sum of the
+// runs' DP row counts. The noisy degrees themselves are integers and are
+// not published; the report holds the configurations that ran, their
+// budgets, their DP n̂, Δ̃ and rows, K, K_deg, L and λ.
+func Hier(ctx context.Context, src dp.Source, h *hypergraph.Hypergraph, data HierData, cfg HierConfig, ledger *dp.Ledger) (*HierReleaseResult, error) {
+	p, err := PrepareHier(h, cfg, ledger)
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(ctx, src, data)
+}
+
+// ErrHierPlanUsed is returned by a second [HierPlan.Run].
+var ErrHierPlanUsed = errors.New("uniformize: hierarchical plan already ran; its budget is spent")
+
+// params are the partition's parameters.
+func (p *HierPlan) params() HierParams {
+	return HierParams{Eps: p.deg.Eps, Delta: p.deg.Delta, Levels: p.levels, mut: p.cfg.mut}
+}
+
+// configOf names the buckets of a configuration by node attributes.
+func (p *HierPlan) configOf(s HierSub) map[string]int {
+	out := map[string]int{}
+	for v, b := range s.Config {
+		if p.tree.Decomposed(v) {
+			out[strings.Join(p.tree.Node(v).Attrs, ",")] = b
+		}
+	}
+	return out
+}
+
+// Run reads the statistics and runs the mechanism. It may be called once.
+func (p *HierPlan) Run(ctx context.Context, src dp.Source, data HierData) (res *HierReleaseResult, err error) {
+	if p.ran {
+		return nil, ErrHierPlanUsed
+	}
+	p.ran = true
+	defer func() {
+		if cerr := data.Close(ctx); cerr != nil && err == nil {
+			res, err = nil, cerr
+		}
+	}()
+	part, err := PartitionHierarchical(ctx, p.tree, data, p.params(), src)
+	if err != nil {
+		return nil, err
+	}
+	res = &HierReleaseResult{Tree: p.tree.String(), Levels: p.levels, Lambda: part.Lambda, Tau: part.Tau, K: p.sub.K, KDeg: p.deg.K}
+	if len(part.Subs) == 0 {
+		return res, nil // only under a hierMutation: bucket 1 always exists
+	}
+	rule := fmt.Sprintf("one tuple lies in at most K = %d sub-instances; basic composition over them (Lemma 4.11 by composition)", p.sub.K)
+	ledgers, err := p.subs.SplitParallel("join-as-one (Alg. 3) on every sub-instance", p.half, len(part.Subs),
+		rule+fmt.Sprintf("; each sub-instance spends (ε/(2K), δ/(2K)) = (%g, %g) of its share", p.sub.Eps, p.sub.Delta),
+		map[string]any{"sub_instances": len(part.Subs), "k": p.sub.K})
+	if err != nil {
+		return nil, err
+	}
+	for k, s := range part.Subs {
+		cfg := p.configOf(s)
+		if p.cfg.OnSub != nil {
+			p.cfg.OnSub(k+1, len(part.Subs), fmt.Sprint(cfg))
+		}
+		sub, stats, err := data.Sub(ctx, k, s)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range slices.Sorted(maps.Keys(cfg)) {
+			ledgers[k].Publish("bucket of "+v, float64(cfg[v]))
+		}
+		plan, err := joinasone.Prepare(sub, p.subConfig(sub), ledgers[k])
+		if err != nil {
+			return nil, err
+		}
+		r, err := plan.Run(ctx, src, stats)
+		if err != nil {
+			return nil, fmt.Errorf("uniformize: sub-instance %v: %w", cfg, err)
+		}
+		res.runs = append(res.runs, r)
+		res.Partitions = append(res.Partitions, HierSubRun{
+			Config: cfg, NHat: r.PMW.NHat, DeltaTilde: r.DeltaTilde, Rows: r.PMW.Rows,
+			Epsilon: p.sub.Eps, Delta: p.sub.Delta, Rule: rule,
+		})
+		res.Rows += r.PMW.Rows
+		res.NHat += r.PMW.NHat
+		res.DeltaTilde = math.Max(res.DeltaTilde, r.DeltaTilde)
+	}
+	return res, nil
+}
+
+// Counts emits the union of the sub-instances' synthetic rows: for every
+// cell of the universe the sum of their integer counts (post-processing),
+// in increasing cell order, cells with a zero sum left out.
+func (r *HierReleaseResult) Counts(src dp.Source, emit func(cell, count int64) error) error {
+	sum := map[int64]int64{}
+	for _, run := range r.runs {
+		if err := run.PMW.Counts(src, func(cell, count int64) error {
+			sum[cell] += count
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	for _, cell := range slices.Sorted(maps.Keys(sum)) {
+		if n := sum[cell]; n > 0 {
+			if err := emit(cell, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Runs returns the join-as-one result of every sub-instance that ran, in
+// the order of Partitions.
+func (r *HierReleaseResult) Runs() []*joinasone.Result { return slices.Clone(r.runs) }
