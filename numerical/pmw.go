@@ -1,0 +1,180 @@
+package numerical
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/synth-dp/synth/dp"
+)
+
+// Point is one group of the private data: Count tuples whose condition
+// cell is Cell and whose measure is Units (signed, in units of b, within
+// the universe's bounds). It is private data: an aggregate the engine
+// computes (GROUP BY cell, value).
+type Point struct {
+	Cell  int64
+	Units int64
+	Count int64
+}
+
+// sensitivity returns the native sensitivity of table t per tuple: how
+// much one tuple can move a box sum of t. Full universe: the largest
+// value of t on one element; reduced: the sum over all the values of the
+// sign's axis (one tuple is at most one element per value).
+func (u *Universe) sensitivity(t table) float64 {
+	off, n := u.off[t.sign], u.n[t.sign]
+	var best, sum float64
+	for j := range n {
+		v := t.value(u.vals[off+j])
+		best = math.Max(best, v)
+		sum += v
+	}
+	if u.reduced {
+		return sum
+	}
+	return best
+}
+
+// measurement is one round's selected item and its noisy normalised
+// answer.
+type measurement struct {
+	item  int
+	value float64
+}
+
+// core is one PMW run over a fixed list of derived queries (the items of
+// ev): the single-query rounds of Hardt–Ligett–McSherry (MWEM), each
+// measurement re-applied in every later round (post-processing).
+//
+// Weights are unnormalised: A = n̂·w/z with z = Σ w.
+type core struct {
+	ev     *evaluator
+	sens   []float64 // native, per item: per-tuple sensitivity × ⌈Δ̃⌉ (an integer)
+	truth  []float64 // native true answers (integers)
+	ans    []float64
+	scores []float64
+	w      []float64
+	z      float64
+	nhat   float64
+	meas   []measurement
+}
+
+// newCore computes the true answers from the data (private) and the
+// per-item sensitivities (public).
+func newCore(ev *evaluator, data []Point, dtilde int64) (*core, int64, error) {
+	u := ev.u
+	h := make([]float64, u.Size())
+	var n int64
+	for _, p := range data {
+		if p.Count < 0 {
+			return nil, 0, fmt.Errorf("%w: negative count %d", ErrInvalidInput, p.Count)
+		}
+		if p.Cell < 0 || p.Cell >= u.cells {
+			return nil, 0, fmt.Errorf("%w: cell %d outside [0, %d)", ErrInvalidInput, p.Cell, u.cells)
+		}
+		if p.Units > u.bound[0] || -p.Units > u.bound[1] {
+			return nil, 0, fmt.Errorf("%w: value %d units outside [−%d, %d]", ErrInvalidInput, p.Units, u.bound[1], u.bound[0])
+		}
+		if p.Count == 0 {
+			continue
+		}
+		u.Elements(p.Cell, p.Units, func(e int64) {
+			h[e] += float64(p.Count)
+			n += p.Count
+		})
+	}
+	c := &core{ev: ev, sens: make([]float64, len(ev.items)), truth: make([]float64, len(ev.items)),
+		ans: make([]float64, len(ev.items)), scores: make([]float64, len(ev.items))}
+	ev.answer(h, 1, c.truth)
+	for i, v := range c.truth {
+		c.truth[i] = math.Round(v) // integers, up to float rounding of the table sums
+	}
+	for i, it := range ev.items {
+		c.sens[i] = u.sensitivity(ev.tables[it.t]) * float64(dtilde)
+	}
+	// Reuse the histogram's memory for the weights.
+	c.w = h
+	return c, n, nil
+}
+
+// start sets A₀ uniform with total n̂.
+func (c *core) start(nhat float64) {
+	c.nhat = math.Max(nhat, 1)
+	for i := range c.w {
+		c.w[i] = 1
+	}
+	c.z = float64(len(c.w))
+}
+
+// answers fills c.ans with every item's native answer on A.
+func (c *core) answers() { c.ev.answer(c.w, c.nhat/c.z, c.ans) }
+
+// round runs one PMW round at per-step ε₀: select by the exponential
+// mechanism on the errors in units of each item's sensitivity (score
+// sensitivity 1), measure with discrete Laplace noise of scale
+// sens_i/ε₀ on the integer native answer, then re-apply all measurements
+// sweeps times.
+func (c *core) round(src dp.Source, eps0 float64, sweeps int) error {
+	c.answers()
+	for i := range c.ans {
+		c.scores[i] = math.Abs(c.ans[i]-c.truth[i]) / c.sens[i]
+	}
+	i := dp.Exponential(src, c.scores, eps0, 1)
+	lap, err := dp.NewDiscreteLaplace(c.sens[i] / eps0)
+	if err != nil {
+		return fmt.Errorf("numerical: measurement noise: %w", err)
+	}
+	noisy := c.truth[i] + float64(lap.Sample(src))
+	t := c.ev.tables[c.ev.items[i].t]
+	c.meas = append(c.meas, measurement{item: i, value: noisy / t.norm()})
+	for range sweeps {
+		for _, m := range c.meas {
+			c.apply(m)
+		}
+	}
+	c.renormalise()
+	return nil
+}
+
+// apply is one multiplicative-weights update towards measurement m.
+func (c *core) apply(m measurement) {
+	t := c.ev.tables[c.ev.items[m.item].t]
+	norm := t.norm()
+	var cur float64
+	c.ev.support(m.item, func(e int64, v float64) { cur += c.w[e] * v / norm })
+	cur *= c.nhat / c.z
+	target := math.Max(0, math.Min(c.nhat, m.value))
+	eta := (target - cur) / (2 * c.nhat)
+	if eta == 0 {
+		return
+	}
+	var dz float64
+	c.ev.support(m.item, func(e int64, v float64) {
+		old := c.w[e]
+		c.w[e] = old * math.Exp(eta*v/norm)
+		dz += c.w[e] - old
+	})
+	c.z += dz
+}
+
+func (c *core) renormalise() {
+	var z float64
+	for _, x := range c.w {
+		z += x
+	}
+	k := float64(len(c.w)) / z
+	for i := range c.w {
+		c.w[i] *= k
+	}
+	c.z = float64(len(c.w))
+}
+
+// synthetic returns A = n̂·w/z, the output histogram.
+func (c *core) synthetic() []float64 {
+	out := make([]float64, len(c.w))
+	k := c.nhat / c.z
+	for i, x := range c.w {
+		out[i] = x * k
+	}
+	return out
+}
