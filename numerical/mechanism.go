@@ -201,10 +201,10 @@ func (p pmwPlan) spends(u *Universe, items int, dt int64) []spend {
 	}
 	return []spend{
 		{name: "numerical: n̂ (discrete Laplace)", b: dp.Budget{Epsilon: p.epsN},
-			rule: fmt.Sprintf("discrete Laplace of scale k·⌈Δ̃⌉/ε on the integer number of universe elements, k = %d elements a tuple (group privacy, Qiu et al. §4.1), ⌈Δ̃⌉ = %d; pure ε-DP", u.group, dt),
+			rule:    fmt.Sprintf("discrete Laplace of scale k·⌈Δ̃⌉/ε on the integer number of universe elements, k = %d elements a tuple (group privacy, Qiu et al. §4.1), ⌈Δ̃⌉ = %d; pure ε-DP", u.group, dt),
 			details: map[string]any{"group_factor": u.group, "sensitivity": dt}},
 		{name: "numerical: PMW rounds (exponential mechanism + discrete Laplace)", b: dp.Budget{Epsilon: p.epsR, Delta: d},
-			rule: fmt.Sprintf("%d ε₀-DP steps, ε₀ = %g (dp.PerStepEpsilon); every item measured with discrete Laplace of scale (its per-tuple sensitivity in the %s universe × ⌈Δ̃⌉)/ε₀", 2*p.rounds, p.eps0, map[bool]string{true: "reduced", false: "full"}[u.reduced]),
+			rule:    fmt.Sprintf("%d ε₀-DP steps, ε₀ = %g (dp.PerStepEpsilon); every item measured with discrete Laplace of scale (its per-tuple sensitivity in the %s universe × ⌈Δ̃⌉)/ε₀", 2*p.rounds, p.eps0, map[bool]string{true: "reduced", false: "full"}[u.reduced]),
 			details: map[string]any{"T": p.rounds, "eps0": p.eps0, "items": items, "group_factor": u.group, "universe": u.Size()}},
 	}
 }
@@ -322,8 +322,8 @@ func Run(ctx context.Context, src dp.Source, u *Universe, qs []Query, data []Poi
 		return nil, fmt.Errorf("numerical: α: %w", err)
 	}
 	spends := append(pl.spends(u, len(ev.items), dt), spend{name: "numerical: private α (discrete Laplace)",
-		b: dp.Budget{Epsilon: epsA},
-		rule: fmt.Sprintf("α = max over the counting queries of |c(D̂) − c(D̃)| given the DP output D̃, sensitivity %g (k·⌈Δ̃⌉); ⌈α⌉ plus discrete Laplace of scale %g (Qiu et al. §6)", sA, alphaLap.Scale()),
+		b:       dp.Budget{Epsilon: epsA},
+		rule:    fmt.Sprintf("α = max over the counting queries of |c(D̂) − c(D̃)| given the DP output D̃, sensitivity %g (k·⌈Δ̃⌉); ⌈α⌉ plus discrete Laplace of scale %g (Qiu et al. §6)", sA, alphaLap.Scale()),
 		details: map[string]any{"sensitivity": sA, "scale": alphaLap.Scale(), "group_factor": u.group}})
 	if err := charge(cfg.Ledger, dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta}, spends); err != nil {
 		return nil, err
