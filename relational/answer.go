@@ -1,0 +1,219 @@
+package relational
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/spec"
+)
+
+// DefaultGS is the default GS_Q of a count under user-level DP: no unit
+// contributes more than 2²⁰ ≈ 10⁶ join results (the R2T paper's choice of
+// about 10⁶ for its TPC-H counts). For SUM(expr) it is multiplied by the
+// public bound on |expr|.
+const DefaultGS = 1 << 20
+
+// Options configures [Answer].
+type Options struct {
+	// Budget is the (ε, δ) of the whole run, split evenly over every query
+	// and group by basic composition.
+	Budget dp.Budget
+	// Units names the primary private relations of user-level DP (R2T);
+	// empty selects tuple-level DP (the residual-sensitivity mechanism).
+	Units []string
+	// GS is GS_Q of a count (public); 0 means [DefaultGS].
+	GS float64
+	// Noise is the residual-sensitivity mechanism's noise for δ > 0.
+	Noise Noise
+}
+
+// Result is one released answer: only DP outputs and public parameters.
+type Result struct {
+	// Query is the query's text.
+	Query string `json:"query"`
+	// Group maps each GROUP BY column (table.column) to the group's value;
+	// nil for a query without GROUP BY.
+	Group map[string]string `json:"group"`
+	// Value is the DP answer, an integer.
+	Value int64 `json:"value"`
+	// Mechanism names the mechanism.
+	Mechanism string `json:"mechanism"`
+	// NoiseScale is the scale of the noise (nil when it is not public).
+	NoiseScale *float64 `json:"noise_scale"`
+	// ErrorBound95 is the 95% error bound (nil when not available); see
+	// [ReleaseRS] and [RaceToTheTop] for what it covers.
+	ErrorBound95 *float64 `json:"error_bound_95"`
+	// Epsilon and Delta are the share of the budget spent on this answer.
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+}
+
+// Answer answers the queries under DP and charges ledger for each query and
+// group before reading any data. With opt.Units it runs R2T (user-level
+// DP), otherwise the residual-sensitivity mechanism (tuple-level DP).
+//
+// Budget: d answers in all (a query with GROUP BY counts one per group of
+// the declared domain) each get (ε/d, δ/d); basic composition sums them to
+// (ε, δ). Every decision that could depend on data (number of answers,
+// mechanism, units, solver) is made from the spec and the queries first.
+func Answer(ctx context.Context, db DB, src dp.Source, s *spec.Spec, queries []*Query, opt Options, ledger *dp.Ledger) ([]Result, error) {
+	if err := opt.Budget.Validate(); err != nil {
+		return nil, fmt.Errorf("relational: %w", err)
+	}
+	gs := opt.GS
+	if gs == 0 {
+		gs = DefaultGS
+	}
+	if _, err := Rungs(gs); err != nil {
+		return nil, err
+	}
+	type job struct {
+		q     *Query
+		g     Group
+		units []string
+		cols  []spec.ColumnRef
+		bound float64
+	}
+	var jobs []job
+	for _, q := range queries {
+		lo, hi := q.SumBound(s)
+		bound := math.Max(math.Abs(lo), math.Abs(hi))
+		if !(bound > 0) || math.IsInf(bound, 0) || math.IsNaN(bound) {
+			return nil, &QueryError{Query: q.Text, Err: invalid("the summed expression is bounded by %v on the declared domains; need a finite bound > 0", bound)}
+		}
+		var units []string
+		var cols []spec.ColumnRef
+		if len(opt.Units) > 0 {
+			if lo < 0 {
+				return nil, &QueryError{Query: q.Text, Err: invalid("R2T needs a non-negative summand; the declared domains allow %v", lo)}
+			}
+			var err error
+			if units, cols, err = unitColumns(s, q, opt.Units); err != nil {
+				return nil, &QueryError{Query: q.Text, Err: err}
+			}
+			if len(units) >= 3 && lpSolver == nil {
+				return nil, &QueryError{Query: q.Text, Err: ErrNeedsCLP}
+			}
+		}
+		for _, g := range Groups(s, q) {
+			jobs = append(jobs, job{q: q, g: g, units: units, cols: cols, bound: bound})
+		}
+	}
+	if len(jobs) == 0 {
+		return nil, invalid("no query")
+	}
+	share := dp.Budget{Epsilon: opt.Budget.Epsilon / float64(len(jobs)), Delta: opt.Budget.Delta / float64(len(jobs))}
+	if len(opt.Units) > 0 {
+		share = dp.Budget{Epsilon: share.Epsilon} // R2T is pure ε-DP
+	} else {
+		if _, err := (RSConfig{Epsilon: share.Epsilon, Delta: share.Delta}).Beta(); err != nil {
+			return nil, err
+		}
+	}
+	// Charge everything before reading data: a refused charge stops the run
+	// with nothing read.
+	for i, j := range jobs {
+		mech, rule := "residual-sensitivity mechanism", "tuple-level DP; Dong–Yi survey §3.2; basic composition over answers"
+		details := map[string]any{"query": j.q.Text, "answer": i}
+		if len(j.units) > 0 {
+			L, _ := Rungs(gs * j.bound)
+			mech, rule = "R2T", "user-level DP (units "+strings.Join(j.units, ", ")+"); Dong et al. SIGMOD 2022; L rungs at ε/L each, basic composition"
+			details["rungs"], details["gs"] = L, gs*j.bound
+		}
+		if len(j.g) > 0 {
+			details["group"] = groupMap(j.g)
+		}
+		if err := ledger.Charge(mech, share, rule, details); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Result, 0, len(jobs))
+	for i, j := range jobs {
+		r, err := answerOne(ctx, db, src, s, j.q, j.g, j.units, j.cols, j.bound, gs, share, opt.Noise)
+		if err != nil {
+			return nil, &QueryError{Query: j.q.Text, Err: err}
+		}
+		r.Group = groupMap(j.g)
+		ledger.Publish(fmt.Sprintf("answer_%d", i), float64(r.Value))
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func groupMap(g Group) map[string]string {
+	if len(g) == 0 {
+		return nil
+	}
+	m := map[string]string{}
+	for _, v := range g {
+		m[v.Column.String()] = v.Value
+	}
+	return m
+}
+
+func ptr(f float64) *float64 {
+	if math.IsNaN(f) {
+		return nil
+	}
+	return &f
+}
+
+func answerOne(ctx context.Context, db DB, src dp.Source, s *spec.Spec, q *Query, g Group, units []string, cols []spec.ColumnRef,
+	bound, gs float64, share dp.Budget, noise Noise) (Result, error) {
+	in, err := newInstance(ctx, db, s, q, g)
+	if err != nil {
+		return Result{}, err
+	}
+	defer in.close()
+	res := Result{Query: q.Text, Epsilon: share.Epsilon, Delta: share.Delta}
+	if len(units) > 0 {
+		cs, counts, err := in.contributions(ctx, cols)
+		if err != nil {
+			return Result{}, err
+		}
+		tr, err := NewTruncation(cs, counts)
+		if err != nil {
+			return Result{}, err
+		}
+		r, err := RaceToTheTop(ctx, src, tr, R2TConfig{Epsilon: share.Epsilon, GS: gs * bound, Integral: q.Agg == Count && len(units) <= 2})
+		if err != nil {
+			return Result{}, err
+		}
+		res.Value, res.Mechanism = r.Value, "R2T (user-level DP, units "+strings.Join(units, ", ")+")"
+		res.NoiseScale, res.ErrorBound95 = ptr(r.Scale), ptr(r.ErrorBound95)
+		if r.Tau == 0 {
+			res.NoiseScale = nil
+		}
+		return res, nil
+	}
+	cfg := RSConfig{Epsilon: share.Epsilon, Delta: share.Delta, Noise: noise, Bound: bound, Integral: q.Agg == Count}
+	beta, err := cfg.Beta()
+	if err != nil {
+		return Result{}, err
+	}
+	v, err := in.answer(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	rs, ok, err := in.rs(ctx, beta)
+	if err != nil {
+		return Result{}, err
+	}
+	if !ok {
+		// Every relation is public: the answer has no neighbours to hide.
+		res.Value, res.Mechanism = int64(math.Round(v)), "exact (every table public)"
+		zero := 0.0
+		res.NoiseScale, res.ErrorBound95 = &zero, &zero
+		return res, nil
+	}
+	r, err := ReleaseRS(src, v, rs, rs, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Value, res.Mechanism = r.Value, r.Mechanism
+	res.NoiseScale, res.ErrorBound95 = ptr(r.NoiseScale), ptr(r.ErrorBound95)
+	return res, nil
+}

@@ -1,0 +1,45 @@
+package relational
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/spec"
+)
+
+// tpch loads relational/testdata/tpch.yaml once per test binary.
+var tpchOnce struct {
+	sync.Once
+	e   *engine.Engine
+	s   *spec.Spec
+	err error
+}
+
+func tpch(t testing.TB) (*engine.Engine, *spec.Spec) {
+	t.Helper()
+	tpchOnce.Do(func() {
+		ctx := context.Background()
+		s, err := spec.Load(filepath.Join("testdata", "tpch.yaml"))
+		if err != nil {
+			tpchOnce.err = err
+			return
+		}
+		e, err := engine.Open(ctx, "")
+		if err != nil {
+			tpchOnce.err = err
+			return
+		}
+		if err := e.Load(ctx, s); err != nil {
+			tpchOnce.err = err
+			return
+		}
+		tpchOnce.e, tpchOnce.s = e, s
+	})
+	if tpchOnce.err != nil {
+		t.Fatal(tpchOnce.err)
+	}
+	return tpchOnce.e, tpchOnce.s
+}

@@ -1,0 +1,411 @@
+package relational
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/residual"
+	"github.com/synth-dp/synth/spec"
+)
+
+// DB is the SQL engine the mechanisms read the private tables through;
+// *engine.Engine satisfies it. Every private statistic is an aggregate
+// query over the loaded tables or over views of them.
+type DB interface {
+	Parser
+	residual.BoundaryCounter
+	// CreateView creates or replaces a view of the engine's work schema.
+	CreateView(ctx context.Context, name, query string) error
+	// DropView drops a view if it exists.
+	DropView(ctx context.Context, name string) error
+	// Aggregate runs an aggregate query and scans its rows.
+	Aggregate(ctx context.Context, q string, args []any, scan func(*sql.Rows) error) error
+}
+
+// viewPrefix starts the names of the selection views (the engine's
+// reserved prefix, so no spec table can collide with them).
+const viewPrefix = "_synth_answer_"
+
+var viewSeq atomic.Int64
+
+// Group is one group of a GROUP BY query: a value of every grouping column,
+// taken from the column's declared domain. The empty group stands for the
+// whole query.
+type Group []GroupValue
+
+// GroupValue is the value of one grouping column.
+type GroupValue struct {
+	// Column is the grouping column.
+	Column spec.ColumnRef
+	// Value is the value as text ("true"/"false" for booleans).
+	Value string
+}
+
+func (g GroupValue) lit(c *spec.Column) Lit {
+	switch c.Type {
+	case spec.Integer:
+		return Lit{SQL: g.Value}
+	case spec.Boolean:
+		return Lit{SQL: strings.ToUpper(g.Value)}
+	}
+	return Lit{SQL: sqlString(g.Value)}
+}
+
+// Groups lists the groups of q from the declared domains of its GROUP BY
+// columns (never from the data), in domain order, the first column
+// slowest; one empty group when q has no GROUP BY.
+func Groups(s *spec.Spec, q *Query) []Group {
+	out := []Group{nil}
+	for _, ref := range q.GroupBy {
+		c := s.Column(ref)
+		var vals []string
+		switch c.Type {
+		case spec.Categorical:
+			vals = c.Values
+		case spec.Boolean:
+			vals = []string{"false", "true"}
+		case spec.Integer:
+			for v := int64(c.Min); v <= int64(c.Max); v++ {
+				vals = append(vals, strconv.FormatInt(v, 10))
+			}
+		}
+		var next []Group
+		for _, g := range out {
+			for _, v := range vals {
+				next = append(next, append(slices.Clone(g), GroupValue{Column: ref, Value: v}))
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// instance is the selected sub-instance of one query and group: one view
+// per table holding the rows that pass the table's selection and the
+// group's values.
+type instance struct {
+	db    DB
+	s     *spec.Spec
+	q     *Query
+	views []string // per q.Tables
+	h     *hypergraph.Hypergraph
+}
+
+// newInstance creates the selection views of q restricted to group g. The
+// caller must call close.
+func newInstance(ctx context.Context, db DB, s *spec.Spec, q *Query, g Group) (*instance, error) {
+	in := &instance{db: db, s: s, q: q}
+	n := viewSeq.Add(1)
+	where := map[string][]Pred{}
+	for t, p := range q.Where {
+		where[t] = append(where[t], p)
+	}
+	for _, v := range g {
+		where[v.Column.Table] = append(where[v.Column.Table], CmpPred{Col: v.Column, Op: "=", V: v.lit(s.Column(v.Column))})
+	}
+	bare := func(r spec.ColumnRef) string { return ident(r.Column) }
+	for i, t := range q.Tables {
+		name := fmt.Sprintf("%s%d_%d", viewPrefix, n, i)
+		body := "SELECT * FROM " + ident(t)
+		if ps := where[t]; len(ps) > 0 {
+			body += " WHERE " + AndPred{Terms: ps}.sql(bare)
+		}
+		if err := db.CreateView(ctx, name, body); err != nil {
+			in.close()
+			return nil, err
+		}
+		in.views = append(in.views, name)
+	}
+	h, err := in.hypergraph()
+	if err != nil {
+		in.close()
+		return nil, err
+	}
+	in.h = h
+	return in, nil
+}
+
+// close drops the views.
+func (in *instance) close() {
+	for _, v := range in.views {
+		_ = in.db.DropView(context.Background(), v)
+	}
+	in.views = nil
+}
+
+// attrClasses returns, for every column in a join equality of q, the name
+// of its equivalence class (the smallest member, as table.column).
+func attrClasses(joins []spec.JoinEq) map[spec.ColumnRef]string {
+	parent := map[spec.ColumnRef]spec.ColumnRef{}
+	var find func(spec.ColumnRef) spec.ColumnRef
+	find = func(r spec.ColumnRef) spec.ColumnRef {
+		p, ok := parent[r]
+		if !ok {
+			parent[r] = r
+			return r
+		}
+		if p == r {
+			return r
+		}
+		root := find(p)
+		parent[r] = root
+		return root
+	}
+	for _, j := range joins {
+		a, b := find(j.Left), find(j.Right)
+		if a != b {
+			if b.String() < a.String() {
+				a, b = b, a
+			}
+			parent[b] = a
+		}
+	}
+	out := map[spec.ColumnRef]string{}
+	for r := range parent {
+		out[r] = find(r).String()
+	}
+	return out
+}
+
+// hypergraph is the join of the selection views.
+func (in *instance) hypergraph() (*hypergraph.Hypergraph, error) {
+	cls := attrClasses(in.q.Joins)
+	rels := make([]hypergraph.Relation, len(in.q.Tables))
+	for i, t := range in.q.Tables {
+		rels[i] = hypergraph.Relation{Name: in.views[i], Public: in.s.Table(t).Public, Attrs: map[string]string{}}
+	}
+	for ref, a := range cls {
+		i := slices.Index(in.q.Tables, ref.Table)
+		if prev, ok := rels[i].Attrs[a]; ok && prev != ref.Column {
+			return nil, unsupported("columns %s.%s and %s are equated within one table", ref.Table, prev, ref)
+		}
+		rels[i].Attrs[a] = ref.Column
+	}
+	return hypergraph.New(rels)
+}
+
+// alias is the SQL alias of table i in the join.
+func alias(i int) string { return "t" + strconv.Itoa(i) }
+
+// col renders a column of the join.
+func (in *instance) col(r spec.ColumnRef) string {
+	return alias(slices.Index(in.q.Tables, r.Table)) + "." + ident(r.Column)
+}
+
+// fromWhere is the FROM … WHERE … of the join of the views.
+func (in *instance) fromWhere() string {
+	from := make([]string, len(in.views))
+	for i, v := range in.views {
+		from[i] = ident(v) + " AS " + alias(i)
+	}
+	var conds []string
+	for _, j := range in.q.Joins {
+		conds = append(conds, in.col(j.Left)+" = "+in.col(j.Right))
+	}
+	s := " FROM " + strings.Join(from, ", ")
+	if len(conds) > 0 {
+		s += " WHERE " + strings.Join(conds, " AND ")
+	}
+	return s
+}
+
+// psi is the SQL of one join result's contribution ψ.
+func (in *instance) psi() string {
+	if in.q.Agg == Count {
+		return "1"
+	}
+	return "CAST(" + in.q.Expr.sql(in.col) + " AS DOUBLE)"
+}
+
+// answer is the true answer Q(I) (a private value).
+func (in *instance) answer(ctx context.Context) (float64, error) {
+	var v sql.NullFloat64
+	q := "SELECT CAST(SUM(" + in.psi() + ") AS DOUBLE)" + in.fromWhere()
+	err := in.db.Aggregate(ctx, q, nil, func(r *sql.Rows) error { return r.Scan(&v) })
+	if err != nil {
+		return 0, err
+	}
+	return v.Float64, nil
+}
+
+// rs is RS^β of the join count of the selected sub-instance (a private
+// value). ok is false when every relation is public.
+func (in *instance) rs(ctx context.Context, beta float64) (rs float64, ok bool, err error) {
+	sens, err := residual.Compute(ctx, in.h, in.db, beta)
+	if errors.Is(err, residual.ErrNoPrivate) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return sens.RS, true, nil
+}
+
+// contributions groups the join results by their units (one column per
+// unit, unitCols in the order of the units) and returns, per combination
+// of unit ids, the total ψ. Ids are dense per unit, from 0.
+func (in *instance) contributions(ctx context.Context, unitCols []spec.ColumnRef) ([]Contribution, []int, error) {
+	k := len(unitCols)
+	sel := make([]string, k)
+	for i, c := range unitCols {
+		sel[i] = "CAST(" + in.col(c) + " AS VARCHAR)"
+	}
+	q := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + in.psi() + ") AS DOUBLE)" + in.fromWhere() +
+		" GROUP BY " + strings.Join(seq(k), ", ")
+	ids := make([]map[string]int, k)
+	for i := range ids {
+		ids[i] = map[string]int{}
+	}
+	var out []Contribution
+	keys := make([]sql.NullString, k)
+	dest := make([]any, k+1)
+	for i := range keys {
+		dest[i] = &keys[i]
+	}
+	var psi float64
+	dest[k] = &psi
+	err := in.db.Aggregate(ctx, q, nil, func(r *sql.Rows) error {
+		if err := r.Scan(dest...); err != nil {
+			return err
+		}
+		c := Contribution{Units: make([]int, k), Psi: psi}
+		for i, key := range keys {
+			id, ok := ids[i][key.String]
+			if !ok {
+				id = len(ids[i])
+				ids[i][key.String] = id
+			}
+			c.Units[i] = id
+		}
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	counts := make([]int, k)
+	for i := range ids {
+		counts[i] = len(ids[i])
+	}
+	return out, counts, nil
+}
+
+func seq(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = strconv.Itoa(i + 1)
+	}
+	return out
+}
+
+func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// unitColumns finds, for every unit, the column of a query table that
+// holds the unit's primary key (the unit's own key column, or a foreign key
+// equated with it in the spec's join). A unit that no query table
+// references is left out (its tuples cannot change the query) unless a
+// query table references it through a table outside the query, which is an
+// error: the owner of a join result must be readable from the join.
+func unitColumns(s *spec.Spec, q *Query, units []string) (used []string, cols []spec.ColumnRef, err error) {
+	sc := attrClasses(s.Join)
+	for _, u := range units {
+		t := s.Table(u)
+		if t == nil {
+			return nil, nil, invalid("unit %q is not a table of the spec", u)
+		}
+		if t.Public {
+			return nil, nil, invalid("unit %q is public: the unit must be a private table", u)
+		}
+		if len(t.PrimaryKey) != 1 {
+			return nil, nil, invalid("unit %q needs a one-column primary key (it has %d)", u, len(t.PrimaryKey))
+		}
+		pk := spec.ColumnRef{Table: u, Column: t.PrimaryKey[0]}
+		var found *spec.ColumnRef
+		for _, qt := range q.Tables {
+			if qt == u {
+				found = &pk
+				break
+			}
+		}
+		if found == nil {
+			cls, ok := sc[pk]
+			if ok {
+				for _, qt := range q.Tables {
+					for _, c := range s.Table(qt).Columns {
+						r := spec.ColumnRef{Table: qt, Column: c.Name}
+						if sc[r] == cls {
+							found = &r
+							break
+						}
+					}
+					if found != nil {
+						break
+					}
+				}
+			}
+		}
+		if found == nil {
+			for _, qt := range q.Tables {
+				if !s.Table(qt).Public && references(s, qt, u) {
+					return nil, nil, invalid("table %s references unit %s through tables outside the query; add them to the query's join so that every join result's unit is known", qt, u)
+				}
+			}
+			continue
+		}
+		used = append(used, u)
+		cols = append(cols, *found)
+	}
+	if len(used) == 0 {
+		return nil, nil, invalid("the query references none of the units %v", units)
+	}
+	for _, qt := range q.Tables {
+		if s.Table(qt).Public {
+			continue
+		}
+		owned := false
+		for _, u := range used {
+			if qt == u || references(s, qt, u) {
+				owned = true
+			}
+		}
+		if !owned {
+			return nil, nil, invalid("private table %s references none of the units %v by foreign keys: under user-level DP every private tuple belongs to a unit", qt, used)
+		}
+	}
+	return used, cols, nil
+}
+
+// references reports whether table t reaches table u through foreign keys
+// of the spec's join (child column = parent's one-column primary key).
+func references(s *spec.Spec, t, u string) bool {
+	isPK := func(r spec.ColumnRef) bool {
+		tb := s.Table(r.Table)
+		return tb != nil && len(tb.PrimaryKey) == 1 && tb.PrimaryKey[0] == r.Column
+	}
+	seen := map[string]bool{t: true}
+	stack := []string{t}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if x == u {
+			return true
+		}
+		for _, j := range s.Join {
+			for _, e := range [][2]spec.ColumnRef{{j.Left, j.Right}, {j.Right, j.Left}} {
+				child, parent := e[0], e[1]
+				if child.Table == x && isPK(parent) && !isPK(child) && !seen[parent.Table] {
+					seen[parent.Table] = true
+					stack = append(stack, parent.Table)
+				}
+			}
+		}
+	}
+	return false
+}
