@@ -34,12 +34,16 @@ type inspectReport struct {
 	Acyclic            bool            `json:"acyclic"`
 	Hierarchical       bool            `json:"hierarchical"`
 	HierarchicalReason string          `json:"hierarchical_reason,omitempty"`
-	FoldedJoin         foldedJoin      `json:"folded_join"`
-	Method             string          `json:"method"`
-	ReleaseColumns     []releaseColumn `json:"release_columns"`
-	UniverseSize       int64           `json:"universe_size"`
-	Budget             budget          `json:"budget"`
-	Workload           workloadSummary `json:"workload"`
+	// AttributeTree is the attribute tree of the folded join (Ghazi et al.
+	// §4.2), one node a line, when that join is hierarchical: the tree the
+	// uniformized hierarchical release partitions on.
+	AttributeTree  []string        `json:"attribute_tree,omitempty"`
+	FoldedJoin     foldedJoin      `json:"folded_join"`
+	Method         string          `json:"method"`
+	ReleaseColumns []releaseColumn `json:"release_columns"`
+	UniverseSize   int64           `json:"universe_size"`
+	Budget         budget          `json:"budget"`
+	Workload       workloadSummary `json:"workload"`
 	// Warnings are drawn from the spec alone (public).
 	Warnings      []string `json:"warnings"`
 	DataValidated bool     `json:"data_validated"`
@@ -218,6 +222,11 @@ func buildInspectReport(path string, s *spec.Spec, h *hypergraph.Hypergraph) ins
 		rep.PublicRelations = []string{}
 	}
 	rep.Hierarchical, rep.HierarchicalReason = h.Hierarchical()
+	if f, err := s.Folding(); err == nil {
+		if tr, err := uniformize.NewTree(f.Folded()); err == nil {
+			rep.AttributeTree = strings.Split(strings.TrimSuffix(tr.String(), "\n"), "\n")
+		}
+	}
 	for _, a := range h.Attributes() {
 		ja := joinAttribute{Name: a}
 		for _, i := range h.Atom(a).Members() {
@@ -285,6 +294,9 @@ func writeInspectText(w io.Writer, r inspectReport) error {
 		fmt.Fprintf(tw, "hierarchical:\ttrue\n")
 	} else {
 		fmt.Fprintf(tw, "hierarchical:\tfalse (%s)\n", r.HierarchicalReason)
+	}
+	for _, line := range r.AttributeTree {
+		fmt.Fprintf(tw, "attribute tree:\t%s\n", line)
 	}
 	fj := r.FoldedJoin
 	if len(fj.Folds) == 0 {

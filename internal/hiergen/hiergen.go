@@ -100,7 +100,7 @@ func Write(dir string, k int, eps, delta float64) (string, error) {
 		}
 	}
 	path := filepath.Join(dir, SpecFile)
-	if err := os.WriteFile(path, []byte(specYAML(eps, delta)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(SpecYAML(eps, delta, "")), 0o644); err != nil {
 		return "", fmt.Errorf("hiergen: %w", err)
 	}
 	return path, nil
@@ -122,7 +122,16 @@ func writeCSV(path string, rows [][]string) error {
 	return nil
 }
 
-func specYAML(eps, delta float64) string {
+// SpecYAML is the spec Write writes, with budget (eps, delta) and the
+// CSV sources under the folder dir ("" for the spec's own folder; a
+// relative dir is relative to the spec).
+func SpecYAML(eps, delta float64, dir string) string {
+	src := func(name string) string {
+		if dir == "" {
+			return name
+		}
+		return dir + "/" + name
+	}
 	return fmt.Sprintf(`# Hierarchical join members(A, B) ⋈ purchases(A, B, C) ⋈ staff(A, D),
 # A = store_id, B = member_id, written by internal/hiergen: skewed degrees
 # on both levels of the attribute tree store_id → member_id.
@@ -130,7 +139,7 @@ privacy: {epsilon: %s, delta: %s}
 
 tables:
   - name: members
-    source: members.csv
+    source: %s
     primary_key: member_id
     columns:
       member_id: {type: key}
@@ -138,7 +147,7 @@ tables:
       tier: {type: categorical, values: [%s]}
 
   - name: purchases
-    source: purchases.csv
+    source: %s
     primary_key: purchase_id
     columns:
       purchase_id: {type: key}
@@ -148,7 +157,7 @@ tables:
       amount: {type: integer, min: 0, max: 99, bins: 10}
 
   - name: staff
-    source: staff.csv
+    source: %s
     primary_key: staff_id
     columns:
       staff_id: {type: key}
@@ -174,5 +183,6 @@ workload:
     - [channel, amount]
     - [tier, role]
 `, strconv.FormatFloat(eps, 'g', -1, 64), strconv.FormatFloat(delta, 'g', -1, 64),
-		strings.Join(Tiers, ", "), strings.Join(Channels, ", "), strings.Join(Roles, ", "))
+		src("members.csv"), strings.Join(Tiers, ", "), src("purchases.csv"), strings.Join(Channels, ", "),
+		src("staff.csv"), strings.Join(Roles, ", "))
 }
