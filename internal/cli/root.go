@@ -158,6 +158,7 @@ Exit codes:
 
 	root.AddCommand(newVersionCmd(opts), newInspectCmd(opts), newSensitivityCmd(opts), newReleaseCmd(opts), newEvaluateCmd(opts), newDemoCmd(opts))
 	root.AddCommand(newQueryCmd(opts))
+	root.AddCommand(newAnswerCmd(opts))
 	return root, opts
 }
 
