@@ -2,11 +2,15 @@ package release
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/hiergen"
+	"github.com/synth-dp/synth/internal/score"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/uniformize"
 )
@@ -76,4 +80,103 @@ func TestHierUniformizedRelease(t *testing.T) {
 	if again := run(); again.Rows != sum.Rows || again.NHat != sum.NHat {
 		t.Errorf("same seed: rows %d vs %d, n̂ %v vs %v", again.Rows, sum.Rows, again.NHat, sum.NHat)
 	}
+}
+
+// TestHierMeasure prints uniformized vs join-as-one on examples/hier
+// (k = 128) at ε = 1 and 4 (or SYNTH_HIER_EPS), seeds 1..SYNTH_HIER_RUNS
+// (default 3): the mean
+// TVD over the workload marginals (internal/score), and the median and
+// largest absolute error of a workload count (Evaluate). Set
+// SYNTH_HIER_MEASURE=1. INTERNAL numbers: computed from the (synthetic,
+// generated) true data.
+func TestHierMeasure(t *testing.T) {
+	if os.Getenv("SYNTH_HIER_MEASURE") == "" {
+		t.Skip("set SYNTH_HIER_MEASURE=1 to measure the hierarchical example")
+	}
+	runs := 3
+	if v := os.Getenv("SYNTH_HIER_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = n
+	}
+	ctx := context.Background()
+	base, err := spec.Load("../examples/hier/synth.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth, err := score.Truth(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := score.WorkloadMarginals(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.Open(ctx, "duckdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if err := eng.Load(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("true join rows %d", len(truth.Rows))
+	epss := []float64{1, 4}
+	if v := os.Getenv("SYNTH_HIER_EPS"); v != "" {
+		e, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		epss = []float64{e}
+	}
+	for _, eps := range epss {
+		for _, m := range []spec.Method{spec.JoinAsOne, spec.Uniformized} {
+			s := *base
+			s.Privacy.Epsilon = eps
+			s.Release.Method = m
+			var tvd, med, worst, rows []float64
+			var uni float64
+			var subs []int
+			for seed := 1; seed <= runs; seed++ {
+				sum, err := Run(ctx, Options{Spec: &s, OutDir: filepath.Join(t.TempDir(), "out"), Engine: "duckdb", Source: dp.NewSeededSource(uint64(seed))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				syn, err := score.Synthetic(ctx, &s, sum.Parquet, ColumnNames(&s))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sc := score.Score(truth, syn, ms, s.ReleaseSizes())
+				tvd = append(tvd, sc.MeanTVD)
+				uni = sc.MeanUniformTVD
+				ev, err := Evaluate(ctx, &s, eng, sum.Parquet)
+				if err != nil {
+					t.Fatal(err)
+				}
+				med = append(med, ev.Absolute.Median)
+				worst = append(worst, ev.Absolute.Max)
+				rows = append(rows, float64(sum.Rows))
+				if parts, ok := sum.Privacy.Parameters["uniformized_partitions"].([]uniformize.HierSubRun); ok {
+					subs = append(subs, len(parts))
+					if seed == 1 {
+						t.Logf("ε=%g uniformized: K=%v, λ=%v, sub-instances %+v", eps, sum.Privacy.Parameters["uniformized_k"],
+							sum.Privacy.Parameters["uniformized_lambda"], parts)
+					}
+				} else if seed == 1 {
+					t.Logf("ε=%g join-as-one: Δ̃ = %v, n̂ = %v", eps, sum.DeltaTilde, sum.NHat)
+				}
+			}
+			t.Logf("| %g | %s | %.4f (uniform %.4f) | %.1f | %.1f | %.0f | %v |", eps, m, mean(tvd), uni, mean(med), mean(worst), mean(rows), subs)
+		}
+	}
+}
+
+func mean(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
 }
