@@ -12,10 +12,15 @@ all: build
 build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/synth
 
-## test: vet and run every test (the command CI runs)
+## test: vet and run every test (the command CI runs); adds -tags clp
+## (R2T's LP solver, package relational/clp) when pkg-config finds CLP
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -shuffle=on $(PKGS)
+	@if pkg-config --exists clp 2>/dev/null; then \
+		echo "CLP found: vet and test with -tags clp"; \
+		$(GO) vet -tags clp $(PKGS) && $(GO) test -count=1 -shuffle=on -tags clp ./relational/...; \
+	else echo "CLP not found (apt-get install coinor-libclp-dev): -tags clp skipped"; fi
 
 ## test-short: the quick subset (heavy statistical tests skip under -short)
 test-short:
