@@ -3,6 +3,8 @@ package dp
 import (
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 )
 
 // AdvancedEpsilon returns the ε of k-fold adaptive composition of ε₀-DP
@@ -210,6 +212,10 @@ func RhoToEpsilon(rho, delta float64) (float64, error) {
 // RhoForBudget returns the largest ρ whose [RhoToEpsilon] conversion at δ
 // is at most ε (to a relative 1e-12, rounded down): the zCDP budget a
 // mechanism may spend inside an (ε, δ) share. δ must be > 0.
+//
+// The result is a pure function of the public budget, so it is memoised
+// (the bisection over the golden-section search costs ~2 ms, which
+// dominated a small PMW run and the audits that repeat one).
 func RhoForBudget(b Budget) (float64, error) {
 	if err := b.Validate(); err != nil {
 		return 0, err
@@ -217,6 +223,26 @@ func RhoForBudget(b Budget) (float64, error) {
 	if err := checkDelta("delta", b.Delta); err != nil {
 		return 0, err
 	}
+	if r, ok := rhoMemo.Load(b); ok {
+		return r.(float64), nil
+	}
+	r, err := rhoForBudget(b)
+	if err == nil && rhoMemoLen.Add(1) <= rhoMemoCap {
+		rhoMemo.Store(b, r)
+	}
+	return r, err
+}
+
+// rhoMemo caches RhoForBudget by budget; at most rhoMemoCap entries are
+// stored (later budgets are computed every time).
+var (
+	rhoMemo    sync.Map
+	rhoMemoLen atomic.Int64
+)
+
+const rhoMemoCap = 4096
+
+func rhoForBudget(b Budget) (float64, error) {
 	conv := func(r float64) float64 { e, _ := RhoToEpsilon(r, b.Delta); return e }
 	lo, hi := 0.0, b.Epsilon // RhoToEpsilon(ρ) ≥ ρ, so ρ ≤ ε
 	for i := 0; i < 200 && hi-lo > 1e-12*hi; i++ {

@@ -209,3 +209,20 @@ func TestZCDP(t *testing.T) {
 		t.Errorf("RhoForBudget %v is not the largest", r)
 	}
 }
+
+// TestRhoForBudgetMemo: the memoised value is the computed one, on first
+// and later calls.
+func TestRhoForBudgetMemo(t *testing.T) {
+	for _, b := range []Budget{{Epsilon: 0.37, Delta: 1e-7}, {Epsilon: 2, Delta: 1e-3}, {Epsilon: 0.37, Delta: 1e-6}} {
+		want, err := rhoForBudget(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			got, err := RhoForBudget(b)
+			if err != nil || got != want {
+				t.Fatalf("RhoForBudget(%v) = %v, %v; want %v", b, got, err, want)
+			}
+		}
+	}
+}

@@ -56,6 +56,10 @@ const (
 	ttSkipEmpty
 	// ttTrueDegree buckets every value by its true degree (no noise).
 	ttTrueDegree
+	// ttLowBound runs the public-bound variant with sensitivity 1 (the
+	// bucket's bound forgotten, as for one table): far below the degrees
+	// bucket i holds.
+	ttLowBound
 )
 
 // BucketRun describes one sub-instance that ran. Its fields are public
@@ -403,6 +407,9 @@ func (p *TwoTablePlan) runPublicBound(ctx context.Context, src dp.Source, sub *h
 		hist[k] = pmw.Cell{Index: x.Index, Count: x.Count}
 	}
 	sens := float64(max(1, p.thr[i]))
+	if p.cfg.mut == ttLowBound {
+		sens = 1
+	}
 	res, err := pmw.Run(ctx, src, c.Universe, c.Families, hist, pmw.Config{
 		Epsilon: p.sub.Epsilon, Delta: p.sub.Delta, Sensitivity: sens, Variant: c.Variant, Noise: c.Noise,
 		NHatShare: c.NHatShare, Rounds: c.Rounds, MaxRounds: c.MaxRounds, Reapply: c.Reapply, Ledger: l,
