@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/progress"
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
@@ -124,6 +125,10 @@ func (g *globalOptions) source() dp.Source {
 
 func runRelease(ctx context.Context, g *globalOptions, s *spec.Spec, o release.Options) (*release.Summary, error) {
 	o.Spec, o.Engine, o.Source, o.Logger = s, g.engine, g.source(), g.logger
+	// Progress bars on stderr, only when it is a terminal.
+	bars := progress.New(g.stderr, g.quiet)
+	defer bars.Done()
+	o.Progress = func(p release.Phase, done, total int64) { bars.Update(string(p), done, total) }
 	sum, err := release.Run(ctx, o)
 	if errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("interrupted; no output was written: %w", err)
