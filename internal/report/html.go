@@ -1,0 +1,128 @@
+package report
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"strconv"
+)
+
+// page is what the HTML template reads.
+type page struct {
+	*Summary
+	Sections []pageSection
+}
+
+type pageSection struct {
+	Title   string
+	Figures []pageFigure
+}
+
+type pageFigure struct {
+	Title, Caption, File string
+	// Src is the PNG as a data URI.
+	Src template.URL
+}
+
+// renderHTML renders index.html: one self-contained page, inline CSS, the
+// figures as PNG data URIs (each linking to its file under fig/), no
+// script and nothing fetched from the network.
+func renderHTML(s *Summary, figs []*figure) ([]byte, error) {
+	p := page{Summary: s}
+	for _, sec := range sections {
+		ps := pageSection{Title: sec}
+		for _, f := range figs {
+			if f.Section != sec {
+				continue
+			}
+			ps.Figures = append(ps.Figures, pageFigure{
+				Title: f.Title, Caption: f.Caption, File: FigDir + "/" + f.Name,
+				// A data URI of PNG bytes is safe in src: html/template
+				// would otherwise replace the data: scheme.
+				Src: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(f.PNG)),
+			})
+		}
+		if len(ps.Figures) > 0 {
+			p.Sections = append(p.Sections, ps)
+		}
+	}
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, p); err != nil {
+		return nil, fmt.Errorf("report: index.html: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// num formats a score or error for the page: 4 significant digits.
+func num(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+
+// ptr formats an optional number.
+func ptr(x *float64) string {
+	if x == nil {
+		return ""
+	}
+	return num(*x)
+}
+
+var pageTemplate = template.Must(template.New("index.html").Funcs(template.FuncMap{"num": num, "ptr": ptr}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="robots" content="noindex, nofollow">
+<title>INTERNAL — synth utility report</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 70rem; padding: 0 1rem 3rem; color: #222; }
+.internal { background: #b00020; color: #fff; padding: .8rem 1rem; font-weight: bold; font-size: 1.1rem; position: sticky; top: 0; }
+h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: .5rem 0; font-size: .9rem; }
+th, td { border: 1px solid #ccc; padding: .25rem .5rem; text-align: right; }
+th { background: #f3f3f3; } td.l, th.l { text-align: left; }
+.better { color: #1b5e20; } .worse { color: #b00020; font-weight: bold; }
+figure { display: inline-block; margin: .5rem; vertical-align: top; max-width: 100%; }
+figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { font-size: .85rem; max-width: 36rem; }
+.note { font-size: .9rem; color: #555; }
+</style>
+</head>
+<body>
+<div class="internal">INTERNAL — contains statistics of the private data, do not publish. Not differentially private.</div>
+<h1>Utility report of a synthetic release</h1>
+<p class="note">{{.Label}}</p>
+<table>
+<tr><th class="l">synthetic file</th><td class="l">{{.Synthetic}}</td></tr>
+{{if .Config}}<tr><th class="l">spec</th><td class="l">{{.Config}}</td></tr>{{end}}
+<tr><th class="l">rows</th><td class="l">{{.SyntheticRows}} synthetic, {{.TrueRows}} in the true join</td></tr>
+</table>
+
+<h2>Privacy of the release</h2>
+{{with .Privacy}}<table>
+<tr><th class="l">budget (ε, δ)</th><td class="l">ε = {{.Epsilon}}, δ = {{.Delta}} (spent: ε = {{num .Spent.Epsilon}}, δ = {{num .Spent.Delta}})</td></tr>
+<tr><th class="l">mechanism</th><td class="l">{{.Mechanism}}</td></tr>
+<tr><th class="l">privacy</th><td class="l">{{.Privacy}}</td></tr>
+<tr><th class="l">neighbours</th><td class="l">{{.Neighbours}}</td></tr>
+{{if .CreatedAt}}<tr><th class="l">released</th><td class="l">{{.CreatedAt}}{{if .SoftwareVersion}} by synth {{.SoftwareVersion}}{{end}}</td></tr>{{end}}
+<tr><th class="l">from</th><td class="l">{{.Source}}</td></tr>
+</table>{{else}}<p class="worse">No privacy report was found beside the synthetic file: its privacy parameters are unknown.</p>{{end}}
+
+<h2>Headline</h2>
+<p class="note">Lower is better. The uniform distribution with the same number of rows is the floor a useless release would reach: a score near it means the synthetic file keeps little of that kind of statistic.</p>
+<table>
+<tr><th class="l">workload kind</th><th class="l">metric</th><th>families</th><th>queries</th><th>synthetic</th><th>uniform</th></tr>
+{{range .Headline}}<tr><td class="l">{{.Kind}}</td><td class="l">{{.Metric}}</td><td>{{.Families}}</td><td>{{.Queries}}</td><td class="{{if lt .Synthetic .Uniform}}better{{else}}worse{{end}}">{{num .Synthetic}}</td><td>{{num .Uniform}}</td></tr>
+{{end}}</table>
+
+{{range .Sections}}<h2>{{.Title}}</h2>
+{{range .Figures}}<figure><a href="{{.File}}"><img src="{{.Src}}" alt="{{.Title}}"></a><figcaption>{{.Caption}}</figcaption></figure>
+{{end}}{{end}}
+<h2>Every family</h2>
+<p class="note">Score: the family kind's headline metric on this family alone. Absolute error |synthetic − true|; relative error |synthetic − true| / max(true, 1); max, median and 90th percentile over the family's queries.</p>
+<table>
+<tr><th class="l">family</th><th class="l">kind</th><th>queries</th><th>score</th><th>uniform</th><th>abs max</th><th>abs median</th><th>abs p90</th><th>rel max</th><th>rel median</th><th>rel p90</th><th>true</th><th>synthetic</th></tr>
+{{range .Families}}<tr><td class="l">{{.Name}}</td><td class="l">{{.Kind}}</td><td>{{.Queries}}</td><td class="{{if lt .Score .UniformScore}}better{{else}}worse{{end}}">{{num .Score}}</td><td>{{num .UniformScore}}</td><td>{{num .Absolute.Max}}</td><td>{{num .Absolute.Median}}</td><td>{{num .Absolute.P90}}</td><td>{{num .Relative.Max}}</td><td>{{num .Relative.Median}}</td><td>{{num .Relative.P90}}</td><td>{{ptr .TrueValue}}</td><td>{{ptr .SyntheticValue}}</td></tr>
+{{end}}</table>
+<p class="note">The numbers are also in summary.json and the figures in fig/, beside this page.</p>
+<div class="internal">INTERNAL — contains statistics of the private data, do not publish.</div>
+</body>
+</html>
+`))
