@@ -51,6 +51,17 @@ func hierAuditConfig(t testing.TB, eps, delta float64) HierConfig {
 // of the spec and the engine.
 func loadHierAudit(t *testing.T, in hierAuditInstance) (*hypergraph.Hypergraph, *engine.Engine) {
 	t.Helper()
+	stores := map[string][2]int{}
+	for store, n := range in {
+		stores[store] = [2]int{n, n}
+	}
+	return loadHierStores(t, stores)
+}
+
+// loadHierStores is loadHierAudit for stores with n[0] members of which
+// the first n[1] have one purchase each.
+func loadHierStores(t *testing.T, in map[string][2]int) (*hypergraph.Hypergraph, *engine.Engine) {
+	t.Helper()
 	dir := t.TempDir()
 	var m, p, s strings.Builder
 	m.WriteString("member,store,x\n")
@@ -58,10 +69,12 @@ func loadHierAudit(t *testing.T, in hierAuditInstance) (*hypergraph.Hypergraph, 
 	s.WriteString("id,store\n")
 	id := 0
 	for store, n := range in {
-		for k := range n {
+		for k := range n[0] {
 			fmt.Fprintf(&m, "%s-%d,%s,u\n", store, k, store)
-			fmt.Fprintf(&p, "%d,%s,%s-%d,v\n", id, store, store, k)
-			id++
+			if k < n[1] {
+				fmt.Fprintf(&p, "%d,%s,%s-%d,v\n", id, store, store, k)
+				id++
+			}
 		}
 		fmt.Fprintf(&s, "%d,%s\n", id, store)
 		id++
