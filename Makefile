@@ -43,11 +43,18 @@ lint:
 
 ## demo: release a built-in skewed two-table instance (no input files, no server)
 ## and print synth query commands to try on it. The binary stays in bin/ and
-## carries the checkout's VCS revision (its privacy report names it).
+## carries the checkout's VCS revision (its privacy report names it). It ends
+## with the utility report of the release (synth evaluate --report): the demo's
+## data and spec are written to out/demo-private/ for it, the report to
+## out/demo-report/ (INTERNAL: it holds statistics of the private data).
 demo:
 	@echo "building synth (first build compiles DuckDB, a few minutes)"
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/synth
-	$(BIN) demo
+	$(BIN) demo --out out/demo
+	@echo
+	@echo "utility report of the demo release (INTERNAL: it reads the private data):"
+	@$(GO) run ./internal/demo/files -out out/demo-private >/dev/null
+	$(BIN) -q evaluate --config out/demo-private/synth.yaml --synthetic out/demo/synthetic.parquet --report out/demo-report
 
 clean:
 	rm -rf bin out
