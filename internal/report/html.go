@@ -57,6 +57,41 @@ func renderHTML(s *Summary, figs []*figure) ([]byte, error) {
 // num formats a score or error for the page: 4 significant digits.
 func num(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
 
+// Grades of a score against the uniform floor: at most gradeGood of it is
+// good, at least gradeBad of it no better than uniform.
+const (
+	gradeGood = 0.5
+	gradeBad  = 0.9
+)
+
+// grade returns the CSS class of a score syn against the uniform score
+// uni: "better" (at most half of it), "worse" (90% of it or more: the
+// synthetic file keeps about as little as the uniform distribution) or "".
+func grade(syn, uni float64) string {
+	switch {
+	case uni <= 0 && syn <= 0:
+		return "better"
+	case uni <= 0:
+		return "worse"
+	case syn/uni <= gradeGood:
+		return "better"
+	case syn/uni >= gradeBad:
+		return "worse"
+	}
+	return ""
+}
+
+// verdict says in words what grade says in colour.
+func verdict(syn, uni float64) string {
+	switch grade(syn, uni) {
+	case "better":
+		return "kept"
+	case "worse":
+		return "no better than uniform"
+	}
+	return "partly kept"
+}
+
 // ptr formats an optional number.
 func ptr(x *float64) string {
 	if x == nil {
@@ -65,7 +100,7 @@ func ptr(x *float64) string {
 	return num(*x)
 }
 
-var pageTemplate = template.Must(template.New("index.html").Funcs(template.FuncMap{"num": num, "ptr": ptr}).Parse(`<!DOCTYPE html>
+var pageTemplate = template.Must(template.New("index.html").Funcs(template.FuncMap{"num": num, "ptr": ptr, "grade": grade, "verdict": verdict}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -106,10 +141,10 @@ figcaption { font-size: .85rem; max-width: 36rem; }
 </table>{{else}}<p class="worse">No privacy report was found beside the synthetic file: its privacy parameters are unknown.</p>{{end}}
 
 <h2>Headline</h2>
-<p class="note">Lower is better. The uniform distribution with the same number of rows is the floor a useless release would reach: a score near it means the synthetic file keeps little of that kind of statistic.</p>
+<p class="note">Lower is better. The uniform distribution with the same number of rows is the floor a useless release would reach: a score near it means the synthetic file keeps little of that kind of statistic. Verdict: kept at most half the uniform score, no better than uniform at 90% of it or more.</p>
 <table>
-<tr><th class="l">workload kind</th><th class="l">metric</th><th>families</th><th>queries</th><th>synthetic</th><th>uniform</th></tr>
-{{range .Headline}}<tr><td class="l">{{.Kind}}</td><td class="l">{{.Metric}}</td><td>{{.Families}}</td><td>{{.Queries}}</td><td class="{{if lt .Synthetic .Uniform}}better{{else}}worse{{end}}">{{num .Synthetic}}</td><td>{{num .Uniform}}</td></tr>
+<tr><th class="l">workload kind</th><th class="l">metric</th><th>families</th><th>queries</th><th>synthetic</th><th>uniform</th><th>synthetic / uniform</th><th class="l">verdict</th></tr>
+{{range .Headline}}<tr><td class="l">{{.Kind}}</td><td class="l">{{.Metric}}</td><td>{{.Families}}</td><td>{{.Queries}}</td><td class="{{grade .Synthetic .Uniform}}">{{num .Synthetic}}</td><td>{{num .Uniform}}</td><td>{{ptr .RatioToUniform}}</td><td class="l {{grade .Synthetic .Uniform}}">{{verdict .Synthetic .Uniform}}</td></tr>
 {{end}}</table>
 
 {{range .Sections}}<h2>{{.Title}}</h2>
@@ -119,7 +154,7 @@ figcaption { font-size: .85rem; max-width: 36rem; }
 <p class="note">Score: the family kind's headline metric on this family alone. Absolute error |synthetic − true|; relative error |synthetic − true| / max(true, 1); max, median and 90th percentile over the family's queries.</p>
 <table>
 <tr><th class="l">family</th><th class="l">kind</th><th>queries</th><th>score</th><th>uniform</th><th>abs max</th><th>abs median</th><th>abs p90</th><th>rel max</th><th>rel median</th><th>rel p90</th><th>true</th><th>synthetic</th></tr>
-{{range .Families}}<tr><td class="l">{{.Name}}</td><td class="l">{{.Kind}}</td><td>{{.Queries}}</td><td class="{{if lt .Score .UniformScore}}better{{else}}worse{{end}}">{{num .Score}}</td><td>{{num .UniformScore}}</td><td>{{num .Absolute.Max}}</td><td>{{num .Absolute.Median}}</td><td>{{num .Absolute.P90}}</td><td>{{num .Relative.Max}}</td><td>{{num .Relative.Median}}</td><td>{{num .Relative.P90}}</td><td>{{ptr .TrueValue}}</td><td>{{ptr .SyntheticValue}}</td></tr>
+{{range .Families}}<tr><td class="l">{{.Name}}</td><td class="l">{{.Kind}}</td><td>{{.Queries}}</td><td class="{{grade .Score .UniformScore}}">{{num .Score}}</td><td>{{num .UniformScore}}</td><td>{{num .Absolute.Max}}</td><td>{{num .Absolute.Median}}</td><td>{{num .Absolute.P90}}</td><td>{{num .Relative.Max}}</td><td>{{num .Relative.Median}}</td><td>{{num .Relative.P90}}</td><td>{{ptr .TrueValue}}</td><td>{{ptr .SyntheticValue}}</td></tr>
 {{end}}</table>
 <p class="note">The numbers are also in summary.json and the figures in fig/, beside this page.</p>
 <div class="internal">INTERNAL — contains statistics of the private data, do not publish.</div>

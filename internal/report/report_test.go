@@ -146,6 +146,9 @@ func TestSummarizeByHand(t *testing.T) {
 			t.Errorf("headline %d = %+v, want %+v", i, h, w)
 		}
 	}
+	if r := s.Headline[0].RatioToUniform; r == nil || *r != 0.25 {
+		t.Errorf("marginal ratio to uniform %v, want 0.25", r)
+	}
 	if s.Privacy != nil {
 		t.Errorf("privacy %+v without a privacy report", s.Privacy)
 	}
@@ -323,6 +326,23 @@ func TestBinLabels(t *testing.T) {
 		got, _ := json.Marshal(columnLabels(&c.col))
 		if string(got) != c.want {
 			t.Errorf("%+v: labels %s, want %s", c.col, got, c.want)
+		}
+	}
+}
+
+// TestGrade: a score at most half the uniform one is kept, one at 90% of
+// it or more is no better than uniform (a synthetic file that is uniform
+// must not be shown as better because of rounding).
+func TestGrade(t *testing.T) {
+	for _, c := range []struct {
+		syn, uni float64
+		want     string
+	}{
+		{0.01, 0.4, "better"}, {0.2, 0.4, "better"}, {0.3, 0.4, ""}, {0.0707, 0.0708, "worse"}, {0.5, 0.4, "worse"},
+		{0, 0, "better"}, {0.1, 0, "worse"},
+	} {
+		if got := grade(c.syn, c.uni); got != c.want {
+			t.Errorf("grade(%v, %v) = %q, want %q", c.syn, c.uni, got, c.want)
 		}
 	}
 }

@@ -89,6 +89,10 @@ type Headline struct {
 	Queries   int     `json:"queries"`
 	Synthetic float64 `json:"synthetic"`
 	Uniform   float64 `json:"uniform"`
+	// RatioToUniform is Synthetic / Uniform, omitted when Uniform is 0:
+	// near 1 (or above) the synthetic file keeps no more of this kind of
+	// statistic than the uniform distribution does.
+	RatioToUniform *float64 `json:"ratio_to_uniform,omitempty"`
 }
 
 // Family holds the numbers of one workload family.
@@ -214,8 +218,12 @@ func Summarize(in Input) (*Summary, error) {
 		if kind.name == "ranges" {
 			d = math.Max(float64(k.queries), 1)
 		}
-		s.Headline = append(s.Headline, Headline{Kind: kind.name, Metric: kind.metric, Families: k.families, Queries: k.queries,
-			Synthetic: k.syn / d, Uniform: k.uni / d})
+		h := Headline{Kind: kind.name, Metric: kind.metric, Families: k.families, Queries: k.queries, Synthetic: k.syn / d, Uniform: k.uni / d}
+		if h.Uniform > 0 {
+			r := h.Synthetic / h.Uniform
+			h.RatioToUniform = &r
+		}
+		s.Headline = append(s.Headline, h)
 	}
 	return s, nil
 }
