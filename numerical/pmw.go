@@ -89,8 +89,12 @@ func newCore(ev *evaluator, data []Point, dtilde int64) (*core, int64, error) {
 	for i, v := range c.truth {
 		c.truth[i] = math.Round(v) // integers, up to float rounding of the table sums
 	}
+	perTable := make([]float64, len(ev.tables))
+	for t, tb := range ev.tables {
+		perTable[t] = u.sensitivity(tb) * float64(dtilde)
+	}
 	for i, it := range ev.items {
-		c.sens[i] = u.sensitivity(ev.tables[it.t]) * float64(dtilde)
+		c.sens[i] = perTable[it.t]
 	}
 	// Reuse the histogram's memory for the weights.
 	c.w = h
@@ -144,7 +148,10 @@ func (c *core) apply(m measurement) {
 	c.ev.support(m.item, func(e int64, v float64) { cur += c.w[e] * v / norm })
 	cur *= c.nhat / c.z
 	target := math.Max(0, math.Min(c.nhat, m.value))
-	eta := (target - cur) / (2 * c.nhat)
+	// The log-ratio step fits the measurement (exactly, for a counting
+	// query) where Hardt–Ligett–McSherry's (m − q(A))/(2n̂) creeps towards
+	// it; either is post-processing of the measurement.
+	eta := math.Log((target + 1) / (cur + 1))
 	if eta == 0 {
 		return
 	}
@@ -155,6 +162,9 @@ func (c *core) apply(m measurement) {
 		dz += c.w[e] - old
 	})
 	c.z += dz
+	if ratio := c.z / float64(len(c.w)); !(ratio > 1e-100 && ratio < 1e100) {
+		c.renormalise() // A is scale-free: keep w away from under- and overflow
+	}
 }
 
 func (c *core) renormalise() {
