@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -179,4 +180,23 @@ func mean(x []float64) float64 {
 		s += v
 	}
 	return s / float64(len(x))
+}
+
+// TestHierRefusesNonHierarchical: uniformized on a three-relation join
+// that is not hierarchical (TPC-H customer ⋈ orders ⋈ lineitem, a chain)
+// is refused as unsupported, naming why, before any output is written.
+func TestHierRefusesNonHierarchical(t *testing.T) {
+	s, err := spec.Load("../examples/tpch/synth.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Release.Method = spec.Uniformized
+	out := filepath.Join(t.TempDir(), "out")
+	_, err = Run(context.Background(), Options{Spec: s, OutDir: out, Engine: "duckdb", Source: dp.NewSeededSource(1)})
+	if !errors.Is(err, ErrUnsupported) || !errors.Is(err, uniformize.ErrNotHierarchical) {
+		t.Fatalf("err = %v, want ErrUnsupported naming the non-hierarchical pair", err)
+	}
+	if _, statErr := os.Stat(out); !os.IsNotExist(statErr) {
+		t.Errorf("output folder created: %v", statErr)
+	}
 }

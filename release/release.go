@@ -241,14 +241,18 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		// Alg. 6 + 7 (the choice reads the folded join, the spec alone).
 		uplan, err = uniformize.PrepareTwoTable(h, uniformize.TwoTableConfig{Config: jcfg}, ledger)
 		algStr = uniformize.TwoTableAlgorithm
-		if errors.Is(err, uniformize.ErrNotTwoTable) {
+		switch {
+		case errors.Is(err, uniformize.ErrNotTwoTable) && h.Len() < 3:
+			return nil, fmt.Errorf("%w: release method uniformized on %d relations after folding: %v (use join-as-one)",
+				ErrUnsupported, h.Len(), err)
+		case errors.Is(err, uniformize.ErrNotTwoTable):
 			hcfg := uniformize.HierConfig{Config: jcfg, OnSub: func(k, n int, config string) {
 				o.progress(PhasePartitions, int64(k), -1)
 				log.Info("sub-instance", "sub_instance", k, "of", n, "configuration", config)
 			}}
 			uplan, algStr = nil, uniformize.HierAlgorithm
 			if hplan, err = uniformize.PrepareHier(h, hcfg, ledger); errors.Is(err, uniformize.ErrNotHierarchical) {
-				return nil, fmt.Errorf("%w: release method uniformized on %d relations after folding: %v (use join-as-one)",
+				return nil, fmt.Errorf("%w: release method uniformized on %d relations after folding: %w (use join-as-one)",
 					ErrUnsupported, h.Len(), err)
 			}
 		}
