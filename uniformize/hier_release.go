@@ -240,6 +240,18 @@ func (p *HierPlan) subConfig(sub *hypergraph.Hypergraph) joinasone.Config {
 // runs' DP row counts. The noisy degrees themselves are integers and are
 // not published; the report holds the configurations that ran, their
 // budgets, their DP n̂, Δ̃ and rows, K, K_deg, L and λ.
+//
+// # Measured
+//
+// On examples/hier (k = 128, 35,653 join rows, universe 270, δ = 10⁻⁶;
+// release.TestHierMeasure, 5 seeds) neither method moves PMW off its
+// uniform start at ε = 1 or 4 (mean TVD of the workload marginals 0.268,
+// the uniform distribution's): the errors differ only through the DP row
+// count, and uniformized, whose sub-instances run with ε/(2K) = ε/6, loses
+// (median absolute error of a workload count at ε = 4: 10,089 against
+// join-as-one's 1,456). At ε = 32 the sub-instances' Δ̃ (161, 215, 2,877)
+// fall far below join-as-one's (20,648) and uniformized is the only one to
+// learn (mean TVD 0.19 against 0.27).
 func Hier(ctx context.Context, src dp.Source, h *hypergraph.Hypergraph, data HierData, cfg HierConfig, ledger *dp.Ledger) (*HierReleaseResult, error) {
 	p, err := PrepareHier(h, cfg, ledger)
 	if err != nil {
