@@ -91,7 +91,7 @@ func barsFigure(title, column string, labels []string, trueShares, synShares []f
 	p.Y.Label.Text = "share of rows"
 	// Two bars per bin in about 80% of the plotting width.
 	w := vg.Length(float64(figWidth-2*vg.Centimeter) / float64(max(len(labels), 1)) * 0.4)
-	w = min(w, vg.Points(14))
+	w = min(w, vg.Points(20))
 	bt, err := plotter.NewBarChart(plotter.Values(trueShares), w)
 	if err != nil {
 		return nil, fmt.Errorf("report: %s: %w", title, err)
@@ -106,6 +106,12 @@ func barsFigure(title, column string, labels []string, trueShares, synShares []f
 	p.Legend.Add("true", bt)
 	p.Legend.Add("synthetic", bs)
 	p.Legend.Top = true
+	// Headroom for the legend above the tallest bar.
+	top := 0.0
+	for i := range trueShares {
+		top = math.Max(top, math.Max(trueShares[i], synShares[i]))
+	}
+	p.Y.Min, p.Y.Max = 0, math.Max(top, 1e-9)*1.3
 	shown := thin(labels)
 	p.NominalX(shown...)
 	slant(p, shown)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html/template"
+	"math"
 	"strconv"
 )
 
@@ -21,8 +22,8 @@ type pageSection struct {
 
 type pageFigure struct {
 	Title, Caption, File string
-	// Src is the PNG as a data URI.
-	Src template.URL
+	// Src is the img element's src attribute: the PNG as a data URI.
+	Src template.HTMLAttr
 }
 
 // renderHTML renders index.html: one self-contained page, inline CSS, the
@@ -38,9 +39,11 @@ func renderHTML(s *Summary, figs []*figure) ([]byte, error) {
 			}
 			ps.Figures = append(ps.Figures, pageFigure{
 				Title: f.Title, Caption: f.Caption, File: FigDir + "/" + f.Name,
-				// A data URI of PNG bytes is safe in src: html/template
-				// would otherwise replace the data: scheme.
-				Src: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(f.PNG)),
+				// The base64 alphabet (A–Z a–z 0–9 + / =) holds no quote,
+				// angle bracket or ampersand, so the attribute is safe as
+				// written; as a template.URL it would be escaped to valid
+				// but bloated HTML (every + as &#43;).
+				Src: template.HTMLAttr(`src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(f.PNG) + `"`),
 			})
 		}
 		if len(ps.Figures) > 0 {
@@ -54,8 +57,14 @@ func renderHTML(s *Summary, figs []*figure) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// num formats a score or error for the page: 4 significant digits.
-func num(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+// num formats a score or error for the page: 4 significant digits, and
+// large values whole (14013, not 1.401e+04).
+func num(x float64) string {
+	if math.Abs(x) >= 1000 && math.Abs(x) < 1e15 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
+}
 
 // Grades of a score against the uniform floor: at most gradeGood of it is
 // good, at least gradeBad of it no better than uniform.
@@ -148,7 +157,7 @@ figcaption { font-size: .85rem; max-width: 36rem; }
 {{end}}</table>
 
 {{range .Sections}}<h2>{{.Title}}</h2>
-{{range .Figures}}<figure><a href="{{.File}}"><img src="{{.Src}}" alt="{{.Title}}"></a><figcaption>{{.Caption}}</figcaption></figure>
+{{range .Figures}}<figure><a href="{{.File}}"><img {{.Src}} alt="{{.Title}}"></a><figcaption>{{.Caption}}</figcaption></figure>
 {{end}}{{end}}
 <h2>Every family</h2>
 <p class="note">Score: the family kind's headline metric on this family alone. Absolute error |synthetic − true|; relative error |synthetic − true| / max(true, 1); max, median and 90th percentile over the family's queries.</p>
