@@ -70,7 +70,7 @@ func alphaLens(t *testing.T, bug bool) audit.Result {
 	u := auditUniverse(t)
 	syn := make([]float64, u.Size())
 	syn[0] = 4.5
-	cfg := Config{Epsilon: 1, AlphaShare: 0.5, NHatShare: 0.1, testSynthetic: syn, testAlphaNoNoise: bug}
+	cfg := Config{Epsilon: 1, AlphaShare: 0.5, InitShare: 0.1, testSynthetic: syn, testAlphaNoNoise: bug}
 	m, mp := audit.Neighbours(runOne(t, u, cfg, func(r *Result) float64 { return r.Thresholds[0][0] }),
 		[]Point{{Cell: 0, Units: 1, Count: 1}}, nil)
 	return audit.MustRunScalar(t, m, mp, auditRuns(), 0)

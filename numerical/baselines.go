@@ -14,7 +14,7 @@ import (
 // package's numeric-sum family applies. It runs the same PMW as [Run] on
 // the same universe (on the reduced one, ŵ/Δ truncates nothing since
 // every digit is ≤ Δ). Guarantee: as [Run] without α — n̂ at
-// NHatShare·ε, the rounds at the rest; (ε, δ)-DP, pure unless advanced
+// InitShare·ε, the rounds at the rest; (ε, δ)-DP, pure unless advanced
 // composition is used.
 func Normalization(ctx context.Context, src dp.Source, u *Universe, qs []Query, data []Point, cfg Config) (*Result, error) {
 	return normalised(ctx, src, u, qs, data, cfg, func(s int) int64 { return u.bound[s] }, 0)
@@ -95,7 +95,7 @@ func normalised(ctx context.Context, src dp.Source, u *Universe, qs []Query, dat
 	}
 	dt := cfg.dtilde()
 	eps := cfg.Epsilon - spent
-	epsN := cfg.nhatShare() * cfg.Epsilon
+	epsN := cfg.initShare() * cfg.Epsilon
 	pl, err := newPlan(cfg, epsN, eps-epsN)
 	if err != nil {
 		return nil, err

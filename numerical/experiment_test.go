@@ -244,10 +244,13 @@ func (e *experiment) absErrors(t testing.TB, m mechanism, eps float64, seed uint
 }
 
 // TestAdultOursBeatsBaselines is the paper's qualitative result at ε = 1
-// on a subsample of Adult small enough for CI: 8,000 of the 32,561 rows,
-// capital-loss with Δ = 4,396, the full query set (|Q| = 32,395), one run
-// per mechanism with a fixed seed (the run is deterministic; across seeds
-// the margins below are large — see the experiments' tables in the report).
+// on a subsample of Adult small enough for CI: 20,000 of the 32,561 rows
+// (uniform, seed 1), capital-loss with Δ = 4,396, the full query set
+// (|Q| = 32,395), one run per mechanism with fixed seeds (about 3 s). It
+// asserts ours has a strictly lower median absolute error than
+// normalization and than composition. (On smaller subsamples more than
+// half of the true sums are 0 and the medians of ours and composition tie
+// at 0; SYNTH_NUMERICAL_CI_ROWS overrides the size, 0 for all rows.)
 func TestAdultOursBeatsBaselines(t *testing.T) {
 	e := adult(t, "capital-loss", 4396, ciRows(), 1)
 	med := map[string]float64{}
@@ -307,5 +310,5 @@ func ciRows() int {
 	if v, err := strconv.Atoi(os.Getenv("SYNTH_NUMERICAL_CI_ROWS")); err == nil {
 		return v
 	}
-	return 8000
+	return 20000
 }

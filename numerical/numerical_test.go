@@ -268,7 +268,7 @@ func TestConfigValidate(t *testing.T) {
 		{"inf eps", Config{Epsilon: math.Inf(1)}},
 		{"delta 1", Config{Epsilon: 1, Delta: 1}},
 		{"sens 0.5", Config{Epsilon: 1, Sensitivity: 0.5}},
-		{"shares", Config{Epsilon: 1, NHatShare: 0.6, AlphaShare: 0.5}},
+		{"shares", Config{Epsilon: 1, InitShare: 0.6, AlphaShare: 0.5}},
 		{"rounds", Config{Epsilon: 1, Rounds: -1}},
 	} {
 		if err := c.cfg.validate(); !errors.Is(err, ErrInvalidConfig) {

@@ -101,13 +101,10 @@ func newCore(ev *evaluator, data []Point, dtilde int64) (*core, int64, error) {
 	return c, n, nil
 }
 
-// start sets A₀ uniform with total n̂.
+// start sets the total n̂ of A; the weights hold A₀ up to scale.
 func (c *core) start(nhat float64) {
 	c.nhat = math.Max(nhat, 1)
-	for i := range c.w {
-		c.w[i] = 1
-	}
-	c.z = float64(len(c.w))
+	c.renormalise()
 }
 
 // answers fills c.ans with every item's native answer on A.
