@@ -307,14 +307,78 @@ func seq(n int) []string {
 
 func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
-// unitColumns finds, for every unit, the column of a query table that
-// holds the unit's primary key (the unit's own key column, or a foreign key
-// equated with it in the spec's join). A unit that no query table
-// references is left out (its tuples cannot change the query) unless a
-// query table references it through a table outside the query, which is an
-// error: the owner of a join result must be readable from the join.
+// fkEdge is one foreign key of the spec's join: Child = Parent, Parent the
+// parent table's one-column primary key.
+type fkEdge struct{ Child, Parent spec.ColumnRef }
+
+// fkEdges lists the foreign keys of the spec's join.
+func fkEdges(s *spec.Spec) []fkEdge {
+	isPK := func(r spec.ColumnRef) bool {
+		tb := s.Table(r.Table)
+		return tb != nil && len(tb.PrimaryKey) == 1 && tb.PrimaryKey[0] == r.Column
+	}
+	var out []fkEdge
+	for _, j := range s.Join {
+		switch {
+		case isPK(j.Right) && !isPK(j.Left):
+			out = append(out, fkEdge{j.Left, j.Right})
+		case isPK(j.Left) && !isPK(j.Right):
+			out = append(out, fkEdge{j.Right, j.Left})
+		}
+	}
+	return out
+}
+
+// fkPaths lists the foreign-key paths from table t to table u (at most
+// two: more than one is ambiguous anyway).
+func fkPaths(s *spec.Spec, t, u string) [][]fkEdge {
+	edges := fkEdges(s)
+	var out [][]fkEdge
+	var walk func(x string, path []fkEdge, seen map[string]bool)
+	walk = func(x string, path []fkEdge, seen map[string]bool) {
+		if len(out) > 1 {
+			return
+		}
+		if x == u {
+			out = append(out, slices.Clone(path))
+			return
+		}
+		for _, e := range edges {
+			if e.Child.Table == x && !seen[e.Parent.Table] {
+				seen[e.Parent.Table] = true
+				walk(e.Parent.Table, append(path, e), seen)
+				delete(seen, e.Parent.Table)
+			}
+		}
+	}
+	walk(t, nil, map[string]bool{t: true})
+	return out
+}
+
+// references reports whether table t reaches table u through foreign keys
+// of the spec's join (child column = parent's one-column primary key).
+func references(s *spec.Spec, t, u string) bool { return len(fkPaths(s, t, u)) > 0 }
+
+// unitColumns finds, for every unit, the column of the join that holds the
+// unit's id of each join result, and checks that the query's join enforces
+// the ownership: every private query table that references the unit
+// through the spec's foreign keys must be joined along that path (every
+// table on it in the query, every foreign key an equality of the query)
+// up to the unit's key or to the last foreign key, and all these endpoints
+// must be one join attribute. Then every private tuple of a join result
+// belongs to the unit its unit column names, so deleting a unit deletes
+// exactly the join results it owns — the structure R2T's LP truncation
+// assumes. A unit that no query table references is left out (deleting it
+// cannot change the query).
 func unitColumns(s *spec.Spec, q *Query, units []string) (used []string, cols []spec.ColumnRef, err error) {
-	sc := attrClasses(s.Join)
+	qc := attrClasses(q.Joins)
+	class := func(r spec.ColumnRef) string {
+		if c, ok := qc[r]; ok {
+			return c
+		}
+		return r.String()
+	}
+	inQuery := func(t string) bool { return slices.Contains(q.Tables, t) }
 	for _, u := range units {
 		t := s.Table(u)
 		if t == nil {
@@ -327,40 +391,47 @@ func unitColumns(s *spec.Spec, q *Query, units []string) (used []string, cols []
 			return nil, nil, invalid("unit %q needs a one-column primary key (it has %d)", u, len(t.PrimaryKey))
 		}
 		pk := spec.ColumnRef{Table: u, Column: t.PrimaryKey[0]}
-		var found *spec.ColumnRef
+		var end *spec.ColumnRef
 		for _, qt := range q.Tables {
-			if qt == u {
-				found = &pk
-				break
+			if s.Table(qt).Public {
+				continue
 			}
-		}
-		if found == nil {
-			cls, ok := sc[pk]
-			if ok {
-				for _, qt := range q.Tables {
-					for _, c := range s.Table(qt).Columns {
-						r := spec.ColumnRef{Table: qt, Column: c.Name}
-						if sc[r] == cls {
-							found = &r
-							break
-						}
-					}
-					if found != nil {
+			var e spec.ColumnRef
+			if qt == u {
+				e = pk
+			} else {
+				paths := fkPaths(s, qt, u)
+				if len(paths) == 0 {
+					continue
+				}
+				if len(paths) > 1 {
+					return nil, nil, invalid("table %s references unit %s along more than one foreign-key path", qt, u)
+				}
+				for k, edge := range paths[0] {
+					last := k == len(paths[0])-1
+					if last && !inQuery(u) {
+						e = edge.Child
 						break
 					}
+					if !inQuery(edge.Parent.Table) || class(edge.Child) != class(edge.Parent) {
+						return nil, nil, invalid("table %s references unit %s through %s = %s; add %s and that equality to the query's join so that every join result's unit is known",
+							qt, u, edge.Child, edge.Parent, edge.Parent.Table)
+					}
+					if last {
+						e = pk
+					}
 				}
 			}
-		}
-		if found == nil {
-			for _, qt := range q.Tables {
-				if !s.Table(qt).Public && references(s, qt, u) {
-					return nil, nil, invalid("table %s references unit %s through tables outside the query; add them to the query's join so that every join result's unit is known", qt, u)
-				}
+			if end == nil {
+				end = &e
+			} else if class(*end) != class(e) {
+				return nil, nil, invalid("the query joins %s and %s, which reference different tuples of unit %s", end, e, u)
 			}
-			continue
 		}
-		used = append(used, u)
-		cols = append(cols, *found)
+		if end != nil {
+			used = append(used, u)
+			cols = append(cols, *end)
+		}
 	}
 	if len(used) == 0 {
 		return nil, nil, invalid("the query references none of the units %v", units)
@@ -380,32 +451,4 @@ func unitColumns(s *spec.Spec, q *Query, units []string) (used []string, cols []
 		}
 	}
 	return used, cols, nil
-}
-
-// references reports whether table t reaches table u through foreign keys
-// of the spec's join (child column = parent's one-column primary key).
-func references(s *spec.Spec, t, u string) bool {
-	isPK := func(r spec.ColumnRef) bool {
-		tb := s.Table(r.Table)
-		return tb != nil && len(tb.PrimaryKey) == 1 && tb.PrimaryKey[0] == r.Column
-	}
-	seen := map[string]bool{t: true}
-	stack := []string{t}
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if x == u {
-			return true
-		}
-		for _, j := range s.Join {
-			for _, e := range [][2]spec.ColumnRef{{j.Left, j.Right}, {j.Right, j.Left}} {
-				child, parent := e[0], e[1]
-				if child.Table == x && isPK(parent) && !isPK(child) && !seen[parent.Table] {
-					seen[parent.Table] = true
-					stack = append(stack, parent.Table)
-				}
-			}
-		}
-	}
-	return false
 }
