@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"image/png"
 	"math"
+	"sync"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
@@ -30,9 +31,20 @@ var (
 // more bins every k-th is labelled.
 const maxTickLabels = 24
 
-// pngEncoder trades a little size for speed: compressing dominates the
-// rendering time at the default level.
-var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed}
+// pngEncoder trades a little size for speed (compressing dominates the
+// rendering time at the default level) and reuses its buffers.
+var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &pngPool{}}
+
+// pngPool is a png.EncoderBufferPool over a sync.Pool: safe for the
+// concurrent renderers of [Write].
+type pngPool struct{ p sync.Pool }
+
+func (p *pngPool) Get() *png.EncoderBuffer {
+	b, _ := p.p.Get().(*png.EncoderBuffer)
+	return b
+}
+
+func (p *pngPool) Put(b *png.EncoderBuffer) { p.p.Put(b) }
 
 // encode returns the canvas as a PNG.
 func encode(c *vgimg.Canvas) ([]byte, error) {
