@@ -4,6 +4,7 @@ package relational
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -57,5 +58,21 @@ func TestCLPMatchesClosedFormAndFlow(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkCLPTruncation solves the LP truncation of three units (Zipf
+// degrees) at τ = 8 with CLP.
+func BenchmarkCLPTruncation(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		cs, counts := zipfContributions(n, 3)
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				tr, _ := NewTruncation(cs, counts)
+				if _, err := tr.At(context.Background(), 8); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -403,7 +403,16 @@ func (b *builder) column(n node) (spec.ColumnRef, error) {
 func exprName(n node) string {
 	switch n.str("class") {
 	case "FUNCTION":
-		return "function " + n.str("function_name")
+		switch f := n.str("function_name"); f {
+		case "~~":
+			return "LIKE"
+		case "!~~":
+			return "NOT LIKE"
+		case "~~*", "!~~*":
+			return "ILIKE"
+		default:
+			return "function " + f
+		}
 	case "SUBQUERY":
 		return "subquery"
 	case "WINDOW":
