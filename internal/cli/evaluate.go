@@ -38,9 +38,10 @@ range and sum errors) beside the uniform distribution's score, true vs
 synthetic bars for every 1-way marginal, a heat map of the difference for
 every 2-way marginal, box plots of the errors per workload family, the
 numeric sums' errors against their true values, and the release's ε, δ and
-mechanism from the privacy report beside the synthetic file. DIR is written
-whole or not at all; an existing DIR must be empty or hold an earlier report
-(it is replaced), else the command stops before reading any data.
+mechanism from its privacy report (in the Parquet file's metadata, else
+privacy-report.json beside it). DIR is written whole or not at all; an
+existing DIR must be empty or hold an earlier report (it is replaced), else
+the command stops before reading any data.
 
 INTERNAL: it reads the private data and its output, the report included, is
 not differentially private. Do not publish it.`,
@@ -129,7 +130,7 @@ func writeReport(cmd *cobra.Command, g *globalOptions, bars *progress.Reporter, 
 		return "", err
 	}
 	if priv == nil {
-		g.logger.Warn("no privacy report beside the synthetic file: the report cannot show its privacy parameters", "looked_for", privPath)
+		g.logger.Warn("the synthetic file has no privacy report (in its metadata or beside it): the report cannot show its privacy parameters", "looked_for", privPath)
 	}
 	in := report.Input{Answers: ans, Labels: report.BinLabels(s), Config: o.config, Privacy: priv, PrivacySource: privPath}
 	_, err = report.Write(cmd.Context(), o.report, in, report.Options{

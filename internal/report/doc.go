@@ -9,11 +9,14 @@
 //     TVD, range error, sum error) beside the uniform distribution's score
 //     (the floor a useless release would get), the numbers of every
 //     workload family, and the release's privacy parameters read from its
-//     privacy report;
+//     privacy report ([ReadPrivacy]: the Parquet file's own metadata, else
+//     privacy-report.json beside it);
 //   - fig/*.png: one figure per 1-way marginal (true vs synthetic shares,
 //     bars side by side), per 2-way marginal (heat map of the difference),
 //     box plots of the absolute and relative errors per family, and the
-//     numeric sums' error against their true value (log axes);
+//     numeric sums' error against their true value (log axes); marginals
+//     over three or more columns and range families have numbers and box
+//     plots but no figure of their own;
 //   - index.html: one self-contained page (inline CSS, the same figures
 //     embedded as PNG data URIs, no JavaScript, no network access) that
 //     stands alone when mailed or archived.

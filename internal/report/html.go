@@ -147,7 +147,7 @@ figcaption { font-size: .85rem; max-width: 36rem; }
 <tr><th class="l">neighbours</th><td class="l">{{.Neighbours}}</td></tr>
 {{if .CreatedAt}}<tr><th class="l">released</th><td class="l">{{.CreatedAt}}{{if .SoftwareVersion}} by synth {{.SoftwareVersion}}{{end}}</td></tr>{{end}}
 <tr><th class="l">from</th><td class="l">{{.Source}}</td></tr>
-</table>{{else}}<p class="worse">No privacy report was found beside the synthetic file: its privacy parameters are unknown.</p>{{end}}
+</table>{{else}}<p class="worse">No privacy report was found in the synthetic file's metadata or beside it: its privacy parameters are unknown.</p>{{end}}
 
 <h2>Headline</h2>
 <p class="note">Lower is better. The uniform distribution with the same number of rows is the floor a useless release would reach: a score near it means the synthetic file keeps little of that kind of statistic. Verdict: kept at most half the uniform score, no better than uniform at 90% of it or more.</p>

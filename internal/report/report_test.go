@@ -346,3 +346,58 @@ func TestGrade(t *testing.T) {
 		}
 	}
 }
+
+// TestReadPrivacy: the report in the file's own Parquet metadata wins over
+// a privacy-report.json beside it (which may belong to another run); the
+// sidecar is read when the file is absent; a file that is not Parquet is
+// an error naming it; neither gives nil. A page without a report says so.
+func TestReadPrivacy(t *testing.T) {
+	s, err := spec.Load(tinySpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, release.ParquetName)
+	w, err := release.NewWriter(path, release.ColumnNames(s), s.ReleaseColumns(), map[string]string{release.MetadataKey: `{"epsilon": 2, "mechanism": "in the file"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, release.ReportName), []byte(`{"epsilon": 3, "mechanism": "beside"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, src, err := ReadPrivacy(path)
+	if err != nil || r == nil || r.Epsilon != 2 || !strings.Contains(src, "Parquet metadata") {
+		t.Errorf("ReadPrivacy(file with metadata) = %+v, %q, %v; want ε = 2 from the metadata", r, src, err)
+	}
+	r, src, err = ReadPrivacy(filepath.Join(dir, "gone.parquet"))
+	if err != nil || r == nil || r.Epsilon != 3 || src != filepath.Join(dir, release.ReportName) {
+		t.Errorf("ReadPrivacy(missing file) = %+v, %q, %v; want ε = 3 from the sidecar", r, src, err)
+	}
+	bad := filepath.Join(dir, "bad.parquet")
+	if err := os.WriteFile(bad, []byte("not parquet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadPrivacy(bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("ReadPrivacy(not Parquet) = %v, want an error naming %s", err, bad)
+	}
+	if r, _, err := ReadPrivacy(filepath.Join(t.TempDir(), "x.parquet")); r != nil || err != nil {
+		t.Errorf("ReadPrivacy(nothing) = %+v, %v; want nil, nil", r, err)
+	}
+
+	in := tinyInput(t)
+	in.Privacy = nil
+	out := filepath.Join(t.TempDir(), "report")
+	if _, err := Write(context.Background(), out, in, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(out, IndexName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "No privacy report was found") {
+		t.Error("a page without a privacy report does not say so")
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/release"
 )
@@ -117,11 +119,24 @@ type Family struct {
 	Figure string `json:"figure,omitempty"`
 }
 
-// ReadPrivacy reads the privacy report release writes beside a synthetic
-// file (release.ReportName in the same folder). A missing report is not an
-// error: it returns nil and the path looked at. A report that does not
-// parse is an error naming the file.
-func ReadPrivacy(synthetic string) (*dp.Report, string, error) {
+// ReadPrivacy reads the privacy report of a synthetic file: the one in its
+// Parquet key-value metadata (release.MetadataKey), which belongs to the
+// very file, else the privacy-report.json release writes beside it. It
+// returns nil and no error when there is neither, with the path looked at;
+// a file that is not Parquet, or a report that does not parse, is an error
+// naming the file. source names where the report came from.
+func ReadPrivacy(synthetic string) (r *dp.Report, source string, err error) {
+	meta, ok, err := parquetMetadata(synthetic, release.MetadataKey)
+	if err != nil {
+		return nil, synthetic, err
+	}
+	if ok {
+		r = &dp.Report{}
+		if err := json.Unmarshal([]byte(meta), r); err != nil {
+			return nil, synthetic, fmt.Errorf("report: %s: Parquet metadata %s: %w", synthetic, release.MetadataKey, err)
+		}
+		return r, synthetic + " (Parquet metadata " + release.MetadataKey + ")", nil
+	}
 	path := filepath.Join(filepath.Dir(synthetic), release.ReportName)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -130,11 +145,34 @@ func ReadPrivacy(synthetic string) (*dp.Report, string, error) {
 	if err != nil {
 		return nil, path, fmt.Errorf("report: privacy report: %w", err)
 	}
-	var r dp.Report
-	if err := json.Unmarshal(data, &r); err != nil {
+	r = &dp.Report{}
+	if err := json.Unmarshal(data, r); err != nil {
 		return nil, path, fmt.Errorf("report: privacy report %s: %w", path, err)
 	}
-	return &r, path, nil
+	return r, path, nil
+}
+
+// parquetMetadata looks key up in the key-value metadata of the Parquet
+// file at path. A missing file is not an error (ok is false).
+func parquetMetadata(path, key string) (value string, ok bool, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("report: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", false, fmt.Errorf("report: %w", err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return "", false, fmt.Errorf("report: %s is not a Parquet file: %w", path, err)
+	}
+	value, ok = pf.Lookup(key)
+	return value, ok, nil
 }
 
 // Summarize computes the report's numbers from in. It draws nothing and
