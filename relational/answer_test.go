@@ -1,0 +1,107 @@
+package relational
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/hypergraph"
+)
+
+// noDataDB is a DB that parses through a real engine but fails every data
+// access, recording it.
+type noDataDB struct {
+	Parser
+	touched int
+}
+
+var errTouched = errors.New("data touched")
+
+func (d *noDataDB) MaxBoundaryCount(context.Context, *hypergraph.Hypergraph, hypergraph.Set) (int64, error) {
+	d.touched++
+	return 0, errTouched
+}
+func (d *noDataDB) CreateView(context.Context, string, string) error { d.touched++; return errTouched }
+func (d *noDataDB) DropView(context.Context, string) error           { return nil }
+func (d *noDataDB) Aggregate(context.Context, string, []any, func(*sql.Rows) error) error {
+	d.touched++
+	return errTouched
+}
+
+// TestAnswerChargesBeforeReading checks that a run whose budget exceeds the
+// ledger's stops before any data access.
+func TestAnswerChargesBeforeReading(t *testing.T) {
+	e, s := tpch(t)
+	ctx := context.Background()
+	q, err := Parse(ctx, e, s, "SELECT l_shipmode, COUNT(*) FROM lineitem GROUP BY l_shipmode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &noDataDB{Parser: e}
+	for _, units := range [][]string{nil, {"customer"}} {
+		if units != nil {
+			q, _ = Parse(ctx, e, s, "SELECT l_shipmode, COUNT(*) FROM orders, lineitem WHERE o_orderkey = l_orderkey GROUP BY l_shipmode")
+		}
+		l, _ := dp.NewLedger(dp.Budget{Epsilon: 0.5, Delta: 1e-6})
+		_, err = Answer(ctx, db, dp.NewSeededSource(1), s, []*Query{q}, Options{Budget: dp.Budget{Epsilon: 1, Delta: 1e-6}, Units: units}, l)
+		if !errors.Is(err, dp.ErrBudgetExceeded) || db.touched != 0 {
+			t.Fatalf("units %v: error %v after %d data accesses; want ErrBudgetExceeded and none", units, err, db.touched)
+		}
+	}
+}
+
+// TestAnswerGroupsFromDomain checks that a GROUP BY answers every group of
+// the declared domain, also those the selection leaves empty, each with a
+// 1/d share of the budget.
+func TestAnswerGroupsFromDomain(t *testing.T) {
+	e, s := tpch(t)
+	ctx := context.Background()
+	q, err := Parse(ctx, e, s, "SELECT l_shipmode, COUNT(*) FROM lineitem WHERE l_shipmode IN ('MAIL', 'SHIP') GROUP BY l_shipmode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := dp.NewLedger(dp.Budget{Epsilon: 1, Delta: 1e-6})
+	res, err := Answer(ctx, e, dp.NewSeededSource(1), s, []*Query{q}, Options{Budget: dp.Budget{Epsilon: 1, Delta: 1e-6}}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 7 || len(l.Spends()) != 7 {
+		t.Fatalf("%d answers, %d spends; want 7 (the declared ship modes)", len(res), len(l.Spends()))
+	}
+	for _, r := range res {
+		if r.Epsilon != 1.0/7 || r.Delta != 1e-6/7 {
+			t.Fatalf("share (%v, %v), want (1/7, 1e-6/7)", r.Epsilon, r.Delta)
+		}
+	}
+}
+
+// TestRSErrorBoundCoverage checks the published 95% error bound of the
+// residual-sensitivity mechanism with discrete Laplace and Gaussian noise:
+// over 2000 runs the bound must hold in ≥ 95% of them. The test fails when
+// the count of misses has binomial tail below 10⁻⁶ under p = 0.05, so it
+// fails falsely with probability ≤ 10⁻⁶.
+func TestRSErrorBoundCoverage(t *testing.T) {
+	const n = 2000
+	for _, noise := range []Noise{NoiseLaplace, NoiseGaussian} {
+		src := dp.NewSeededSource(7)
+		miss := 0
+		for i := 0; i < n; i++ {
+			r, err := ReleaseRS(src, 1000, 12, 12, RSConfig{Epsilon: 1, Delta: 1e-6, Noise: noise, Bound: 1, Integral: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(float64(r.Value)-1000) > r.ErrorBound95 {
+				miss++
+			}
+			if !(r.PaddedRS >= 12) {
+				t.Fatalf("padded RS %v below RS^β = 12", r.PaddedRS)
+			}
+		}
+		if binomialTail(n, miss, 0.05) < 1e-6 {
+			t.Fatalf("%s: the 95%% error bound missed in %d of %d runs", noise, miss, n)
+		}
+	}
+}
