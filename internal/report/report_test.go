@@ -274,6 +274,17 @@ func TestWriteRefusesAndReplaces(t *testing.T) {
 	if err := os.WriteFile(marker, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A file of somebody else's under fig/ makes it not a report.
+	foreign := filepath.Join(empty, FigDir, "notes.txt")
+	if err := os.WriteFile(foreign, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(ctx, empty, in, Options{}); !errors.Is(err, ErrNotReport) {
+		t.Errorf("report with fig/notes.txt: %v, want ErrNotReport", err)
+	}
+	if err := os.Remove(foreign); err != nil {
+		t.Fatal(err)
+	}
 	var calls, total int
 	if _, err := Write(ctx, empty, in, Options{Progress: func(d, n int) { calls, total = d, n }}); err != nil {
 		t.Fatalf("earlier report: %v", err)

@@ -239,8 +239,9 @@ func slug(name string) string {
 	return s
 }
 
-// isReportFolder reports whether dir holds an earlier report: a
-// summary.json of this [Format], and nothing but report files.
+// isReportFolder reports whether dir holds an earlier report (a
+// summary.json of this [Format], and nothing but report files: index.html
+// and PNG files under fig/) or is empty.
 func isReportFolder(dir string) (report, empty bool, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -251,7 +252,18 @@ func isReportFolder(dir string) (report, empty bool, err error) {
 	}
 	for _, e := range entries {
 		switch e.Name() {
-		case SummaryName, IndexName, FigDir:
+		case SummaryName, IndexName:
+		case FigDir:
+			// Only figures: a file of somebody else's would be deleted.
+			figs, err := os.ReadDir(filepath.Join(dir, FigDir))
+			if err != nil {
+				return false, false, nil
+			}
+			for _, f := range figs {
+				if !f.Type().IsRegular() || filepath.Ext(f.Name()) != ".png" {
+					return false, false, nil
+				}
+			}
 		default:
 			return false, false, nil
 		}
