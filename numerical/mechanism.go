@@ -215,7 +215,8 @@ func (p pmwPlan) spends(u *Universe, items int, dt int64) []spend {
 // plus Lap_ℤ((d+1)·k·⌈Δ̃⌉/ε_init). One tuple is at most k elements, all in
 // one cell and on distinct values, so it moves each marginal by at most k
 // in L1 and the d+1 marginals together by (d+1)·k: ε_init-DP. n̂ is the
-// rounded mean of the marginals' noisy totals (at least 1), A₀ the product
+// rounded inverse-variance mean of the marginals' noisy totals (at least
+// 1), A₀ the product
 // of the marginals clamped at 0 plus a floor of ½, scaled to n̂: both
 // post-processing.
 func (p pmwPlan) start(src dp.Source, ev *evaluator, data []Point, dt int64, l *dp.Ledger) (*core, error) {
@@ -252,7 +253,10 @@ func (p pmwPlan) start(src dp.Source, ev *evaluator, data []Point, dt int64, l *
 			codes[d] = 0
 		}
 	}
-	var total float64
+	// Each noisy total is |D̂| plus zero-mean noise of variance ∝ its
+	// number of cells: weights ∝ 1/cells, fixed before any data is read,
+	// give the inverse-variance (unbiased) combination.
+	var total, weights float64
 	for _, m := range margs {
 		var sum float64
 		for i := range m {
@@ -260,9 +264,10 @@ func (p pmwPlan) start(src dp.Source, ev *evaluator, data []Point, dt int64, l *
 			sum += m[i]
 			m[i] = math.Max(m[i], 0) + 0.5
 		}
-		total += sum
+		total += sum / float64(len(m))
+		weights += 1 / float64(len(m))
 	}
-	nhat := max(int64(math.Round(total/float64(nd+1))), 1)
+	nhat := max(int64(math.Round(total/weights)), 1)
 	if l != nil {
 		l.Publish("numerical_n_hat", float64(nhat))
 	}
@@ -331,7 +336,7 @@ func (p pmwPlan) run(ctx context.Context, src dp.Source, c *core, sweeps int) er
 //     grid column, and the value axis) plus Lap_ℤ((d+1)·k·D/(s_i·ε)) a
 //     count. One tuple is at most k elements, all in one cell and on
 //     distinct values, so the marginals move by at most (d+1)·k·D in L1:
-//     s_i·ε-DP. n̂ (the rounded mean of their noisy totals) and A₀ (their
+//     s_i·ε-DP. n̂ (the inverse-variance mean of their noisy totals) and A₀ (their
 //     product, scaled to n̂) are post-processing. The paper starts PMW
 //     uniform; on the reduced universe a uniform A₀ puts most of its mass
 //     on the high digits, and ten rounds do not undo it (Bank: median

@@ -57,7 +57,7 @@ func (l satLayout) build(tab, sat []float64) {
 	clear(sat)
 	d := len(l.sizes)
 	codes := make([]int, d)
-	for c, v := range tab {
+	for _, v := range tab {
 		off := 0
 		for k := range d {
 			off += (codes[k] + 1) * l.strides[k]
@@ -70,7 +70,6 @@ func (l satLayout) build(tab, sat []float64) {
 			}
 			codes[k] = 0
 		}
-		_ = c
 	}
 	// Prefix sums along each column in turn.
 	for k := range d {
