@@ -296,11 +296,35 @@ func TestWriteRefusesAndReplaces(t *testing.T) {
 		t.Errorf("progress ended at %d of %d", calls, total)
 	}
 
+	// A link to the report: the report it points to is replaced, the link
+	// stays.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(empty, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(ctx, link, in, Options{}); err != nil {
+		t.Fatalf("through a link: %v", err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", fi, err)
+	}
+
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	gone := filepath.Join(root, "cancelled")
 	if _, err := Write(cancelled, gone, in, Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled Write = %v", err)
+	}
+	// Cancelled after the last figure: publish stops and removes its
+	// staging folder.
+	late, cancelLate := context.WithCancel(ctx)
+	defer cancelLate()
+	if _, err := Write(late, gone, in, Options{Progress: func(d, n int) {
+		if d == n {
+			cancelLate()
+		}
+	}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Write cancelled while publishing = %v", err)
 	}
 	entries, err := os.ReadDir(root)
 	if err != nil {

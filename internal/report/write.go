@@ -64,10 +64,18 @@ type Options struct {
 // the package documentation): summary.json, fig/*.png and index.html. dir
 // may not exist yet, may be empty, or may hold an earlier report, which is
 // replaced; anything else is refused with an error wrapping
-// [ErrNotReport], before any figure is drawn. On error or cancellation dir
-// is left as it was. It returns the summary written.
+// [ErrNotReport], before any figure is drawn. A symbolic link at dir is
+// followed. On error or cancellation dir is left as it was. It returns the
+// summary written.
 func Write(ctx context.Context, dir string, in Input, o Options) (*Summary, error) {
 	dir = filepath.Clean(dir)
+	// A symbolic link is followed: the report replaces the folder it
+	// points to, as a release does.
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if dir, err = filepath.EvalSymlinks(dir); err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+	}
 	if err := Check(dir); err != nil {
 		return nil, err
 	}
