@@ -373,3 +373,26 @@ func TestLedgerCharges(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultResolution(t *testing.T) {
+	for _, c := range []struct {
+		min, max float64
+		integer  bool
+		want     float64
+	}{
+		{0, 4396, true, 1},
+		{-8192, 131072, true, 1},
+		{0, 1 << 32, true, 10000},
+		{0, 0.1, false, 1e-7},
+		{0, 105000, false, 1}, // 1,050,000 units at 0.1 would exceed 2²⁰
+		{-1, 1, false, 1e-6},
+	} {
+		got := DefaultResolution(c.min, c.max, c.integer)
+		if math.Abs(got-c.want) > c.want*1e-9 {
+			t.Errorf("DefaultResolution(%v, %v, %v) = %v, want %v", c.min, c.max, c.integer, got, c.want)
+		}
+		if bound := math.Max(math.Abs(c.min), math.Abs(c.max)); bound/got > 1<<20 {
+			t.Errorf("DefaultResolution(%v, %v): %v units, above 2²⁰", c.min, c.max, bound/got)
+		}
+	}
+}

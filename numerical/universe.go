@@ -73,7 +73,8 @@ type Measure struct {
 	// Min and Max are the declared domain; Min < 0 makes the measure
 	// signed (§5: split into w⁺ and w⁻).
 	Min, Max float64
-	// Resolution is b > 0 (§5); 0 means 1 (integer columns). A value v
+	// Resolution is b > 0 (§5); 0 means 1 ([DefaultResolution] gives the
+	// default a spec column gets from its declared domain). A value v
 	// becomes round(v/b) units: the rounding error is at most b/2 a tuple.
 	Resolution float64
 }
@@ -291,4 +292,30 @@ func (u *Universe) String() string {
 		kind = "reduced"
 	}
 	return fmt.Sprintf("%d cells × %d values = %d elements (%s, group factor %d)", u.cells, len(u.vals), u.Size(), kind, u.group)
+}
+
+// DefaultResolution returns the resolution b a measure gets when the spec
+// declares none (§5): for an integer column, 1 while its bound Δ =
+// max(|Min|, |Max|) is at most 2²⁰, else the smallest power of ten with
+// Δ/b ≤ 2²⁰; for a real column, that power of ten in any case. The
+// rounding to b then moves a tuple by at most b/2 ≤ Δ·2⁻²⁰·5 and the
+// reduced universe has at most 21 values a sign (group factor ≤ 21).
+// Public: it reads the declared domain only.
+func DefaultResolution(min, max float64, integer bool) float64 {
+	bound := math.Max(math.Abs(min), math.Abs(max))
+	const maxUnits = 1 << 20
+	if integer && bound <= maxUnits {
+		return 1
+	}
+	if !(bound > 0) || math.IsInf(bound, 0) || math.IsNaN(bound) {
+		return 1
+	}
+	b := math.Pow(10, math.Ceil(math.Log10(bound/maxUnits)))
+	for bound/b > maxUnits { // guard against rounding in Log10
+		b *= 10
+	}
+	if integer {
+		b = math.Max(b, 1)
+	}
+	return b
 }
