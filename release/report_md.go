@@ -320,7 +320,10 @@ func writeSpend(b *bytes.Buffer, s dp.Spend, total float64, depth int) {
 		writeSpend(b, p, total, depth+1)
 	}
 	if len(s.Instances) > 0 {
-		fmt.Fprintf(b, "%s  - %d disjoint sub-instances share this budget (parallel composition: one input row is in one of them):\n",
+		// How the sub-instances compose (disjoint, or a tuple in up to K of
+		// them) is the split's own rule, printed above; this line must not
+		// claim more than it.
+		fmt.Fprintf(b, "%s  - %d sub-instances, each spending within this budget as \"How it adds up\" says:\n",
 			ind, len(s.Instances))
 		for i, in := range s.Instances {
 			fmt.Fprintf(b, "%s    - sub-instance %d:\n", ind, i+1)

@@ -8,5 +8,9 @@
 //
 // [TwoTable] is Alg. 4 with Alg. 5 for a join of two relations (after the
 // public lookups are folded); its doc comment states and proves the
-// guarantee. The hierarchical partition (Alg. 6/7) lives in its own files.
+// guarantee. [Hier] is Alg. 6/7 for a hierarchical join (the attribute
+// tree of [NewTree], the partition of [PartitionHierarchical]) with Alg. 3
+// on every sub-instance; a tuple may sit in up to K sub-instances and the
+// budget is divided accordingly (see [HierBudget]). [ChooseMethod] says
+// which method release.method: auto picks, and why.
 package uniformize

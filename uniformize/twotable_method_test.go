@@ -8,10 +8,9 @@ import (
 	"github.com/synth-dp/synth/spec"
 )
 
-// TestChooseMethod: auto picks from the spec alone — uniformized for two
-// relations after folding, join-as-one for one relation and for three or
-// more (the hierarchical release is not yet there); an explicit method is
-// kept.
+// TestChooseMethod: auto picks from the spec alone — join-as-one, with the
+// measured reason for two relations and for a hierarchical join, and the
+// structural one elsewhere; an explicit method is kept.
 func TestChooseMethod(t *testing.T) {
 	load := func(name string) *spec.Spec {
 		s, err := spec.Load(filepath.Join("..", "examples", name))
@@ -30,6 +29,8 @@ func TestChooseMethod(t *testing.T) {
 		{"tpch/orders_lineitem.yaml", spec.JoinAsOne, spec.JoinAsOne, "set by release.method"},
 		{"tpch/orders_lineitem.yaml", spec.Uniformized, spec.Uniformized, "set by release.method"},
 		{"tpch/synth.yaml", spec.Auto, spec.JoinAsOne, "3 relations after folding"},
+		{"hier/synth.yaml", spec.Auto, spec.JoinAsOne, "hierarchical: join-as-one (Alg. 3); the hierarchical uniformized partition"},
+		{"hier/synth.yaml", spec.Uniformized, spec.Uniformized, "set by release.method"},
 		{"tpch/synth.yaml", spec.Uniformized, spec.Uniformized, "set by release.method"},
 		{"adult/synth.yaml", spec.Auto, spec.JoinAsOne, "one relation"},
 	}
