@@ -396,3 +396,62 @@ func TestDefaultResolution(t *testing.T) {
 		}
 	}
 }
+
+// TestAlphaNoiseCalibration: under the lens (D̃ fixed), α̃ − ⌈α⌉ must be
+// the discrete Laplace of scale s_α/ε_α = 1/0.5 = 2 (full universe, one
+// table). Mean and variance are checked at 5 standard errors (false
+// failure about 6·10⁻⁷ each, by the normal approximation over 20,000 runs;
+// the variance's standard error uses the discrete Laplace's kurtosis,
+// below 6).
+func TestAlphaNoiseCalibration(t *testing.T) {
+	u := auditUniverse(t)
+	syn := make([]float64, u.Size())
+	syn[0] = 4.5
+	cfg := Config{Epsilon: 1, AlphaShare: 0.5, InitShare: 0.1, testSynthetic: syn}
+	data := []Point{{Cell: 0, Units: 1, Count: 1}} // α = |1 − 4.5| → ⌈α⌉ = 4
+	const n = 20000
+	src := dp.NewSeededSource(42)
+	var sum, sum2 float64
+	for range n {
+		res, err := Run(context.Background(), src, u, []Query{{}}, data, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := float64(res.Alpha - 4)
+		sum += x
+		sum2 += x * x
+	}
+	mean := sum / n
+	variance := sum2/n - mean*mean
+	p := math.Exp(-1 / 2.0)
+	want := 2 * p / ((1 - p) * (1 - p)) // variance of Lap_ℤ(2)
+	if se := math.Sqrt(want / n); math.Abs(mean) > 5*se {
+		t.Errorf("mean of α̃ − ⌈α⌉ = %.4f, want 0 ± %.4f", mean, 5*se)
+	}
+	if se := want * math.Sqrt(5.0/n); math.Abs(variance-want) > 5*se {
+		t.Errorf("variance of α̃ − ⌈α⌉ = %.3f, want %.3f ± %.3f", variance, want, 5*se)
+	}
+}
+
+// TestCompositionNearExact: at ε = 10⁴ the R2T shift (< 1 unit) and noise
+// (scale ≤ 0.22 units) nearly vanish and the largest threshold wins, so
+// Composition returns the exact sums to within 2 units per query (a
+// noise of 2 has probability about 10⁻⁴ per threshold; the seed is fixed).
+func TestCompositionNearExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	in := newTiny(r, -7, 30, 40, 6)
+	u, err := NewUniverse(in.g, in.m, UniverseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Composition(context.Background(), dp.NewSeededSource(1), u, in.qs, in.points(), Config{Epsilon: 1e4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, _ := Exact(u, in.qs, in.points())
+	for q := range in.qs {
+		if math.Abs(res.Answers[q]-ex[q]) > 2 {
+			t.Errorf("query %d: %v, want %v", q, res.Answers[q], ex[q])
+		}
+	}
+}
