@@ -455,3 +455,35 @@ func TestCompositionNearExact(t *testing.T) {
 		}
 	}
 }
+
+func TestInvalidInputs(t *testing.T) {
+	u, err := NewUniverse(Grid{Sizes: []int{3, 2}}, Measure{Min: -2, Max: 5}, UniverseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	good := []Point{{Cell: 1, Units: 3, Count: 2}}
+	for name, c := range map[string]struct {
+		qs   []Query
+		data []Point
+	}{
+		"code out of range":  {[]Query{{Where: [][]int{{3}, nil}}}, good},
+		"empty condition":    {[]Query{{Where: [][]int{{}, nil}}}, good},
+		"wrong column count": {[]Query{{Where: [][]int{{0}}}}, good},
+		"cell out of range":  {[]Query{{}}, []Point{{Cell: 6, Units: 1, Count: 1}}},
+		"value above bound":  {[]Query{{}}, []Point{{Cell: 0, Units: 6, Count: 1}}},
+		"value below bound":  {[]Query{{}}, []Point{{Cell: 0, Units: -3, Count: 1}}},
+		"negative count":     {[]Query{{}}, []Point{{Cell: 0, Units: 1, Count: -1}}},
+	} {
+		for _, m := range mechanisms {
+			if _, err := m.run(ctx, dp.NewSeededSource(1), u, c.qs, c.data, Config{Epsilon: 1}); !errors.Is(err, ErrInvalidInput) {
+				t.Errorf("%s, %s: err = %v, want ErrInvalidInput", name, m.name, err)
+			}
+		}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := Run(cancelled, dp.NewSeededSource(1), u, []Query{{}}, good, Config{Epsilon: 1}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: err = %v, want context.Canceled", err)
+	}
+}
