@@ -119,9 +119,9 @@ func Answer(ctx context.Context, db DB, src dp.Source, s *spec.Spec, queries []*
 		mech, rule := "residual-sensitivity mechanism", "tuple-level DP; Dong–Yi survey §3.2; basic composition over answers"
 		details := map[string]any{"query": j.q.Text, "answer": i}
 		if len(j.units) > 0 {
-			L, _ := Rungs(gs * j.bound)
+			L := rungsRun(gs*j.bound, Quantum(j.q.Agg, j.bound))
 			mech, rule = "R2T", "user-level DP (units "+strings.Join(j.units, ", ")+"); Dong et al. SIGMOD 2022; L rungs at ε/L each, basic composition"
-			details["rungs"], details["gs"] = L, gs*j.bound
+			details["rungs"], details["gs"], details["grid"] = L, gs*j.bound, Quantum(j.q.Agg, j.bound)
 		}
 		if len(j.g) > 0 {
 			details["group"] = groupMap(j.g)
@@ -170,7 +170,12 @@ func answerOne(ctx context.Context, db DB, src dp.Source, s *spec.Spec, q *Query
 	defer in.close()
 	res := Result{Query: q.Text, Epsilon: share.Epsilon, Delta: share.Delta}
 	if len(units) > 0 {
-		cs, counts, err := in.contributions(ctx, cols)
+		// R2T runs on the grid g: ψ, τ, GS_Q, the noise and the shifts are
+		// whole numbers of grid steps; the answer is brought back to the
+		// integers by post-processing (g is public: a power of two from
+		// the declared domains).
+		g := Quantum(q.Agg, bound)
+		cs, counts, err := in.contributions(ctx, cols, g)
 		if err != nil {
 			return Result{}, err
 		}
@@ -178,7 +183,7 @@ func answerOne(ctx context.Context, db DB, src dp.Source, s *spec.Spec, q *Query
 		if err != nil {
 			return Result{}, err
 		}
-		r, err := RaceToTheTop(ctx, src, tr, R2TConfig{Epsilon: share.Epsilon, GS: gs * bound, Integral: q.Agg == Count && len(units) <= 2})
+		r, err := RaceToTheTop(ctx, src, tr, R2TConfig{Epsilon: share.Epsilon, GS: gs * bound, Quantum: g, Integral: len(units) <= 2})
 		if err != nil {
 			return Result{}, err
 		}

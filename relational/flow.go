@@ -52,10 +52,19 @@ func newFlow(cs []Contribution, n1, n2 int) *flow {
 		f.add(int32(2+c.Units[0]), int32(2+n1+c.Units[1]), c.Psi)
 		maxCap = math.Max(maxCap, c.Psi)
 	}
-	// Residuals below tol count as saturated: exact for integer ψ (every
-	// residual is then an integer), and keeps the float case from chasing
-	// rounding dust.
-	f.tol = 1e-12 * maxCap * float64(len(cs)+1)
+	// Residuals at most tol count as saturated. With integer ψ (synth
+	// answer measures ψ on an integer grid) and integer τ every residual
+	// is an integer, exact in float64 below 2⁵³, and tol = ½ loses
+	// nothing: the flow is the exact maximum. Otherwise tol is a relative
+	// 10⁻¹² of the largest capacity, which keeps the float case from
+	// chasing rounding dust.
+	f.tol = 0.5
+	for _, c := range cs {
+		if c.Psi != math.Trunc(c.Psi) {
+			f.tol = 1e-12 * maxCap
+			break
+		}
+	}
 	return f
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -248,16 +249,35 @@ func (in *instance) rs(ctx context.Context, beta float64) (rs float64, ok bool, 
 	return sens.RS, true, nil
 }
 
+// Quantum returns the public grid g on which R2T measures the terms of a
+// SUM whose terms are bounded by B in absolute value:
+// g = 2^(⌈log₂ B⌉ − 20), so a term takes at most about 2²⁰ grid steps.
+// COUNT(*) has g = 1 (every term is 1).
+func Quantum(agg Agg, bound float64) float64 {
+	if agg == Count {
+		return 1
+	}
+	return math.Ldexp(1, int(math.Ceil(math.Log2(bound)))-20)
+}
+
 // contributions groups the join results by their units (one column per
 // unit, unitCols in the order of the units) and returns, per combination
-// of unit ids, the total ψ. Ids are dense per unit, from 0.
-func (in *instance) contributions(ctx context.Context, unitCols []spec.ColumnRef) ([]Contribution, []int, error) {
+// of unit ids, the total ψ in units of the grid g = quantum: each term is
+// rounded to a whole number of grid steps in SQL and the steps are summed
+// as integers, so every ψ is an integer, exact in float64 below 2⁵³, and
+// does not depend on the order of summation. Ids are dense per unit, from
+// 0.
+func (in *instance) contributions(ctx context.Context, unitCols []spec.ColumnRef, quantum float64) ([]Contribution, []int, error) {
 	k := len(unitCols)
 	sel := make([]string, k)
 	for i, c := range unitCols {
 		sel[i] = "CAST(" + in.col(c) + " AS VARCHAR)"
 	}
-	q := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + in.psi() + ") AS DOUBLE)" + in.fromWhere() +
+	term := "1"
+	if in.q.Agg == Sum {
+		term = "CAST(round(" + in.psi() + " / " + floatLit(quantum) + ") AS BIGINT)"
+	}
+	q := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + term + ") AS DOUBLE)" + in.fromWhere() +
 		" GROUP BY " + strings.Join(seq(k), ", ")
 	ids := make([]map[string]int, k)
 	for i := range ids {

@@ -21,10 +21,18 @@ type R2TConfig struct {
 	// GS is GS_Q, the public bound on one unit's total contribution; the
 	// ladder is τ = 2, 4, …, 2^L with L = max(1, ⌈log₂ GS⌉).
 	GS float64
-	// Integral says that Q(I, τ) is an integer for every integer τ (counts
-	// with one or two units: the closed form and max flows of integer
-	// capacities are integral). Otherwise Q(I, τ) is rounded to the nearest
-	// integer, whose sensitivity is τ + 1.
+	// Quantum is the public grid g (a power of two; 0 means 1) on which
+	// tr measures ψ: tr.At takes τ and returns Q(I, τ) in grid steps. The
+	// ladder keeps the rungs τ ≥ g, the noise and shifts are whole grid
+	// steps, and the result is converted back to the integers
+	// ([Quantum]).
+	Quantum float64
+	// Integral says that Q(I, τ) is an integer for every integer τ: true
+	// for integer ψ with one or two units (the closed form, and max flows
+	// of integer capacities, are integral; synth answer measures ψ on an
+	// integer grid, see [Quantum]). Otherwise (an LP of three or more
+	// units) Q(I, τ) is rounded to the nearest integer, whose sensitivity
+	// is τ + 1.
 	Integral bool
 
 	noShift bool // mutation knob for the audit test: no downward shift
@@ -33,7 +41,7 @@ type R2TConfig struct {
 // R2TResult is the output of [RaceToTheTop]: the DP answer and the public
 // parameters of the winning rung (post-processing of DP outputs).
 type R2TResult struct {
-	// Value is the answer, an integer ≥ 0.
+	// Value is the answer, an integer ≥ 0 (rounded from the grid).
 	Value int64
 	// Tau is the τ of the winning rung, 0 when the race's floor Q(I, 0) = 0
 	// won.
@@ -57,14 +65,34 @@ func Rungs(gs float64) (int, error) {
 	return max(1, int(math.Ceil(math.Log2(gs)))), nil
 }
 
+// rungsRun is the number L of rungs [RaceToTheTop] runs for GS_Q = gs on
+// the grid g: the τ = 2^j ≥ g, j = 1..[Rungs](gs) (at least one).
+func rungsRun(gs, g float64) int {
+	all, err := Rungs(gs)
+	if err != nil {
+		return 0
+	}
+	return max(1, all-ladderStart(g)+1)
+}
+
+// ladderStart is the smallest j ≥ 1 with 2^j ≥ g.
+func ladderStart(g float64) int {
+	first := 1
+	for math.Ldexp(1, first) < g {
+		first++
+	}
+	return first
+}
+
 // RaceToTheTop runs R2T (Dong, Fang, Yi, Tao and Machanavajjhala, SIGMOD
 // 2022, Alg. 1; Dong–Yi survey §4.2) on the truncation tr:
 //
 //	Q̃(I, τ_j) = Q(I, τ_j) + Lap_ℤ(b_j) − ⌈b_j·ln(L/β)⌉,  b_j = Δ_j·L/ε,
 //	output max{ max_j Q̃(I, τ_j), Q(I, 0) = 0 },
 //
-// for τ_j = 2^j, j = 1..L, L = [Rungs](GS_Q), β = [R2TFailure], Δ_j = τ_j
-// (τ_j + 1 when Q(I, τ) is rounded, see [R2TConfig.Integral]).
+// for τ_j = 2^j, j = 1..[Rungs](GS_Q) (only τ_j ≥ g on a grid g, see
+// [R2TConfig.Quantum]; L counts the rungs run), β = [R2TFailure],
+// Δ_j = τ_j (τ_j + 1 when Q(I, τ) is rounded, see [R2TConfig.Integral]).
 //
 // # Guarantee
 //
@@ -90,16 +118,25 @@ func RaceToTheTop(ctx context.Context, src dp.Source, tr Truncation, cfg R2TConf
 	if !(cfg.Epsilon > 0) || math.IsInf(cfg.Epsilon, 0) {
 		return R2TResult{}, invalid("ε = %v, want a finite number > 0", cfg.Epsilon)
 	}
-	L, err := Rungs(cfg.GS)
-	if err != nil {
+	g := cfg.Quantum
+	if g == 0 {
+		g = 1
+	}
+	if frac, _ := math.Frexp(g); !(g > 0) || math.IsInf(g, 0) || frac != 0.5 {
+		return R2TResult{}, invalid("grid g = %v, want a power of two", g)
+	}
+	if _, err := Rungs(cfg.GS); err != nil {
 		return R2TResult{}, err
 	}
+	// The rungs are τ = 2^j ≥ g, j = 1..⌈log₂ GS_Q⌉: a threshold below one
+	// grid step truncates every term to nothing. L counts the rungs run.
+	first, L := ladderStart(g), rungsRun(cfg.GS, g)
 	epsRung := cfg.Epsilon / float64(L)
 	res := R2TResult{Rungs: L}
 	best := int64(0)
 	floorShift := 0.0
-	for j := 1; j <= L; j++ {
-		tau := math.Ldexp(1, j)
+	for j := first; j < first+L; j++ {
+		tau := math.Ldexp(1, j) / g // in grid steps, a whole number
 		sens := tau
 		if !cfg.Integral {
 			sens = tau + 1
@@ -118,27 +155,29 @@ func RaceToTheTop(ctx context.Context, src dp.Source, tr Truncation, cfg R2TConf
 		}
 		lap, err := dp.NewDiscreteLaplace(b)
 		if err != nil {
-			return R2TResult{}, fmt.Errorf("relational: R2T rung τ = %v: %w", tau, err)
+			return R2TResult{}, fmt.Errorf("relational: R2T rung τ = %v: %w", tau*g, err)
 		}
 		shift := math.Ceil(lap.Scale() * math.Log(float64(L)/R2TFailure))
 		if cfg.noShift {
 			shift = 0
 		}
-		if j == 1 {
+		if j == first {
 			floorShift = shift
 		}
 		v := int64(math.Round(q)) + lap.Sample(src) - int64(shift)
 		if v > best {
 			best = v
-			res.Tau, res.Scale, res.Shift = tau, lap.Scale(), shift
+			res.Tau, res.Scale, res.Shift = tau*g, lap.Scale()*g, shift*g
 		}
 	}
-	res.Value = best
-	res.ErrorBound95 = 2 * res.Shift
+	// Back from grid steps to the integers: post-processing of the DP
+	// value on the public grid.
+	res.Value = int64(math.Round(float64(best) * g))
+	res.ErrorBound95 = math.Ceil(2 * res.Shift)
 	if res.Tau == 0 {
-		// The floor won: Q(I, 2) + noise − shift ≤ 0, so with probability
-		// ≥ 1 − β, Q(I, 2) ≤ 2·shift(τ_1).
-		res.ErrorBound95 = 2 * floorShift
+		// The floor won: Q(I, τ_1) + noise − shift ≤ 0, so with
+		// probability ≥ 1 − β, Q(I, τ_1) ≤ 2·shift(τ_1).
+		res.ErrorBound95 = math.Ceil(2 * floorShift * g)
 	}
 	return res, nil
 }

@@ -152,7 +152,7 @@ func truncationOf(ctx context.Context, t *testing.T, e *engine.Engine, s *spec.S
 		t.Fatal(err)
 	}
 	defer in.close()
-	cs, counts, err := in.contributions(ctx, cols)
+	cs, counts, err := in.contributions(ctx, cols, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
