@@ -227,7 +227,11 @@ func (p pmwPlan) start(src dp.Source, ev *evaluator, data []Point, dt int64, l *
 	u := ev.u
 	g := u.grid
 	nd := len(g.Sizes)
-	lap, err := dp.NewDiscreteLaplace(float64(int64((nd+1)*u.group)*dt) / p.epsN)
+	group := u.group
+	if u.testNoGroup {
+		group = 1 // mutation knob: the group-privacy factor forgotten
+	}
+	lap, err := dp.NewDiscreteLaplace(float64(int64((nd+1)*group)*dt) / p.epsN)
 	if err != nil {
 		return nil, fmt.Errorf("numerical: warm start: %w", err)
 	}

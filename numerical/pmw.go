@@ -29,7 +29,7 @@ func (u *Universe) sensitivity(t table) float64 {
 		best = math.Max(best, v)
 		sum += v
 	}
-	if u.reduced {
+	if u.reduced && !u.testNoGroup {
 		return sum
 	}
 	return best

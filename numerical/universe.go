@@ -126,6 +126,10 @@ type Universe struct {
 	vals   []int64
 	cells  int64
 	group  int
+	// testNoGroup is a mutation knob for the audits (unexported; no
+	// production path sets it): calibrate every noise to ONE element per
+	// tuple, forgetting the group-privacy factor of the reduction.
+	testNoGroup bool
 }
 
 // NewUniverse returns the universe of measure m over grid g, reduced when
