@@ -41,8 +41,9 @@ type evaluator struct {
 	// bySign[s] lists the tables of sign s by increasing τ.
 	bySign [2][]int
 	items  []item
-	tab    [][]float64 // per table, per cell
-	sat    [][]float64 // per table, padded summed-area table
+	index  map[table]int32 // table → position in tables
+	tab    [][]float64     // per table, per cell
+	sat    [][]float64     // per table, padded summed-area table
 }
 
 func newEvaluator(u *Universe, qs []Query) (*evaluator, error) {
@@ -59,11 +60,13 @@ func newEvaluator(u *Universe, qs []Query) (*evaluator, error) {
 
 // addTable returns the index of table k, adding it when new.
 func (ev *evaluator) addTable(k table) int32 {
-	for i, t := range ev.tables {
-		if t == k {
-			return int32(i)
-		}
+	if i, ok := ev.index[k]; ok {
+		return i
 	}
+	if ev.index == nil {
+		ev.index = map[table]int32{}
+	}
+	ev.index[k] = int32(len(ev.tables))
 	ev.tables = append(ev.tables, k)
 	ev.tab = append(ev.tab, make([]float64, ev.u.cells))
 	ev.sat = append(ev.sat, make([]float64, ev.layout.len))
