@@ -1,0 +1,322 @@
+package multi
+
+import (
+	"context"
+	"math"
+	"math/big"
+	"slices"
+
+	"github.com/synth-dp/synth/dp"
+)
+
+// DefaultFailure is the failure probability β of Alg. 1's radius search
+// (the paper's experiments use β = 0.1).
+const DefaultFailure = 0.1
+
+// Entry is one unit's total contribution to one query coordinate: the sum
+// of ψ over the join results of that query (or group) that reference the
+// unit, in grid steps of the public grid g ([Config.Quantum]), a whole
+// number ≥ 0.
+type Entry struct {
+	// Unit is the unit's id, dense from 0.
+	Unit int
+	// Coord is the query coordinate k ∈ [0, d).
+	Coord int
+	// Psi is S_{k,i}(I) in grid steps.
+	Psi float64
+}
+
+// Config holds the public parameters of one [Run].
+type Config struct {
+	// Epsilon and Delta are the budget of the whole run.
+	Epsilon, Delta float64
+	// Failure is β of Alg. 1 (0 means [DefaultFailure]).
+	Failure float64
+	// GS is a public bound on one unit's ℓ2 contribution in the queries'
+	// units; the radii tried are r = 2^0, 2^1, …, 2^(n−1) with
+	// n = ⌈log₂ GS⌉ + 1, and r̃ = 2^(n−1) ≥ GS when the SVT never stops.
+	// GS needs no check against the data: it only sets the ladder.
+	GS float64
+	// Quantum is the public grid g (a power of two; 0 means 1) on which
+	// the entries are measured.
+	Quantum float64
+	// JumpStart selects the SVT jump start of Alg. 3 (same output, fewer
+	// Count evaluations).
+	JumpStart bool
+
+	noThresholdNoise bool // mutation knob for the audit test
+}
+
+// Result is the output of [Run]: the d DP answers and the public
+// parameters behind them (DP outputs and functions of public values only).
+type Result struct {
+	// Values are the d answers, integers.
+	Values []int64
+	// Radius is r̃, the truncation radius chosen by the SVT (a DP output).
+	Radius float64
+	// Sigma is the standard-deviation parameter σ of the discrete Gaussian
+	// noise per coordinate, in the queries' units.
+	Sigma float64
+	// ErrorBound95 bounds the noise of each coordinate with probability
+	// ≥ 95%: σ·√(2 ln 40) (the discrete Gaussian is σ-subgaussian, CKS 2020
+	// Prop. 19). It does not cover the truncation bias, which is not public.
+	ErrorBound95 float64
+	// Rungs is n, the number of radii.
+	Rungs int
+	// Trace says which Count(I, 2^ℓ) the SVT computed.
+	Trace SVTTrace
+}
+
+func (c Config) validate() (Config, error) {
+	switch {
+	case !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0):
+		return c, invalid("ε = %v, want a finite number > 0", c.Epsilon)
+	case !(c.Delta > 0 && c.Delta < 1):
+		return c, invalid("δ = %v, want 0 < δ < 1 (Alg. 1 adds Gaussian noise)", c.Delta)
+	case !(c.GS >= 1) || math.IsInf(c.GS, 0):
+		return c, invalid("GS = %v, want a finite number ≥ 1", c.GS)
+	}
+	if c.Failure == 0 {
+		c.Failure = DefaultFailure
+	}
+	if !(c.Failure > 0 && c.Failure < 1) {
+		return c, invalid("failure probability β = %v, want 0 < β < 1", c.Failure)
+	}
+	if c.Quantum == 0 {
+		c.Quantum = 1
+	}
+	if frac, _ := math.Frexp(c.Quantum); !(c.Quantum > 0) || math.IsInf(c.Quantum, 0) || frac != 0.5 {
+		return c, invalid("grid g = %v, want a power of two", c.Quantum)
+	}
+	return c, nil
+}
+
+// Rungs returns n = ⌈log₂ GS⌉ + 1, the number of radii 2^0 … 2^(n−1).
+func Rungs(gs float64) int { return int(math.Ceil(math.Log2(math.Max(gs, 1)))) + 1 }
+
+// Run is Alg. 1 of Dong–Sun–Yi (multiple self-join-free queries) on the
+// per-unit contribution vectors S_i(I) given by entries (d coordinates):
+//
+//  1. ĩ ← SVT(T = −(60/ε)·ln(4/β), ε/10, f(ℓ) = Count(I, 2^(ℓ−1)) − N,
+//     ℓ = 1..n), with the jump start of Alg. 3 when cfg.JumpStart; r̃ =
+//     2^(ĩ−1) (r̃ = 2^(n−1) when no ℓ qualifies).
+//  2. Clip: x_i = ⌊min(1, r̃/‖S_i‖)·S_i⌋ (coordinatewise, in grid steps),
+//     so ‖x_i‖ ≤ r̃ exactly (checked in exact integer arithmetic).
+//  3. Output Σ_i x_i + Z, Z_k ~ N_ℤ(0, σ²) independent, σ = (r̃/g)/√(2ρ)
+//     with ρ the largest zCDP budget that converts to (9ε/10, δ)
+//     ([dp.RhoForBudget]); each coordinate is multiplied by g and rounded
+//     to an integer.
+//
+// # Guarantee and proof sketch
+//
+// (ε, δ)-DP under user-level DP, for every instance. Deleting a unit
+// removes exactly its vector S_i (no self-join: no other unit's vector
+// changes). (1) Count(I, r) − N = −|{i : ‖S_i‖ > r}| changes by at most 1
+// and is non-decreasing in r, so the SVT (with or without jump start) is
+// ε/10-DP ([SVT]). (2) Given r̃, Σ_i x_i changes by one x_i, of ℓ2 norm
+// ≤ r̃/g grid steps: the multivariate discrete Gaussian with
+// σ = (r̃/g)/√(2ρ) is ρ-zCDP (Canonne–Kamath–Steinke 2020, Thm. 14), hence
+// (9ε/10, δ)-DP ([dp.RhoToEpsilon]), where the paper uses the continuous
+// Gaussian with σ(9ε/10, δ) of Lemma 3.6. (3) Basic composition gives
+// (ε, δ); scaling by the public g and rounding is post-processing. The
+// output is an integer vector (DESIGN.md §3 inv. 6).
+//
+// Utility (Thm. 4.2): with probability ≥ 1 − β, r̃ ≤ DS_Q(I) rounded up to
+// a power of two and at most O((1/ε)·log(log DS/β)) units are clipped, so
+// the ℓ2 error is O(DS_Q(I)/ε·(log(log DS/β) + √(d·log(1/δ)·log(1/β)))).
+// Flooring loses less than one grid step per coordinate per clipped unit.
+//
+// Errors: invalid parameters, an entry outside [0, d) or with ψ not a
+// whole number ≥ 0, noise beyond the exact sampler's range (σ above
+// [dp.MaxDiscreteScale] grid steps: a function of r̃, a DP output), ctx.
+func Run(ctx context.Context, src dp.Source, entries []Entry, d int, cfg Config) (Result, error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return Result{}, err
+	}
+	if d < 1 {
+		return Result{}, invalid("d = %d queries, want ≥ 1", d)
+	}
+	vecs, err := unitVectors(entries, d)
+	if err != nil {
+		return Result{}, err
+	}
+	g := cfg.Quantum
+	norms := make([]float64, len(vecs)) // ‖S_i‖ in the queries' units
+	for i, v := range vecs {
+		s := 0.0
+		for _, c := range v {
+			s += c.psi * c.psi
+		}
+		norms[i] = math.Sqrt(s) * g
+	}
+	sorted := slices.Clone(norms)
+	slices.Sort(sorted)
+	// f(ℓ) = Count(I, 2^(ℓ−1)) − N = −|{i : ‖S_i‖ > 2^(ℓ−1)}|; units with
+	// no entry have S_i = 0 and cancel.
+	f := func(l int) (float64, error) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		r := math.Ldexp(1, l-1)
+		above := len(sorted) - upperBound(sorted, r)
+		return -float64(above), nil
+	}
+	n := Rungs(cfg.GS)
+	k := 0
+	if cfg.JumpStart {
+		// The guess of Alg. 3: the smallest ℓ with 2^(ℓ−1) ≥ DS_Q(I) (may
+		// depend on the data).
+		ds := 0.0
+		if len(sorted) > 0 {
+			ds = sorted[len(sorted)-1]
+		}
+		for k = 1; k < n && math.Ldexp(1, k-1) < ds; k++ {
+		}
+	}
+	eps1 := cfg.Epsilon / 10
+	threshold := -(6 / eps1) * math.Log(4/cfg.Failure) // = −(60/ε)·ln(4/β)
+	res := Result{Rungs: n}
+	idx, err := svt(src, f, n, k, threshold, eps1, &res.Trace, cfg.noThresholdNoise)
+	if err != nil {
+		return Result{}, err
+	}
+	if idx == 0 {
+		idx = n
+	}
+	res.Radius = math.Ldexp(1, idx-1)
+	rGrid := res.Radius / g
+	rho, err := dp.RhoForBudget(dp.Budget{Epsilon: 0.9 * cfg.Epsilon, Delta: cfg.Delta})
+	if err != nil {
+		return Result{}, err
+	}
+	sigma := rGrid / math.Sqrt(2*rho)
+	if sigma < dp.MinDiscreteScale {
+		sigma = dp.MinDiscreteScale // more noise is still private
+	}
+	gauss, err := dp.NewDiscreteGaussian(sigma)
+	if err != nil {
+		return Result{}, invalid("radius r̃ = %v needs noise σ = %v grid steps beyond the exact sampler's range: %v", res.Radius, sigma, err)
+	}
+	sum := clippedSum(vecs, rGrid, d)
+	res.Values = make([]int64, d)
+	for k := range sum {
+		res.Values[k] = int64(math.Round(float64(sum[k]+gauss.Sample(src)) * g))
+	}
+	res.Sigma = sigma * g
+	res.ErrorBound95 = res.Sigma * math.Sqrt(2*math.Log(40))
+	return res, nil
+}
+
+type coord struct {
+	k   int
+	psi float64
+}
+
+// unitVectors groups the entries by unit (sparse vectors, coordinates
+// merged) and checks them.
+func unitVectors(entries []Entry, d int) ([][]coord, error) {
+	byUnit := map[int]map[int]float64{}
+	for _, e := range entries {
+		if e.Coord < 0 || e.Coord >= d {
+			return nil, invalid("entry for coordinate %d of %d", e.Coord, d)
+		}
+		if !(e.Psi >= 0) || math.IsInf(e.Psi, 0) || e.Psi != math.Trunc(e.Psi) || e.Psi > 1<<53 {
+			return nil, invalid("contribution ψ = %v grid steps, want a whole number in [0, 2⁵³]", e.Psi)
+		}
+		m := byUnit[e.Unit]
+		if m == nil {
+			m = map[int]float64{}
+			byUnit[e.Unit] = m
+		}
+		m[e.Coord] += e.Psi
+	}
+	units := make([]int, 0, len(byUnit))
+	for u := range byUnit {
+		units = append(units, u)
+	}
+	slices.Sort(units)
+	out := make([][]coord, len(units))
+	for i, u := range units {
+		for k, psi := range byUnit[u] {
+			out[i] = append(out[i], coord{k, psi})
+		}
+		slices.SortFunc(out[i], func(a, b coord) int { return a.k - b.k })
+	}
+	return out, nil
+}
+
+// upperBound is the number of elements ≤ x of a sorted slice.
+func upperBound(s []float64, x float64) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if s[m] <= x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// clippedSum returns Σ_i x_i with x_i = ⌊min(1, r/‖S_i‖)·S_i⌋, r in grid
+// steps. Each coordinate of a clipped unit is decided exactly: x_k is the
+// largest integer with x_k²·‖S_i‖² ≤ S_k²·r² (big-integer arithmetic from a
+// float64 first guess), so ‖x_i‖² ≤ Σ_k S_k²·r²/‖S_i‖² = r² holds exactly,
+// whatever the rounding of float64.
+func clippedSum(vecs [][]coord, r float64, d int) []int64 {
+	sum := make([]int64, d)
+	r2 := new(big.Int)
+	if r >= 1 {
+		new(big.Float).SetFloat64(r * r).Int(r2) // exact: r is a power of two
+	}
+	lhs, rhs, t := new(big.Int), new(big.Int), new(big.Int)
+	fits := func(x int64, n2, s2r2 *big.Int) bool { // x²·n2 ≤ s2r2
+		t.SetInt64(x)
+		lhs.Mul(t, t)
+		lhs.Mul(lhs, n2)
+		return lhs.Cmp(s2r2) <= 0
+	}
+	for _, v := range vecs {
+		x := make([]int64, len(v))
+		for j, c := range v {
+			x[j] = int64(c.psi)
+		}
+		n2 := normSq(x)
+		if n2.Cmp(r2) > 0 {
+			norm := math.Sqrt(float64(n2.Int64()))
+			if !n2.IsInt64() {
+				f, _ := new(big.Float).SetInt(n2).Float64()
+				norm = math.Sqrt(f)
+			}
+			for j, c := range v {
+				t.SetInt64(x[j])
+				rhs.Mul(t, t)
+				rhs.Mul(rhs, r2)
+				g := int64(math.Floor(c.psi * (r / norm)))
+				g = max(0, min(g, x[j]))
+				for g > 0 && !fits(g, n2, rhs) {
+					g--
+				}
+				for g < x[j] && fits(g+1, n2, rhs) {
+					g++
+				}
+				x[j] = g
+			}
+		}
+		for j, c := range v {
+			sum[c.k] += x[j]
+		}
+	}
+	return sum
+}
+
+func normSq(x []int64) *big.Int {
+	s, t := new(big.Int), new(big.Int)
+	for _, v := range x {
+		t.SetInt64(v)
+		s.Add(s, t.Mul(t, t))
+	}
+	return s
+}

@@ -1,0 +1,238 @@
+package multi
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/synth-dp/synth/relational"
+	"github.com/synth-dp/synth/spec"
+)
+
+// Coordinates lists the d query coordinates of a list of queries: one per
+// group of each query's declared GROUP BY domain ([relational.Groups]), in
+// query order. It depends on the queries and the spec only.
+func Coordinates(s *spec.Spec, queries []*relational.Query) []Coordinate {
+	var out []Coordinate
+	for qi, q := range queries {
+		for _, g := range relational.Groups(s, q) {
+			out = append(out, Coordinate{Query: qi, Group: g})
+		}
+	}
+	return out
+}
+
+// Coordinate is one of the d answers: a query and one group of it.
+type Coordinate struct {
+	// Query indexes the query list.
+	Query int
+	// Group is the group (nil without GROUP BY).
+	Group relational.Group
+}
+
+// Contributions computes the per-unit contribution vectors S_i(I) of the
+// queries in SQL through db: one aggregate query per query, grouped by the
+// unit's key and the GROUP BY columns, summing ψ in whole grid steps of g
+// (each term rounded to the grid in SQL and summed as an integer, as R2T
+// does: [relational.Quantum]). Coordinates follow [Coordinates]; rows whose
+// group value lies outside the declared domain belong to no coordinate.
+// Unit ids are dense from 0 over the units that contribute; units without
+// contributions have S_i = 0 and are not listed.
+//
+// Every query must reference the unit relation through the spec's foreign
+// keys, joined along that path (ownership as in [relational.Answer]), and
+// reference no other unit: that is the self-join-free case of Alg. 1. SUM
+// needs a non-negative expression on the declared domains.
+func Contributions(ctx context.Context, db relational.DB, s *spec.Spec, queries []*relational.Query, unit string, g float64) ([]Entry, int, error) {
+	coords := Coordinates(s, queries)
+	index := map[string]int{}
+	for i, c := range coords {
+		index[coordKey(c.Query, groupValues(c.Group))] = i
+	}
+	ids := map[string]int{}
+	var out []Entry
+	for qi, q := range queries {
+		col, err := UnitColumn(s, q, unit)
+		if err != nil {
+			return nil, 0, err
+		}
+		r := newRenderer(q)
+		sel := []string{"CAST(" + r.col(col) + " AS VARCHAR)"}
+		for _, gc := range q.GroupBy {
+			sel = append(sel, "CAST("+r.col(gc)+" AS VARCHAR)")
+		}
+		term := "1"
+		if q.Agg == relational.Sum {
+			term = "CAST(round(CAST(" + r.expr(q.Expr) + " AS DOUBLE) / " + floatLit(g) + ") AS BIGINT)"
+		}
+		text := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + term + ") AS DOUBLE)" + r.fromWhere(s) +
+			" GROUP BY " + strings.Join(seq(len(sel)), ", ")
+		keys := make([]sql.NullString, len(sel))
+		dest := make([]any, len(sel)+1)
+		for i := range keys {
+			dest[i] = &keys[i]
+		}
+		var psi float64
+		dest[len(sel)] = &psi
+		err = db.Aggregate(ctx, text, nil, func(rows *sql.Rows) error {
+			if err := rows.Scan(dest...); err != nil {
+				return err
+			}
+			vals := make([]string, len(q.GroupBy))
+			for i := range vals {
+				vals[i] = normGroup(s.Column(q.GroupBy[i]), keys[i+1])
+			}
+			k, ok := index[coordKey(qi, vals)]
+			if !ok || psi == 0 {
+				return nil
+			}
+			id, ok := ids[keys[0].String]
+			if !ok {
+				id = len(ids)
+				ids[keys[0].String] = id
+			}
+			out = append(out, Entry{Unit: id, Coord: k, Psi: psi})
+			return nil
+		})
+		if err != nil {
+			return nil, 0, fmt.Errorf("multi: contributions of %q: %w", q.Text, err)
+		}
+	}
+	return out, len(coords), nil
+}
+
+// normGroup renders a group value read from SQL as [relational.GroupValue]
+// writes it.
+func normGroup(c *spec.Column, v sql.NullString) string {
+	if !v.Valid {
+		return "\x00null"
+	}
+	if c.Type == spec.Integer {
+		if f, err := strconv.ParseFloat(v.String, 64); err == nil {
+			return strconv.FormatInt(int64(f), 10)
+		}
+	}
+	if c.Type == spec.Boolean {
+		return strings.ToLower(v.String)
+	}
+	return v.String
+}
+
+func groupValues(g relational.Group) []string {
+	out := make([]string, len(g))
+	for i, v := range g {
+		out[i] = v.Value
+	}
+	return out
+}
+
+func coordKey(q int, vals []string) string {
+	return strconv.Itoa(q) + "\x00" + strings.Join(vals, "\x00")
+}
+
+func seq(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = strconv.Itoa(i + 1)
+	}
+	return out
+}
+
+// renderer writes a query's join as SQL over the loaded tables (the same
+// SQL relational's views compute: one alias per table, the join
+// equalities, each table's selection).
+type renderer struct{ q *relational.Query }
+
+func newRenderer(q *relational.Query) renderer { return renderer{q: q} }
+
+func (r renderer) col(c spec.ColumnRef) string {
+	return "t" + strconv.Itoa(slices.Index(r.q.Tables, c.Table)) + "." + ident(c.Column)
+}
+
+func (r renderer) fromWhere(s *spec.Spec) string {
+	from := make([]string, len(r.q.Tables))
+	for i, t := range r.q.Tables {
+		from[i] = ident(t) + " AS t" + strconv.Itoa(i)
+	}
+	var conds []string
+	for _, j := range r.q.Joins {
+		conds = append(conds, r.col(j.Left)+" = "+r.col(j.Right))
+	}
+	for _, t := range r.q.Tables {
+		if p, ok := r.q.Where[t]; ok {
+			conds = append(conds, r.pred(p))
+		}
+	}
+	out := " FROM " + strings.Join(from, ", ")
+	if len(conds) > 0 {
+		out += " WHERE " + strings.Join(conds, " AND ")
+	}
+	return out
+}
+
+func (r renderer) expr(e relational.Expr) string {
+	switch x := e.(type) {
+	case relational.ColExpr:
+		return r.col(x.Ref)
+	case relational.ConstExpr:
+		return floatLit(x.V)
+	case relational.BinExpr:
+		return "(" + r.expr(x.L) + " " + string(x.Op) + " " + r.expr(x.R) + ")"
+	}
+	panic(fmt.Sprintf("multi: unknown expression %T", e)) // programmer error: the query model grew
+}
+
+func (r renderer) pred(p relational.Pred) string {
+	join := func(ps []relational.Pred, op string) string {
+		s := make([]string, len(ps))
+		for i, t := range ps {
+			s[i] = r.pred(t)
+		}
+		return "(" + strings.Join(s, " "+op+" ") + ")"
+	}
+	switch x := p.(type) {
+	case relational.AndPred:
+		return join(x.Terms, "AND")
+	case relational.OrPred:
+		return join(x.Terms, "OR")
+	case relational.NotPred:
+		return "(NOT " + r.pred(x.P) + ")"
+	case relational.CmpPred:
+		return "(" + r.col(x.Col) + " " + x.Op + " " + x.V.SQL + ")"
+	case relational.ColCmpPred:
+		return "(" + r.col(x.L) + " " + x.Op + " " + r.col(x.R) + ")"
+	case relational.BetweenPred:
+		return "(" + r.col(x.Col) + " BETWEEN " + x.Lo.SQL + " AND " + x.Hi.SQL + ")"
+	case relational.InPred:
+		v := make([]string, len(x.Values))
+		for i, l := range x.Values {
+			v[i] = l.SQL
+		}
+		return "(" + r.col(x.Col) + " IN (" + strings.Join(v, ", ") + "))"
+	}
+	panic(fmt.Sprintf("multi: unknown predicate %T", p)) // programmer error: the query model grew
+}
+
+func floatLit(f float64) string {
+	return "CAST(" + strconv.FormatFloat(f, 'g', -1, 64) + " AS DOUBLE)"
+}
+
+func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// SumBound returns the public bound B ≥ |ψ| of one join result of q and
+// checks that ψ ≥ 0 on the declared domains.
+func SumBound(s *spec.Spec, q *relational.Query) (float64, error) {
+	lo, hi := q.SumBound(s)
+	b := math.Max(math.Abs(lo), math.Abs(hi))
+	if !(b > 0) || math.IsInf(b, 0) {
+		return 0, invalid("query %q: the summed expression is bounded by %v on the declared domains; need a finite bound > 0", q.Text, b)
+	}
+	if lo < 0 {
+		return 0, invalid("query %q: user-level DP needs a non-negative summand; the declared domains allow %v", q.Text, lo)
+	}
+	return b, nil
+}
