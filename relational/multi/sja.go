@@ -142,40 +142,11 @@ func Run(ctx context.Context, src dp.Source, entries []Entry, d int, cfg Config)
 		return Result{}, err
 	}
 	g := cfg.Quantum
-	norms := make([]float64, len(vecs)) // ‖S_i‖ in the queries' units
-	for i, v := range vecs {
-		s := 0.0
-		for _, c := range v {
-			s += c.psi * c.psi
-		}
-		norms[i] = math.Sqrt(s) * g
-	}
-	sorted := slices.Clone(norms)
-	slices.Sort(sorted)
-	// f(ℓ) = Count(I, 2^(ℓ−1)) − N = −|{i : ‖S_i‖ > 2^(ℓ−1)}|; units with
-	// no entry have S_i = 0 and cancel.
-	f := func(l int) (float64, error) {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		r := math.Ldexp(1, l-1)
-		above := len(sorted) - upperBound(sorted, r)
-		return -float64(above), nil
-	}
-	n := Rungs(cfg.GS)
-	k := 0
-	if cfg.JumpStart {
-		// The guess of Alg. 3: the smallest ℓ with 2^(ℓ−1) ≥ DS_Q(I) (may
-		// depend on the data).
-		ds := 0.0
-		if len(sorted) > 0 {
-			ds = sorted[len(sorted)-1]
-		}
-		for k = 1; k < n && math.Ldexp(1, k-1) < ds; k++ {
-		}
+	f, n, k, threshold, err := radiusQueries(ctx, entries, d, cfg)
+	if err != nil {
+		return Result{}, err
 	}
 	eps1 := cfg.Epsilon / 10
-	threshold := -(6 / eps1) * math.Log(4/cfg.Failure) // = −(60/ε)·ln(4/β)
 	res := Result{Rungs: n}
 	idx, err := svt(src, f, n, k, threshold, eps1, &res.Trace, cfg.noThresholdNoise)
 	if err != nil {
@@ -206,6 +177,47 @@ func Run(ctx context.Context, src dp.Source, entries []Entry, d int, cfg Config)
 	res.Sigma = sigma * g
 	res.ErrorBound95 = res.Sigma * math.Sqrt(2*math.Log(40))
 	return res, nil
+}
+
+// radiusQueries returns the SVT queries of Alg. 1 on the entries:
+// f(ℓ) = Count(I, 2^(ℓ−1)) − N for ℓ = 1..n, the jump-start guess k (0
+// without jump start) and the threshold T = −(60/ε)·ln(4/β).
+func radiusQueries(ctx context.Context, entries []Entry, d int, cfg Config) (f func(int) (float64, error), n, k int, threshold float64, err error) {
+	vecs, err := unitVectors(entries, d)
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	sorted := make([]float64, len(vecs)) // ‖S_i‖ in the queries' units
+	for i, v := range vecs {
+		s := 0.0
+		for _, c := range v {
+			s += c.psi * c.psi
+		}
+		sorted[i] = math.Sqrt(s) * cfg.Quantum
+	}
+	slices.Sort(sorted)
+	// Count(I, r) − N = −|{i : ‖S_i‖ > r}|: units with no entry have
+	// S_i = 0 and cancel.
+	f = func(l int) (float64, error) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		r := math.Ldexp(1, l-1)
+		return -float64(len(sorted) - upperBound(sorted, r)), nil
+	}
+	n = Rungs(cfg.GS)
+	if cfg.JumpStart {
+		// The guess of Alg. 3: the smallest ℓ with 2^(ℓ−1) ≥ DS_Q(I) (it
+		// may depend on the data).
+		ds := 0.0
+		if len(sorted) > 0 {
+			ds = sorted[len(sorted)-1]
+		}
+		for k = 1; k < n && math.Ldexp(1, k-1) < ds; k++ {
+		}
+	}
+	threshold = -(60 / cfg.Epsilon) * math.Log(4/cfg.Failure)
+	return f, n, k, threshold, nil
 }
 
 type coord struct {
