@@ -132,4 +132,3 @@ func groupMap(g relational.Group) map[string]string {
 	}
 	return m
 }
-
