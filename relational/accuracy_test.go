@@ -64,8 +64,9 @@ func TestAccuracyTable(t *testing.T) {
 			truths = append(truths, v)
 			truth += v
 		}
-		for _, mech := range []string{"RS", "R2T"} {
-			if mech == "RS" && strings.HasPrefix(aq.name, "R2T paper") {
+		for _, mech := range []string{"RS", "R2T", "R2T base 4"} {
+			paper := strings.HasPrefix(aq.name, "R2T paper")
+			if (mech == "RS" && paper) || (mech == "R2T base 4" && !paper) {
 				continue
 			}
 			for _, eps := range []float64{0.8, 1, 4} {
@@ -73,8 +74,11 @@ func TestAccuracyTable(t *testing.T) {
 				var times []time.Duration
 				for run := 0; run < 10; run++ {
 					opt := Options{Budget: dp.Budget{Epsilon: eps, Delta: 1e-6}, GS: aq.gs}
-					if mech == "R2T" {
+					if mech != "RS" {
 						opt.Units = []string{aq.unit}
+					}
+					if mech == "R2T base 4" {
+						opt.Base = 4
 					}
 					l, _ := dp.NewLedger(opt.Budget)
 					start := time.Now()
@@ -92,7 +96,7 @@ func TestAccuracyTable(t *testing.T) {
 				slices.Sort(errs)
 				slices.Sort(times)
 				name := mech
-				if mech == "R2T" {
+				if mech != "RS" {
 					name += " (unit " + aq.unit + ")"
 				}
 				fmt.Fprintf(&b, "| %s | %s | %g | %.0f | %.4g | %v |\n", aq.name, name, eps, truth,

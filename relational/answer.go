@@ -28,6 +28,9 @@ type Options struct {
 	GS float64
 	// Noise is the residual-sensitivity mechanism's noise for δ > 0.
 	Noise Noise
+	// Base is R2T's ratio between thresholds ([R2TConfig.Base]); 0 means
+	// 2.
+	Base float64
 }
 
 // Result is one released answer: only DP outputs and public parameters.
@@ -68,6 +71,10 @@ func Answer(ctx context.Context, db DB, src dp.Source, s *spec.Spec, queries []*
 		gs = DefaultGS
 	}
 	if _, err := Rungs(gs); err != nil {
+		return nil, err
+	}
+	k, err := baseExponent(opt.Base)
+	if err != nil {
 		return nil, err
 	}
 	type job struct {
@@ -119,7 +126,7 @@ func Answer(ctx context.Context, db DB, src dp.Source, s *spec.Spec, queries []*
 		mech, rule := "residual-sensitivity mechanism", "tuple-level DP; Dong–Yi survey §3.2; basic composition over answers"
 		details := map[string]any{"query": j.q.Text, "answer": i}
 		if len(j.units) > 0 {
-			L := rungsRun(gs*j.bound, Quantum(j.q.Agg, j.bound))
+			L := rungsRun(gs*j.bound, Quantum(j.q.Agg, j.bound), k)
 			mech, rule = "R2T", "user-level DP (units "+strings.Join(j.units, ", ")+"); Dong et al. SIGMOD 2022; L rungs at ε/L each, basic composition"
 			details["rungs"], details["gs"], details["grid"] = L, gs*j.bound, Quantum(j.q.Agg, j.bound)
 		}
@@ -132,7 +139,7 @@ func Answer(ctx context.Context, db DB, src dp.Source, s *spec.Spec, queries []*
 	}
 	out := make([]Result, 0, len(jobs))
 	for i, j := range jobs {
-		r, err := answerOne(ctx, db, src, s, j.q, j.g, j.units, j.cols, j.bound, gs, share, opt.Noise)
+		r, err := answerOne(ctx, db, src, s, j.q, j.g, j.units, j.cols, j.bound, gs, share, opt)
 		if err != nil {
 			return nil, &QueryError{Query: j.q.Text, Err: err}
 		}
@@ -162,7 +169,7 @@ func ptr(f float64) *float64 {
 }
 
 func answerOne(ctx context.Context, db DB, src dp.Source, s *spec.Spec, q *Query, g Group, units []string, cols []spec.ColumnRef,
-	bound, gs float64, share dp.Budget, noise Noise) (Result, error) {
+	bound, gs float64, share dp.Budget, opt Options) (Result, error) {
 	in, err := newInstance(ctx, db, s, q, g)
 	if err != nil {
 		return Result{}, err
@@ -183,7 +190,7 @@ func answerOne(ctx context.Context, db DB, src dp.Source, s *spec.Spec, q *Query
 		if err != nil {
 			return Result{}, err
 		}
-		r, err := RaceToTheTop(ctx, src, tr, R2TConfig{Epsilon: share.Epsilon, GS: gs * bound, Quantum: g, Integral: len(units) <= 2})
+		r, err := RaceToTheTop(ctx, src, tr, R2TConfig{Epsilon: share.Epsilon, GS: gs * bound, Base: opt.Base, Quantum: g, Integral: len(units) <= 2})
 		if err != nil {
 			return Result{}, err
 		}
@@ -194,7 +201,7 @@ func answerOne(ctx context.Context, db DB, src dp.Source, s *spec.Spec, q *Query
 		}
 		return res, nil
 	}
-	cfg := RSConfig{Epsilon: share.Epsilon, Delta: share.Delta, Noise: noise, Bound: bound, Integral: q.Agg == Count}
+	cfg := RSConfig{Epsilon: share.Epsilon, Delta: share.Delta, Noise: opt.Noise, Bound: bound, Integral: q.Agg == Count}
 	beta, err := cfg.Beta()
 	if err != nil {
 		return Result{}, err

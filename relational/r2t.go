@@ -21,6 +21,11 @@ type R2TConfig struct {
 	// GS is GS_Q, the public bound on one unit's total contribution; the
 	// ladder is τ = 2, 4, …, 2^L with L = max(1, ⌈log₂ GS⌉).
 	GS float64
+	// Base is the ratio of successive thresholds, a power of two ≥ 2; 0
+	// means 2, the ladder τ = 2, 4, 8, … of the paper's analysis. A larger
+	// base runs fewer rungs (L = ⌈log_Base GS_Q⌉, so ε/L is larger) but
+	// may overshoot DS_Q(I) by up to the base (the authors' code uses 5.5).
+	Base float64
 	// Quantum is the public grid g (a power of two; 0 means 1) on which
 	// tr measures ψ: tr.At takes τ and returns Q(I, τ) in grid steps. The
 	// ladder keeps the rungs τ ≥ g, the noise and shifts are whole grid
@@ -66,22 +71,35 @@ func Rungs(gs float64) (int, error) {
 }
 
 // rungsRun is the number L of rungs [RaceToTheTop] runs for GS_Q = gs on
-// the grid g: the τ = 2^j ≥ g, j = 1..[Rungs](gs) (at least one).
-func rungsRun(gs, g float64) int {
+// the grid g with ratio 2^k between rungs: the τ = 2^{kj} ≥ g,
+// j = 1..⌈log₂(gs)/k⌉ (at least one).
+func rungsRun(gs, g float64, k int) int {
 	all, err := Rungs(gs)
 	if err != nil {
 		return 0
 	}
-	return max(1, all-ladderStart(g)+1)
+	return max(1, (all+k-1)/k-ladderStart(g, k)+1)
 }
 
-// ladderStart is the smallest j ≥ 1 with 2^j ≥ g.
-func ladderStart(g float64) int {
+// ladderStart is the smallest j ≥ 1 with 2^{kj} ≥ g.
+func ladderStart(g float64, k int) int {
 	first := 1
-	for math.Ldexp(1, first) < g {
+	for math.Ldexp(1, k*first) < g {
 		first++
 	}
 	return first
+}
+
+// baseExponent returns k with base = 2^k (base 0 means 2).
+func baseExponent(base float64) (int, error) {
+	if base == 0 {
+		return 1, nil
+	}
+	frac, exp := math.Frexp(base)
+	if !(base >= 2) || math.IsInf(base, 0) || frac != 0.5 {
+		return 0, invalid("R2T ladder base %v, want a power of two ≥ 2", base)
+	}
+	return exp - 1, nil
 }
 
 // RaceToTheTop runs R2T (Dong, Fang, Yi, Tao and Machanavajjhala, SIGMOD
@@ -90,8 +108,9 @@ func ladderStart(g float64) int {
 //	Q̃(I, τ_j) = Q(I, τ_j) + Lap_ℤ(b_j) − ⌈b_j·ln(L/β)⌉,  b_j = Δ_j·L/ε,
 //	output max{ max_j Q̃(I, τ_j), Q(I, 0) = 0 },
 //
-// for τ_j = 2^j, j = 1..[Rungs](GS_Q) (only τ_j ≥ g on a grid g, see
-// [R2TConfig.Quantum]; L counts the rungs run), β = [R2TFailure],
+// for τ_j = 2^j, j = 1..[Rungs](GS_Q) (or τ_j = Base^j, see
+// [R2TConfig.Base]; only τ_j ≥ g on a grid g, see [R2TConfig.Quantum]; L
+// counts the rungs run), β = [R2TFailure],
 // Δ_j = τ_j (τ_j + 1 when Q(I, τ) is rounded, see [R2TConfig.Integral]).
 //
 // # Guarantee
@@ -128,15 +147,20 @@ func RaceToTheTop(ctx context.Context, src dp.Source, tr Truncation, cfg R2TConf
 	if _, err := Rungs(cfg.GS); err != nil {
 		return R2TResult{}, err
 	}
-	// The rungs are τ = 2^j ≥ g, j = 1..⌈log₂ GS_Q⌉: a threshold below one
-	// grid step truncates every term to nothing. L counts the rungs run.
-	first, L := ladderStart(g), rungsRun(cfg.GS, g)
+	k, err := baseExponent(cfg.Base)
+	if err != nil {
+		return R2TResult{}, err
+	}
+	// The rungs are τ = 2^{kj} ≥ g, j = 1..⌈log₂(GS_Q)/k⌉: a threshold
+	// below one grid step truncates every term to nothing. L counts the
+	// rungs run.
+	first, L := ladderStart(g, k), rungsRun(cfg.GS, g, k)
 	epsRung := cfg.Epsilon / float64(L)
 	res := R2TResult{Rungs: L}
 	best := int64(0)
 	floorShift := 0.0
 	for j := first; j < first+L; j++ {
-		tau := math.Ldexp(1, j) / g // in grid steps, a whole number
+		tau := math.Ldexp(1, k*j) / g // in grid steps, a whole number
 		sens := tau
 		if !cfg.Integral {
 			sens = tau + 1

@@ -11,16 +11,24 @@ import (
 func TestRungsOnGrid(t *testing.T) {
 	tests := []struct {
 		gs, g float64
+		k     int
 		want  int
 	}{
-		{1 << 20, 1, 20},
-		{1 << 20 * 50, 0x1p-14, 26}, // ⌈log₂(50·2²⁰)⌉ = 26; every τ ≥ 2 is ≥ g
-		{1e6, 8, 18},                // τ = 2, 4 are below the grid step 8
-		{4, 16, 1},                  // at least one rung
+		{1 << 20, 1, 1, 20},
+		{1 << 20 * 50, 0x1p-14, 1, 26}, // ⌈log₂(50·2²⁰)⌉ = 26; every τ ≥ 2 is ≥ g
+		{1e6, 8, 1, 18},                // τ = 2, 4 are below the grid step 8
+		{4, 16, 1, 1},                  // at least one rung
+		{1 << 20, 1, 2, 10},            // base 4: τ = 4, 16, …, 4¹⁰
+		{1e6, 8, 2, 9},                 // base 4: τ = 4 is below the grid step 8
 	}
 	for _, tt := range tests {
-		if got := rungsRun(tt.gs, tt.g); got != tt.want {
-			t.Errorf("rungsRun(%v, %v) = %d, want %d", tt.gs, tt.g, got, tt.want)
+		if got := rungsRun(tt.gs, tt.g, tt.k); got != tt.want {
+			t.Errorf("rungsRun(%v, %v, %d) = %d, want %d", tt.gs, tt.g, tt.k, got, tt.want)
+		}
+	}
+	for _, b := range []float64{1, 3, 5.5, -2} {
+		if _, err := RaceToTheTop(context.Background(), dp.NewSeededSource(1), newClosedForm(nil, 0), R2TConfig{Epsilon: 1, GS: 8, Base: b}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("base %v: error %v, want ErrInvalid", b, err)
 		}
 	}
 	tr := newClosedForm(nil, 0)

@@ -31,6 +31,7 @@ type answerOptions struct {
 	epsilon float64
 	delta   float64
 	gs      float64
+	base    float64
 	noise   string
 	format  string
 }
@@ -68,7 +69,8 @@ Privacy:
     two, the CLP solver for three or more (build with -tags clp). A tuple
     belongs to the unit it references through the spec's foreign keys.
     --gs is GS_Q of a count (a SUM multiplies it by the largest |expr| of
-    the declared domains). R2T is ε-DP; δ is not used.
+    the declared domains); --r2t-base 4 races τ = 4, 16, … (fewer rungs,
+    often more accurate). R2T is ε-DP; δ is not used.
 
 The budget is the spec's privacy section or --epsilon/--delta. A query with
 GROUP BY over d groups is answered as d queries; all answers share the
@@ -105,6 +107,9 @@ Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
 			}
 			if !(o.gs >= 1) || math.IsInf(o.gs, 0) {
 				return usageErrorf("--gs %v: want a finite number ≥ 1", o.gs)
+			}
+			if frac, _ := math.Frexp(o.base); !(o.base >= 2) || math.IsInf(o.base, 0) || frac != 0.5 {
+				return usageErrorf("--r2t-base %v: want a power of two ≥ 2", o.base)
 			}
 			epsSet, deltaSet := cmd.Flags().Changed("epsilon"), cmd.Flags().Changed("delta")
 			if epsSet && (!(o.epsilon > 0) || math.IsInf(o.epsilon, 0)) {
@@ -159,6 +164,7 @@ Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
 	f.Float64Var(&o.epsilon, "epsilon", 0, "privacy budget ε of the run, replacing the spec's privacy.epsilon")
 	f.Float64Var(&o.delta, "delta", 0, "privacy budget δ of the run, replacing the spec's privacy.delta")
 	f.Float64Var(&o.gs, "gs", relational.DefaultGS, "R2T: public bound GS_Q on one unit's contribution to a count")
+	f.Float64Var(&o.base, "r2t-base", 2, "R2T: ratio between thresholds τ, a power of two (2: τ = 2, 4, 8, … as in the paper's analysis; 4 runs half the rungs)")
 	f.StringVar(&o.noise, "noise", string(relational.NoiseLaplace), "residual sensitivity with δ > 0: laplace or gaussian")
 	f.StringVar(&o.format, "format", "text", "output format: text, csv or json")
 	return cmd
@@ -238,7 +244,7 @@ func runAnswer(ctx context.Context, g *globalOptions, s *spec.Spec, texts []stri
 	}
 	src := g.source()
 	res, err := relational.Answer(ctx, eng, src, s, qs, relational.Options{
-		Budget: budget, Units: units, GS: o.gs, Noise: relational.Noise(o.noise),
+		Budget: budget, Units: units, GS: o.gs, Base: o.base, Noise: relational.Noise(o.noise),
 	}, ledger)
 	if err != nil {
 		return answerError(err)
@@ -248,7 +254,7 @@ func runAnswer(ctx context.Context, g *globalOptions, s *spec.Spec, texts []stri
 	if len(units) > 0 {
 		neighbours = "delete one tuple of " + strings.Join(units, " or ") + " and every tuple referencing it (user-DP)"
 		mech = "synth answer: R2T (Dong et al. SIGMOD 2022; survey §4.2)"
-		params["units"], params["gs"] = units, o.gs
+		params["units"], params["gs"], params["r2t_base"] = units, o.gs, o.base
 	} else {
 		params["noise"] = o.noise
 	}

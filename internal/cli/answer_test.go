@@ -89,7 +89,7 @@ func TestAnswerJSONTupleDP(t *testing.T) {
 // --epsilon replaces the budget, and that the answer of a query without
 // GROUP BY has a null group.
 func TestAnswerR2TFromSpecUnit(t *testing.T) {
-	r := mustRun(t, "answer", "--config", answerSpec, "--query", answerQ3, "--epsilon", "4", "--format", "json", "--seed", "2", "-q")
+	r := mustRun(t, "answer", "--config", answerSpec, "--query", answerQ3, "--epsilon", "4", "--r2t-base", "4", "--format", "json", "--seed", "2", "-q")
 	d := decodeAnswers(t, r.stdout)
 	if len(d.Answers) != 1 || d.Answers[0].Group != nil || !strings.HasPrefix(d.Answers[0].Mechanism, "R2T") {
 		t.Fatalf("answers %+v", d.Answers)
@@ -155,6 +155,7 @@ func TestAnswerUsageErrors(t *testing.T) {
 		{"bad format", []string{"--config", answerSpec, "--query", answerQ3, "--format", "xml"}, []string{"--format"}},
 		{"bad noise", []string{"--config", answerSpec, "--query", answerQ3, "--noise", "cauchy"}, []string{"--noise"}},
 		{"bad gs", []string{"--config", answerSpec, "--query", answerQ3, "--gs", "0"}, []string{"--gs"}},
+		{"bad base", []string{"--config", answerSpec, "--query", answerQ3, "--r2t-base", "3"}, []string{"--r2t-base"}},
 		{"bad unit", []string{"--config", answerSpec, "--query", answerQ3, "--unit", "nation"}, []string{"--unit nation"}},
 		{"bad epsilon", []string{"--config", answerSpec, "--query", answerQ3, "--epsilon", "-1"}, []string{"--epsilon"}},
 		{"unsupported query", []string{"--config", answerSpec, "--query", "SELECT AVG(l_discount) FROM lineitem"}, []string{"SELECT AVG(l_discount) FROM lineitem", "aggregate AVG"}},
