@@ -113,7 +113,7 @@ func (b *Buckets) Assign(ctx context.Context, bucket []int32) error {
 	}
 	d := b.e.d
 	tmp := b.assigned + "_ids"
-	if _, err := b.e.db.ExecContext(ctx, "CREATE OR REPLACE TABLE "+d.ident(tmp)+" (id BIGINT, bucket INTEGER)"); err != nil {
+	if _, err := b.e.db.ExecContext(ctx, d.replaceTableDef(tmp, "id BIGINT, bucket INTEGER")); err != nil {
 		return fmt.Errorf("engine: assign buckets: %w", err)
 	}
 	defer b.e.db.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+d.ident(tmp))

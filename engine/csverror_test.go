@@ -12,7 +12,9 @@ import (
 
 // TestLoadCSVErrors: a CSV source that does not parse is a one-line
 // *CSVError naming the file and the line where the bad record starts.
-func TestLoadCSVErrors(t *testing.T) {
+func TestLoadCSVErrors(t *testing.T) { forEachOpener(t, testLoadCSVErrors) }
+
+func testLoadCSVErrors(t *testing.T, openTest func(testing.TB) *Engine) {
 	ctx := context.Background()
 	hdr := strings.Join(ordersHeader, ",") + "\n"
 	good := "1,plain,100.5,1,1-URGENT,2020-01-01,true\n"
@@ -55,6 +57,7 @@ func TestLoadCSVErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := openTest(t)
+			skipBareQuote(t, e, tc.name)
 			err := e.Load(ctx, ordersSpec(src, nil))
 			var ce *CSVError
 			if !errors.As(err, &ce) {
@@ -83,7 +86,9 @@ func TestLoadCSVErrors(t *testing.T) {
 // does), bytes that are not UTF-8 in a column the spec does not declare
 // (never read), a UTF-8 byte order mark, CRLF line ends, a last line without a
 // newline, blank lines and a line starting with # are read as they are.
-func TestLoadCSVHeaderOnly(t *testing.T) {
+func TestLoadCSVHeaderOnly(t *testing.T) { forEachOpener(t, testLoadCSVHeaderOnly) }
+
+func testLoadCSVHeaderOnly(t *testing.T, openTest func(testing.TB) *Engine) {
 	ctx := context.Background()
 	hdr := strings.Join(ordersHeader, ",")
 	for _, tc := range []struct {
@@ -106,6 +111,7 @@ func TestLoadCSVHeaderOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := openTest(t)
+			skipBareQuote(t, e, tc.name)
 			if err := e.Load(ctx, ordersSpec(src, nil)); err != nil {
 				t.Fatal(err)
 			}
@@ -113,5 +119,16 @@ func TestLoadCSVHeaderOnly(t *testing.T) {
 				t.Errorf("%d rows, want %d", n, tc.rows)
 			}
 		})
+	}
+}
+
+// skipBareQuote skips the cases of a " inside an unquoted field on
+// PostgreSQL: DuckDB reads the quote as a character, the PostgreSQL
+// engine's loader (encoding/csv, strict) stops with a *CSVError naming it
+// (see postgres.stage); TestPostgresBareQuote checks that error.
+func skipBareQuote(t *testing.T, e *Engine, name string) {
+	t.Helper()
+	if _, pg := e.d.(postgres); pg && strings.Contains(name, "quote inside an unquoted field") {
+		t.Skip("PostgreSQL's loader rejects a \" inside an unquoted field (DuckDB reads it as a character)")
 	}
 }

@@ -40,6 +40,14 @@ type dialect interface {
 	// replaceTable creates (or replaces) a table, temporary or not, from a
 	// query.
 	replaceTable(name, query string, temp bool) string
+	// replaceTableDef creates (or replaces) an empty table with the given
+	// column definitions ("id BIGINT, bucket INTEGER").
+	replaceTableDef(name, cols string) string
+	// replaceView creates (or replaces) a view.
+	replaceView(name, query string) string
+	// checkpoint is the statement writing committed changes to the
+	// database file at [Engine.Close], "" when there is none to run.
+	checkpoint() string
 
 	// matches is a full-match regular expression test.
 	matches(expr, re string) string
@@ -169,6 +177,16 @@ func (d duckDB) replaceTable(name, query string, temp bool) string {
 	}
 	return "CREATE OR REPLACE TABLE " + d.ident(name) + " AS " + query
 }
+
+func (d duckDB) replaceTableDef(name, cols string) string {
+	return "CREATE OR REPLACE TABLE " + d.ident(name) + " (" + cols + ")"
+}
+
+func (d duckDB) replaceView(name, query string) string {
+	return "CREATE OR REPLACE VIEW " + d.ident(name) + " AS " + query
+}
+
+func (duckDB) checkpoint() string { return "CHECKPOINT" }
 
 func (duckDB) matches(expr, re string) string {
 	return "regexp_full_match(" + expr + ", " + duckDB{}.str(re) + ")"

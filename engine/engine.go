@@ -34,11 +34,23 @@ type Engine struct {
 	closed bool
 	tables map[string]map[string]string // table -> column -> SQL type, cached
 	sizes  map[string]map[string]int    // table -> non-key column -> declared Size(), from Load
+
+	// release, when set, frees what the engine holds besides db once the
+	// schema is dropped (the PostgreSQL engine's lock connection and SQL
+	// parser).
+	release func()
+	// parseOnce opens parseDB, the SQL parser of a non-DuckDB engine
+	// ([Engine.parser]); parseErr is why it could not be opened.
+	parseOnce sync.Once
+	parseDB   *sql.DB
+	parseErr  error
 }
 
 // Open connects to an engine. The DSN is "" or "duckdb" for an in-memory
-// DuckDB database, or "duckdb:PATH" for a DuckDB database file (created when
-// missing). Any other scheme returns an error wrapping [ErrUnsupported].
+// DuckDB database, "duckdb:PATH" for a DuckDB database file (created when
+// missing), or a PostgreSQL URL "postgres://…" or "postgresql://…" (see
+// [openPostgres] for what synth does on the server). Any other scheme
+// returns an error wrapping [ErrUnsupported].
 //
 // Everything the engine creates — the loaded tables, the views of [Engine.Fold]
 // and [Buckets], the tables of [Buckets] — lives in a schema of its own,
@@ -64,8 +76,11 @@ func Open(ctx context.Context, dsn string) (*Engine, error) {
 	if dsn == "" {
 		scheme = "duckdb"
 	}
+	if scheme == "postgres" || scheme == "postgresql" {
+		return openPostgres(ctx, dsn)
+	}
 	if scheme != "duckdb" {
-		return nil, fmt.Errorf("engine: open %q: scheme %q: %w (only duckdb is available)", dsn, scheme, ErrUnsupported)
+		return nil, fmt.Errorf("engine: open %q: scheme %q: %w (duckdb or postgres)", redact(dsn), scheme, ErrUnsupported)
 	}
 	path := ""
 	if hasRest {
@@ -141,7 +156,7 @@ var liveSchemas = struct {
 // dropStale drops the work schemas a crashed engine left in the database.
 func (e *Engine) dropStale(ctx context.Context) error {
 	rows, err := e.db.QueryContext(ctx,
-		"SELECT DISTINCT table_schema FROM information_schema.tables WHERE table_catalog = current_database() AND table_name = ?", ownerTable)
+		"SELECT DISTINCT table_schema FROM information_schema.tables WHERE table_catalog = current_database() AND table_name = $1", ownerTable)
 	if err != nil {
 		return fmt.Errorf("listing left-over work schemas: %w", err)
 	}
@@ -184,9 +199,12 @@ func (e *Engine) Close() error {
 	}
 	ctx := context.Background()
 	_, err := e.db.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+e.d.ident(e.schema)+" CASCADE")
-	if err == nil {
+	if cp := e.d.checkpoint(); err == nil && cp != "" {
 		// Write the drop to the file now rather than leave it in the WAL.
-		_, err = e.db.ExecContext(ctx, "CHECKPOINT")
+		_, err = e.db.ExecContext(ctx, cp)
+	}
+	if e.release != nil {
+		e.release()
 	}
 	liveSchemas.Lock()
 	delete(liveSchemas.m, e.schema)
@@ -210,7 +228,7 @@ func (e *Engine) columnTypes(ctx context.Context, table string) (map[string]stri
 		return cols, nil
 	}
 	rows, err := e.db.QueryContext(ctx,
-		"SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ? AND table_schema = current_schema() AND table_catalog = current_database()", table)
+		"SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $1 AND table_schema = current_schema() AND table_catalog = current_database()", table)
 	if err != nil {
 		return nil, fmt.Errorf("engine: columns of table %q: %w", table, err)
 	}

@@ -22,7 +22,7 @@ func TestOpen(t *testing.T) {
 			t.Fatalf("Close after Open(%q): %v", dsn, err)
 		}
 	}
-	for _, dsn := range []string{"postgres://localhost/db", "sqlite:x.db", "mysql"} {
+	for _, dsn := range []string{"oracle://localhost/db", "sqlite:x.db", "mysql"} {
 		_, err := Open(ctx, dsn)
 		if !errors.Is(err, ErrUnsupported) {
 			t.Errorf("Open(%q) = %v, want ErrUnsupported", dsn, err)

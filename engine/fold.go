@@ -93,7 +93,7 @@ func (e *Engine) Fold(ctx context.Context, f *hypergraph.Folding) error {
 		if err != nil {
 			return err
 		}
-		if _, err := e.db.ExecContext(ctx, "CREATE OR REPLACE VIEW "+e.d.ident(g.Name)+" AS "+q); err != nil {
+		if _, err := e.db.ExecContext(ctx, e.d.replaceView(g.Name, q)); err != nil {
 			return fmt.Errorf("engine: fold %s: %w", g.Name, err)
 		}
 		e.forget(g.Name)
@@ -126,7 +126,7 @@ func (e *Engine) checkKey(ctx context.Context, r hypergraph.Relation, key []stri
 	}
 	q := "SELECT " + strings.Join(labels, ", ") + ", CAST(c AS BIGINT) FROM (SELECT " + strings.Join(sel, ", ") +
 		", count(*) AS c FROM " + d.ident(r.Name) + " WHERE " + strings.Join(conds, " AND ") +
-		" GROUP BY " + strings.Join(seq(len(sel)), ", ") + ") WHERE c > 1 ORDER BY " + strings.Join(seq(len(labels)), ", ") + " LIMIT 1"
+		" GROUP BY " + strings.Join(seq(len(sel)), ", ") + ") AS g WHERE c > 1 ORDER BY " + strings.Join(seq(len(labels)), ", ") + " LIMIT 1"
 	vals := make([]string, len(key))
 	var n int64
 	dst := make([]any, 0, len(key)+1)

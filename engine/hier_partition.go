@@ -122,11 +122,11 @@ func (p *HierPartition) view(ctx context.Context, name string, rel int, filters 
 		}
 		conds = append(conds, c)
 	}
-	q := "CREATE OR REPLACE VIEW " + d.ident(name) + " AS SELECT t.* FROM " + d.ident(r.Name) + " t"
+	q := "SELECT t.* FROM " + d.ident(r.Name) + " t"
 	if len(conds) > 0 {
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}
-	if _, err := e.db.ExecContext(ctx, q); err != nil {
+	if _, err := e.db.ExecContext(ctx, d.replaceView(name, q)); err != nil {
 		return r, fmt.Errorf("engine: hierarchical view of %s: %w", r.Name, err)
 	}
 	e.forget(name)
@@ -190,12 +190,12 @@ func (p *HierPartition) Degrees(ctx context.Context, set hypergraph.Set, y, z []
 		// kept lists z's variables first, aliased v0… in z's order, so
 		// y's are v0…v_{|y|−1}.
 		group = "SELECT " + strings.Join(hierCols(d, len(y)), ", ") + ", count(*) AS c FROM (" + pl.eliminate(kept) +
-			") GROUP BY " + strings.Join(seq(len(y)), ", ")
+			") AS j GROUP BY " + strings.Join(seq(len(y)), ", ")
 	}
 	cols := hierCols(d, len(y))
 	values := fmt.Sprintf("%sv%d", hierPrefix, split)
 	q := "SELECT CAST(row_number() OVER (ORDER BY " + strings.Join(cols, ", ") + ") AS BIGINT) AS id, " +
-		strings.Join(cols, ", ") + ", CAST(c AS BIGINT) AS d FROM (" + group + ")"
+		strings.Join(cols, ", ") + ", CAST(c AS BIGINT) AS d FROM (" + group + ") AS g"
 	if _, err := e.db.ExecContext(ctx, d.replaceTable(values, q, false)); err != nil {
 		return 0, nil, fmt.Errorf("engine: hierarchical degrees: %w", err)
 	}
@@ -249,7 +249,7 @@ func (p *HierPartition) Assign(ctx context.Context, split int, buckets map[int64
 	}
 	slices.Sort(ids)
 	tmp := fmt.Sprintf("%sk%d", hierPrefix, split)
-	if _, err := e.db.ExecContext(ctx, "CREATE OR REPLACE TABLE "+d.ident(tmp)+" (id BIGINT, bucket INTEGER)"); err != nil {
+	if _, err := e.db.ExecContext(ctx, d.replaceTableDef(tmp, "id BIGINT, bucket INTEGER")); err != nil {
 		return fmt.Errorf("engine: hierarchical assignment: %w", err)
 	}
 	defer e.db.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+d.ident(tmp))

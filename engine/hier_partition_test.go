@@ -16,7 +16,9 @@ import (
 // of their join), the views of a split's buckets (bucket 1 keeps every
 // value not assigned, NULLs included), the refusals, and that Drop
 // removes every view and table.
-func TestHierPartition(t *testing.T) {
+func TestHierPartition(t *testing.T) { forEachOpener(t, testHierPartition) }
+
+func testHierPartition(t *testing.T, openTest func(testing.TB) *Engine) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	writeCSV(t, dir, "r1.csv", []string{"a", "b", "x"}, [][]string{{"1", "1", "u"}, {"1", "2", "u"}, {"1", "2", "u"}, {"2", "1", "u"}, {"", "1", "u"}})
@@ -92,7 +94,7 @@ output: {path: out}
 	}
 	count := func() int64 {
 		var n int64
-		if err := e.db.QueryRowContext(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND starts_with(table_name, ?)", hierPrefix).Scan(&n); err != nil {
+		if err := e.db.QueryRowContext(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND starts_with(table_name, $1)", hierPrefix).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/synth-dp/synth/hypergraph"
@@ -18,7 +19,9 @@ import (
 // Alg. 1's Δ̃ undercut the sensitivity by half. Every statistic must group
 // by the join's own equality: the maximum degree of b, T_{b} and the change
 // of the join size must agree.
-func TestJoinEqualityNegativeZero(t *testing.T) {
+func TestJoinEqualityNegativeZero(t *testing.T) { forEachOpener(t, testJoinEqualityNegativeZero) }
+
+func testJoinEqualityNegativeZero(t *testing.T, openTest func(testing.TB) *Engine) {
 	five := func(vs ...string) [][]string {
 		var rows [][]string
 		for _, v := range vs {
@@ -65,7 +68,7 @@ func TestJoinEqualityNegativeZero(t *testing.T) {
 			dir := t.TempDir()
 			bSrc := filepath.Join(dir, "b.parquet")
 			if tc.parquet != "" {
-				if _, err := e.db.ExecContext(ctx, "COPY ("+tc.parquet+") TO "+e.d.str(bSrc)+" (FORMAT parquet)"); err != nil {
+				if _, err := duckTest(t).ExecContext(ctx, "COPY ("+tc.parquet+") TO "+e.d.str(bSrc)+" (FORMAT parquet)"); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -121,6 +124,12 @@ func TestJoinEqualityNegativeZero(t *testing.T) {
 			if with-without != tc.want || maxDeg != tc.want || tb != tc.want {
 				t.Errorf("removing a's tuple changes the join by %d; MaxDegree(b) = %d, T_{b} = %d; want all %d",
 					with-without, maxDeg, tb, tc.want)
+			}
+			if _, pg := e.d.(postgres); pg {
+				// PostgreSQL prints an integral DOUBLE without ".0".
+				for i, l := range tc.labels {
+					tc.labels[i] = strings.TrimSuffix(l, ".0")
+				}
 			}
 			if !slices.Equal(labels, tc.labels) {
 				t.Errorf("degree labels of b = %q, want %q", labels, tc.labels)

@@ -143,6 +143,9 @@ func (e *Engine) Load(ctx context.Context, s *spec.Spec) error {
 		}
 	}()
 	for i := range s.Tables {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("engine: load: %w", err)
+		}
 		if builds[i], err = e.stageTable(ctx, conn, &s.Tables[i], stageName(i)); err != nil {
 			return err
 		}
@@ -256,13 +259,39 @@ func checkTable(t *spec.Table) error {
 	return nil
 }
 
+// stager is implemented by a dialect whose engine cannot read the source
+// files itself (a server): it reads them in this process and streams them
+// into the staging table.
+type stager interface {
+	// stage creates the temporary table stage on conn holding, as text, the
+	// declared columns of t in file order, and returns the expression of
+	// the 1-based data row (as [dialect.source] does). header is a CSV
+	// file's header ([csvHeader]); declared maps the file's columns to
+	// their types and returns the declared columns, or the error naming a
+	// missing one.
+	stage(ctx context.Context, conn *sql.Conn, t *spec.Table, header []string, stage string,
+		declared func(kinds map[string]string) ([]string, error)) (row string, err error)
+}
+
 // stageTable reads one table into the staging table stage and checks it;
 // it returns the statement building the engine table from the staging table.
-func (e *Engine) stageTable(ctx context.Context, q querier, t *spec.Table, stage string) (string, error) {
+func (e *Engine) stageTable(ctx context.Context, q *sql.Conn, t *spec.Table, stage string) (string, error) {
 	d := e.d
 	var header []string
 	var kinds map[string]string
 	var err error
+	declared := func(kinds map[string]string) ([]string, error) {
+		cols := make([]string, len(t.Columns))
+		for i, c := range t.Columns {
+			if _, ok := kinds[c.Name]; !ok {
+				have := slices.Sorted(maps.Keys(kinds))
+				return nil, &fileError{table: t.Name, file: t.Source,
+					msg: fmt.Sprintf("declared column %q is missing (the file has %s)", c.Name, strings.Join(have, ", "))}
+			}
+			cols[i] = c.Name
+		}
+		return cols, nil
+	}
 	if format(t) == "csv" {
 		// The header is read here, not guessed by the engine; every column
 		// is text.
@@ -273,24 +302,30 @@ func (e *Engine) stageTable(ctx context.Context, q querier, t *spec.Table, stage
 		for _, h := range header {
 			kinds[h] = d.text()
 		}
-	} else if kinds, err = fileColumns(ctx, q, d, t); err != nil {
-		return "", err
 	}
-	cols := make([]string, len(t.Columns))
-	for i, c := range t.Columns {
-		if _, ok := kinds[c.Name]; !ok {
-			have := slices.Sorted(maps.Keys(kinds))
-			return "", &fileError{table: t.Name, file: t.Source,
-				msg: fmt.Sprintf("declared column %q is missing (the file has %s)", c.Name, strings.Join(have, ", "))}
+	var row string
+	if st, ok := d.(stager); ok {
+		if row, err = st.stage(ctx, q, t, header, stage, declared); err != nil {
+			return "", err
 		}
-		cols[i] = c.Name
-	}
-	sel, row := d.source(t, header, cols, kinds)
-	if _, err := q.ExecContext(ctx, d.replaceTable(stage, sel, true)); err != nil {
-		if header != nil {
-			return "", csvReadError(t.Source, header, cols, err)
+	} else {
+		if header == nil {
+			if kinds, err = fileColumns(ctx, q, d, t); err != nil {
+				return "", err
+			}
 		}
-		return "", &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
+		cols, err := declared(kinds)
+		if err != nil {
+			return "", err
+		}
+		var sel string
+		sel, row = d.source(t, header, cols, kinds)
+		if _, err := q.ExecContext(ctx, d.replaceTable(stage, sel, true)); err != nil {
+			if header != nil {
+				return "", csvReadError(t.Source, header, cols, err)
+			}
+			return "", &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
+		}
 	}
 	if err := e.checkDomains(ctx, q, t, stage, row); err != nil {
 		return "", err
@@ -401,7 +436,7 @@ func (e *Engine) checkDomains(ctx context.Context, tx querier, t *spec.Table, st
 	if len(checked) == 0 {
 		return nil
 	}
-	q := "SELECT * FROM (SELECT " + strings.Join(sel, ", ") + " FROM " + d.ident(stage) + ") WHERE " +
+	q := "SELECT * FROM (SELECT " + strings.Join(sel, ", ") + " FROM " + d.ident(stage) + ") AS s WHERE " +
 		strings.Join(bad, " OR ") + " ORDER BY r LIMIT 1"
 	vals := make([]sql.NullString, 2*len(checked))
 	var r int64
@@ -516,7 +551,7 @@ func (e *Engine) buildTable(t *spec.Table, stage, row string, keyTypes map[strin
 		q += " WHERE " + strings.Join(keep, " AND ")
 	}
 	return d.replaceTable(t.Name, "SELECT "+strings.Join(outer, ", ")+
-		" FROM ("+q+") ORDER BY "+d.ident(rowColumn), false)
+		" FROM ("+q+") AS s ORDER BY "+d.ident(rowColumn), false)
 }
 
 // typed converts a checked text value to the column's SQL type, clamping it

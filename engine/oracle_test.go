@@ -177,11 +177,16 @@ func (in *instance) enumerate(set hypergraph.Set, f func(pick []int, val map[str
 	rec(0)
 }
 
+// TestStatisticsOracle runs on both engines (PostgreSQL when
+// SYNTH_TEST_POSTGRES is set).
 func TestStatisticsOracle(t *testing.T) {
+	forEachEngine(t, statisticsOracle)
+}
+
+func statisticsOracle(t *testing.T, e *Engine) {
 	seed := testSeed(t)
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	ctx := context.Background()
-	e := openTest(t)
 	n := 200
 	if testing.Short() {
 		n = 40

@@ -17,9 +17,15 @@ import (
 // SerializeSQL returns DuckDB's JSON serialisation of the parse tree of q
 // (SELECT json_serialize_sql(q)): the statement is parsed, not bound or
 // run. The JSON extension is linked into the driver, so this works offline.
+// On a PostgreSQL engine the parse runs in an in-memory DuckDB holding no
+// data ([Engine.parser]).
 func (e *Engine) SerializeSQL(ctx context.Context, q string) (string, error) {
 	var out string
-	if err := e.db.QueryRowContext(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", q).Scan(&out); err != nil {
+	db, err := e.parser()
+	if err != nil {
+		return "", fmt.Errorf("engine: parse SQL: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT json_serialize_sql(CAST($1 AS VARCHAR))::VARCHAR", q).Scan(&out); err != nil {
 		return "", fmt.Errorf("engine: parse SQL: %w", err)
 	}
 	return out, nil
@@ -31,7 +37,7 @@ func (e *Engine) SerializeSQL(ctx context.Context, q string) (string, error) {
 // quoted identifiers and escaped literals.
 func (e *Engine) CreateView(ctx context.Context, name, query string) error {
 	e.forget(name)
-	if _, err := e.db.ExecContext(ctx, "CREATE OR REPLACE VIEW "+e.d.ident(name)+" AS "+query); err != nil {
+	if _, err := e.db.ExecContext(ctx, e.d.replaceView(name, query)); err != nil {
 		return fmt.Errorf("engine: create view %q: %w", name, err)
 	}
 	return nil

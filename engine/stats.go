@@ -71,7 +71,7 @@ func (e *Engine) degreeQuery(ctx context.Context, h *hypergraph.Hypergraph, rel 
 	for k := range attrs {
 		labels[k] = e.d.toText(e.d.ident(fmt.Sprintf("v%d", k)))
 	}
-	return "SELECT " + strings.Join(labels, ", ") + ", c FROM (" + g + ")", nil
+	return "SELECT " + strings.Join(labels, ", ") + ", c FROM (" + g + ") AS g", nil
 }
 
 // groupQuery is the GROUP BY of relation r over attrs on the values the
@@ -138,7 +138,7 @@ func (e *Engine) MaxDegree(ctx context.Context, h *hypergraph.Hypergraph, rel in
 	if err != nil {
 		return 0, err
 	}
-	n, err := e.count(ctx, "SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM ("+q+")")
+	n, err := e.count(ctx, "SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM ("+q+") AS g")
 	if err != nil {
 		return 0, fmt.Errorf("engine: max degree in %s: %w", h.Relation(rel).Name, err)
 	}
@@ -176,7 +176,7 @@ func (e *Engine) JoinSize(ctx context.Context, h *hypergraph.Hypergraph) (int64,
 	if err != nil {
 		return 0, err
 	}
-	n, err := e.count(ctx, "SELECT CAST(COALESCE(c, 0) AS BIGINT) FROM ("+p.eliminate(kept)+")")
+	n, err := e.count(ctx, "SELECT CAST(COALESCE(c, 0) AS BIGINT) FROM ("+p.eliminate(kept)+") AS j")
 	if err != nil {
 		return 0, fmt.Errorf("engine: join size of %v: %w", h.Names(h.All()), err)
 	}
@@ -205,7 +205,7 @@ func (e *Engine) MaxBoundaryCount(ctx context.Context, h *hypergraph.Hypergraph,
 	if err != nil {
 		return 0, err
 	}
-	q := "SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (" + p.eliminate(kept) + ")"
+	q := "SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (" + p.eliminate(kept) + ") AS j"
 	n, err := e.count(ctx, q)
 	if err != nil {
 		return 0, fmt.Errorf("engine: T_E of %v: %w", h.Names(set), err)
@@ -266,7 +266,7 @@ func (e *Engine) Histogram(ctx context.Context, h *hypergraph.Hypergraph, cols [
 	// happen for tables loaded by this engine, whose sizes were checked
 	// above without looking at the data.
 	q := "SELECT CASE WHEN " + strings.Join(check, " OR ") + " THEN -1 ELSE " + idx + " END AS i, CAST(c AS BIGINT) FROM (" +
-		p.eliminate(kept) + ") ORDER BY i"
+		p.eliminate(kept) + ") AS j ORDER BY i"
 	rows, err := e.db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("engine: histogram: %w", err)

@@ -1,0 +1,120 @@
+package engine_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	duckdb "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/tpchgen"
+	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/spec"
+)
+
+// TestReleaseSamePostgresDuckDB runs seeded releases of the TPC-H examples
+// (join-as-one on the three-table chain, the uniformized two-table
+// partition, the folded public lookups) on TPC-H-shaped data, and of the
+// hierarchical example, on embedded DuckDB and on PostgreSQL
+// (SYNTH_TEST_POSTGRES), and checks that both write exactly the same rows
+// in the same order with the same DP row count and Δ̃: the engines return
+// the same statistics, so the mechanisms draw the same noise.
+func TestReleaseSamePostgresDuckDB(t *testing.T) {
+	url := os.Getenv("SYNTH_TEST_POSTGRES")
+	if url == "" {
+		t.Skip("SYNTH_TEST_POSTGRES is not set: PostgreSQL case skipped (start a server with scripts/pg-throwaway.sh start DIR and export its URL)")
+	}
+	if testing.Short() {
+		t.Skip("releases on two engines: skipped under -short")
+	}
+	data := t.TempDir()
+	if _, err := tpchgen.Generate(context.Background(), tpchgen.Config{ScaleFactor: 0.002, Seed: 5, Dir: data}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ spec, data string }{
+		{"../examples/tpch/synth.yaml", data},
+		{"../examples/tpch/orders_lineitem.yaml", data},
+		{"../examples/tpch/nation.yaml", data},
+		{"../examples/hier/synth.yaml", ""},
+	} {
+		t.Run(filepath.Base(filepath.Dir(tc.spec))+"/"+filepath.Base(tc.spec), func(t *testing.T) {
+			s, err := spec.Load(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.data != "" {
+				for i := range s.Tables {
+					s.Tables[i].Source = filepath.Join(tc.data, s.Tables[i].Name+".csv")
+				}
+			}
+			var rows [2][]string
+			var sums [2]*release.Summary
+			for k, eng := range []string{"duckdb", url} {
+				out := filepath.Join(t.TempDir(), "out")
+				sum, err := release.Run(context.Background(), release.Options{Spec: s, OutDir: out, Engine: eng,
+					Source: dp.NewSeededSource(42), Overwrite: true, MaxRows: 50_000})
+				if err != nil {
+					t.Fatalf("engine %d: %v", k, err)
+				}
+				sums[k] = sum
+				rows[k] = parquetRows(t, sum.Parquet)
+			}
+			if sums[0].Rows != sums[1].Rows || sums[0].NHat != sums[1].NHat || sums[0].DeltaTilde != sums[1].DeltaTilde {
+				t.Errorf("DuckDB: %d rows, n̂ %v, Δ̃ %v; PostgreSQL: %d rows, n̂ %v, Δ̃ %v",
+					sums[0].Rows, sums[0].NHat, sums[0].DeltaTilde, sums[1].Rows, sums[1].NHat, sums[1].DeltaTilde)
+			}
+			if len(rows[0]) == 0 {
+				t.Fatal("the release wrote no rows")
+			}
+			if !slices.Equal(rows[0], rows[1]) {
+				for i := range min(len(rows[0]), len(rows[1])) {
+					if rows[0][i] != rows[1][i] {
+						t.Fatalf("%d and %d rows; first difference at row %d: DuckDB %s, PostgreSQL %s",
+							len(rows[0]), len(rows[1]), i+1, rows[0][i], rows[1][i])
+					}
+				}
+				t.Fatalf("DuckDB wrote %d rows, PostgreSQL %d", len(rows[0]), len(rows[1]))
+			}
+			t.Logf("%d identical rows", len(rows[0]))
+		})
+	}
+}
+
+// parquetRows reads a Parquet file's rows in file order, each as text.
+func parquetRows(t *testing.T, path string) []string {
+	t.Helper()
+	c, err := duckdb.NewConnector("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	defer db.Close()
+	rows, err := db.Query("SELECT * FROM read_parquet('" + strings.ReplaceAll(path, "'", "''") + "')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprint(vals...))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
