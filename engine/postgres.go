@@ -95,6 +95,10 @@ func openPostgres(ctx context.Context, dsn string) (*Engine, error) {
 // bits.
 func schemaLockKey(rnd [8]byte) int64 { return int64(binary.BigEndian.Uint64(rnd[:])) }
 
+// Redact returns an engine DSN fit for logs and messages: a URL's password
+// replaced by "xxxxx", quoted.
+func Redact(dsn string) string { return redact(dsn) }
+
 // redact is a DSN with its password replaced, fit for messages.
 func redact(dsn string) string {
 	u, err := url.Parse(dsn)

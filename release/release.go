@@ -101,6 +101,8 @@ type Summary struct {
 	NHat, DeltaTilde float64
 	// Privacy is the report written beside the file.
 	Privacy dp.Report
+	// Measures describes the release.measures columns (nil without).
+	Measures []MeasureSummary
 }
 
 // ColumnNames returns the names of the released columns in the output
@@ -129,7 +131,7 @@ func ColumnNames(s *spec.Spec) []string {
 // folder by one rename (see [NewStage]); on error, cancellation or a kill,
 // the output folder is as it was.
 func Run(ctx context.Context, o Options) (*Summary, error) {
-	started := time.Now().UTC().Truncate(time.Second)
+	started := createdAt()
 	s := o.Spec
 	log := o.Logger
 	if log == nil {
@@ -147,6 +149,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	if method != spec.JoinAsOne && method != spec.Uniformized {
 		return nil, fmt.Errorf("%w: release method %q (use join-as-one or uniformized)", ErrUnsupported, method)
+	}
+	if len(s.Release.Measures) > 0 && method != spec.JoinAsOne {
+		return nil, fmt.Errorf("%w: release.measures with the %s method: the measures reuse join-as-one's Δ̃ (use method join-as-one)", ErrUnsupported, method)
 	}
 	dir := o.OutDir
 	if dir == "" {
@@ -210,9 +215,23 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if maxRounds == 0 && variant == pmw.VariantPaper {
 		maxRounds = DefaultMaxRounds
 	}
-	// The whole budget is charged here, before any data is read.
+	// The whole budget is charged here, before any data is read: the
+	// measures' share (s·ε, 0) when there are measures, the rest to the
+	// synthetic rows.
+	dec, err := NewDecoder(names, cols)
+	if err != nil {
+		return nil, err
+	}
+	mplan, err := planMeasures(s, folding, names, dec, o.MemoryCap, ledger)
+	if err != nil {
+		return nil, err
+	}
+	rowsEps := s.Privacy.Epsilon
+	if mplan != nil {
+		rowsEps -= mplan.share.Epsilon
+	}
 	jcfg := joinasone.Config{
-		Epsilon:   s.Privacy.Epsilon,
+		Epsilon:   rowsEps,
 		Delta:     s.Privacy.Delta,
 		Beta:      s.Release.Beta,
 		Columns:   spec.FoldColumns(folding, s.Release.Columns),
@@ -278,7 +297,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	} else {
 		log.Warn("could not hash the input files", "err", err)
 	}
-	log.Info("loading tables", "engine", o.Engine)
+	log.Info("loading tables", "engine", engine.Redact(o.Engine))
 	o.progress(PhaseLoad, 0, 1)
 	eng, err := engine.Open(ctx, o.Engine)
 	if err != nil {
@@ -353,6 +372,15 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		log.Info("mechanism done", "algorithm", algStr, "delta_tilde", res.DeltaTilde, "n_hat", res.PMW.NHat,
 			"rows", res.PMW.Rows, "pmw_variant", string(res.PMW.Variant), "pmw_rounds", res.PMW.Rounds)
 	}
+	if mplan != nil {
+		if err := mplan.run(ctx, src, eng, h, s, folding, out.deltaTilde); err != nil {
+			return nil, err
+		}
+		if err := mplan.finite(); err != nil {
+			return nil, err
+		}
+		log.Info("measures done", "measures", len(mplan.ms), "delta_tilde", out.deltaTilde)
+	}
 
 	// The synthetic rows: the mechanism's counts (DP outputs) are gathered
 	// once, then rows are drawn from them in a random order with the run's
@@ -417,6 +445,27 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		params["rows_requested"] = o.Rows
 	}
 	params["row_order"] = "uniformly random (post-processing with the run's randomness)"
+	// With measures, the rows are drawn first (post-processing, the same
+	// draws as below) so that every row's measure value SUMhat(g)/rows(g)
+	// is known before the file is written.
+	var drawn []int64
+	if mplan != nil {
+		drawn = make([]int64, 0, rows)
+		if err := Shuffle(rand.New(src), cells, counts, rows, mode, func(cell int64) error {
+			drawn = append(drawn, cell)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		if err := mplan.count(dec, sizes, drawn); err != nil {
+			return nil, err
+		}
+		params["measures"] = mplan.params()
+		for _, m := range mplan.summaries() {
+			log.Info("measure written", "column", m.Column.String(), "output_column", m.OutputColumn, "grid_cells", len(m.CellSums),
+				"cells_without_rows", m.CellsWithoutRows, "lost_sum", m.LostSum)
+		}
+	}
 	if o.BudgetOverride {
 		params["budget_source"] = "command line (--epsilon/--delta), overriding the spec's privacy section"
 	}
@@ -440,7 +489,11 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	// the release at once.
 	parquetPath := filepath.Join(stage.Dir(), ParquetName)
 	reportPath := filepath.Join(stage.Dir(), ReportName)
-	w, err := NewWriter(parquetPath, names, cols, map[string]string{MetadataKey: string(reportJSON)})
+	var measureCols []MeasureColumn
+	if mplan != nil {
+		measureCols = mplan.columns(sizes)
+	}
+	w, err := NewMeasureWriter(parquetPath, names, cols, measureCols, map[string]string{MetadataKey: string(reportJSON)})
 	if err != nil {
 		return nil, err
 	}
@@ -449,7 +502,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	// Progress every 10% on stderr (the log), for outputs large enough to
 	// take a moment.
 	const progressRows = 100_000
-	err = Shuffle(rand.New(src), cells, counts, rows, mode, func(cell int64) error {
+	emit := func(cell int64) error {
 		if testHookAdd != nil {
 			testHookAdd(w.Rows())
 		}
@@ -461,8 +514,17 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			log.Info("writing synthetic rows", "written", n, "of", rows, "percent", n*100/rows)
 		}
 		return nil
-	})
-	cells, counts = nil, nil
+	}
+	if mplan != nil {
+		for _, c := range drawn {
+			if err = emit(c); err != nil {
+				break
+			}
+		}
+	} else {
+		err = Shuffle(rand.New(src), cells, counts, rows, mode, emit)
+	}
+	cells, counts, drawn = nil, nil, nil
 	if err != nil {
 		return nil, err
 	}
@@ -508,8 +570,12 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	dir = stage.Target()
 	parquetPath, reportPath = filepath.Join(dir, ParquetName), filepath.Join(dir, ReportName)
 	log.Info("release written", "rows", w.Rows(), "folder", dir, "replaced_previous_release", replaced)
-	return &Summary{
+	sum := &Summary{
 		Dir: dir, Parquet: parquetPath, Report: reportPath, Rows: w.Rows(),
 		NHat: out.nhat, DeltaTilde: out.deltaTilde, Privacy: report,
-	}, nil
+	}
+	if mplan != nil {
+		sum.Measures = mplan.summaries()
+	}
+	return sum, nil
 }

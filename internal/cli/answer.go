@@ -216,7 +216,7 @@ type answerJSON struct {
 
 func runAnswer(ctx context.Context, g *globalOptions, s *spec.Spec, texts []string, units []string, o *answerOptions) error {
 	budget := dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta}
-	g.logger.Info("opening engine", "engine", g.engine)
+	g.logger.Info("opening engine", "engine", engine.Redact(g.engine))
 	eng, err := engine.Open(ctx, g.engine)
 	if err != nil {
 		return err

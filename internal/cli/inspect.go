@@ -159,7 +159,7 @@ func loadData(ctx context.Context, g *globalOptions, s *spec.Spec) (*hypergraph.
 	if err != nil {
 		return nil, nil, err
 	}
-	g.logger.Info("opening engine", "engine", g.engine)
+	g.logger.Info("opening engine", "engine", engine.Redact(g.engine))
 	eng, err := engine.Open(ctx, g.engine)
 	if err != nil {
 		return nil, nil, err
