@@ -1,0 +1,195 @@
+package tpchgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/spec"
+)
+
+// Environment of TestReleaseScale.
+const (
+	benchEnv      = "SYNTH_BENCH_RELEASE" // "1" runs the benchmark
+	benchSFEnv    = "SYNTH_BENCH_SF"      // scale factors, comma-separated (default 0.1,1)
+	benchRepsEnv  = "SYNTH_BENCH_REPS"    // runs per cell, the fastest kept (default 1)
+	benchOutEnv   = "SYNTH_BENCH_OUT"     // file the markdown table is written to
+	benchChildEnv = "SYNTH_BENCH_CHILD"   // set in the child process: JSON of one run
+	pgEnv         = "SYNTH_TEST_POSTGRES" // PostgreSQL URL; without it only DuckDB runs
+)
+
+// stageTimes are one release's wall times per stage, from its progress
+// reports: load and checks (PhaseLoad), statistics (from the end of the
+// load to PMW's first round), mechanism (PMW to the first row written, with
+// decoding and sampling) and write.
+type stageTimes struct {
+	Load, Stats, Mechanism, Write, Total time.Duration
+	Rows                                 int64
+	MaxRSS                               int64 // bytes, of the child process
+}
+
+// childRun is what the parent asks the child to run.
+type childRun struct {
+	Spec, Data, Engine, Out string
+}
+
+// TestReleaseScale is the release benchmark of issue 16: a seeded release
+// of examples/tpch/synth.yaml (customer ⋈ orders ⋈ lineitem, join-as-one)
+// on TPC-H-shaped data at each scale factor, on embedded DuckDB and, with
+// SYNTH_TEST_POSTGRES, on PostgreSQL. Each run is a fresh process (the
+// test binary re-executed) so that its peak RSS is its own. It prints a
+// markdown table (and writes it to SYNTH_BENCH_OUT). Gated by
+// SYNTH_BENCH_RELEASE=1: minutes at SF 1.
+func TestReleaseScale(t *testing.T) {
+	if c := os.Getenv(benchChildEnv); c != "" {
+		runChild(t, c)
+		return
+	}
+	if os.Getenv(benchEnv) != "1" {
+		t.Skipf("%s is not 1: release benchmark skipped", benchEnv)
+	}
+	sfs := []float64{0.1, 1}
+	if v := os.Getenv(benchSFEnv); v != "" {
+		sfs = nil
+		for _, f := range strings.Split(v, ",") {
+			sf, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", benchSFEnv, err)
+			}
+			sfs = append(sfs, sf)
+		}
+	}
+	reps := 1
+	if v := os.Getenv(benchRepsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s = %q", benchRepsEnv, v)
+		}
+		reps = n
+	}
+	engines := []struct{ name, dsn string }{{"DuckDB (embedded)", "duckdb"}}
+	if u := os.Getenv(pgEnv); u != "" {
+		engines = append(engines, struct{ name, dsn string }{"PostgreSQL 15", u})
+	}
+	specPath, err := filepath.Abs("../../examples/tpch/synth.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("| SF | engine | rows written | load + checks | statistics | mechanism | write | total | peak RSS of synth |\n")
+	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, sf := range sfs {
+		data := t.TempDir()
+		start := time.Now()
+		res, err := Generate(context.Background(), Config{ScaleFactor: sf, Seed: 1, Dir: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("SF %g: generated %d line items in %v", sf, res.Rows["lineitem"], time.Since(start).Round(time.Millisecond))
+		for _, eng := range engines {
+			var best *stageTimes
+			for range reps {
+				st := runParent(t, childRun{Spec: specPath, Data: data, Engine: eng.dsn, Out: filepath.Join(t.TempDir(), "out")})
+				if best == nil || st.Total < best.Total {
+					best = st
+				}
+			}
+			sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+			fmt.Fprintf(&b, "| %g | %s | %d | %s | %s | %s | %s | %s | %.2f GiB |\n", sf, eng.name, best.Rows,
+				sec(best.Load), sec(best.Stats), sec(best.Mechanism), sec(best.Write), sec(best.Total), float64(best.MaxRSS)/(1<<30))
+			t.Logf("SF %g %s: %+v", sf, eng.name, *best)
+		}
+	}
+	fmt.Print(b.String())
+	if p := os.Getenv(benchOutEnv); p != "" {
+		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runParent runs one release in a child process and returns its times and
+// peak RSS.
+func runParent(t *testing.T, r childRun) *stageTimes {
+	t.Helper()
+	arg, _ := json.Marshal(r)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReleaseScale$", "-test.count=1")
+	cmd.Env = append(os.Environ(), benchChildEnv+"="+string(arg))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	var st stageTimes
+	line := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "STAGES ") {
+			line = strings.TrimPrefix(l, "STAGES ")
+		}
+	}
+	if err := json.Unmarshal([]byte(line), &st); err != nil {
+		t.Fatalf("child output %q: %v", out, err)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		st.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	return &st
+}
+
+// runChild runs the release the parent asked for and prints its stage
+// times as one JSON line.
+func runChild(t *testing.T, arg string) {
+	var r childRun
+	if err := json.Unmarshal([]byte(arg), &r); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load(r.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Tables {
+		s.Tables[i].Source = filepath.Join(r.Data, s.Tables[i].Name+".csv")
+	}
+	var st stageTimes
+	start := time.Now()
+	var loadStart, loadEnd, pmw, write time.Time
+	progress := func(p release.Phase, done, total int64) {
+		now := time.Now()
+		switch {
+		case p == release.PhaseLoad && done == 0:
+			loadStart = now
+		case p == release.PhaseLoad && done == 1:
+			loadEnd = now
+		case p == release.PhasePMW && pmw.IsZero():
+			pmw = now
+		case p == release.PhaseWrite && write.IsZero():
+			write = now
+		}
+	}
+	sum, err := release.Run(context.Background(), release.Options{Spec: s, OutDir: r.Out, Engine: r.Engine,
+		Source: dp.NewSeededSource(1), Overwrite: true, Progress: progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now()
+	if pmw.IsZero() {
+		pmw = loadEnd
+	}
+	if write.IsZero() {
+		write = end
+	}
+	st.Load, st.Stats, st.Mechanism, st.Write = loadEnd.Sub(loadStart), pmw.Sub(loadEnd), write.Sub(pmw), end.Sub(write)
+	st.Total, st.Rows = end.Sub(start), sum.Rows
+	out, _ := json.Marshal(st)
+	fmt.Printf("\nSTAGES %s\n", out)
+}
