@@ -1,0 +1,34 @@
+// Package rangeset answers a set Q of range-count queries on one private
+// table with one Laplace mechanism calibrated to the query set's L1
+// sensitivity, bounded as in Inan, Kantarcioglu, Ghinita and Bertino,
+// "Sensitivity Analysis of Differential Privacy via the Maximum Clique"
+// (DESIGN.md §4): S_L1(Q) ≤ min(|Q|, 2·MCS(G)), where G is the graph of
+// pairwise-intersecting query regions (their Thm. 6, 7 and Alg. 3).
+//
+// # Maximum clique = maximum depth
+//
+// Axis-parallel boxes have the Helly property (their Thm. 3): boxes that
+// intersect pairwise share a point. So the maximum clique of G is the
+// maximum depth of the box arrangement — the largest number of boxes with
+// a common point — and [MaxDepth] computes it exactly by a sweep over the
+// boxes' lower endpoints, dimension by dimension, instead of an NP-hard
+// clique search. A record is a point, so the depth is also the largest
+// number of queries one record can change.
+//
+// # Queries
+//
+// [Parse] reads COUNT(*) queries on one table through [relational.Parse]
+// (the parser of synth answer): the WHERE clause is a conjunction of
+// comparisons (=, <, <=, >, >=) and BETWEEN on integer, numeric and date
+// columns, and = (or IN with one value) on categorical and boolean
+// columns (a point of the declared domain). Each query is a box; a column
+// it does not mention spans the whole line. Disjunctions, <>, NOT and IN
+// lists are not boxes and are rejected ([ErrNotBox]).
+//
+// # Guarantee
+//
+// [Release] adds discrete Laplace noise of scale S/ε to every count, S the
+// sensitivity bound chosen by [Neighbours]: ε-DP, integers out (exact
+// sampler, DESIGN.md §3 inv. 6). The bound depends on the queries and the
+// declared domains only, never on the data.
+package rangeset
