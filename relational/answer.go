@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/residual"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -116,8 +117,26 @@ func Answer(ctx context.Context, db DB, src dp.Source, s *spec.Spec, queries []*
 	if len(opt.Units) > 0 {
 		share = dp.Budget{Epsilon: share.Epsilon} // R2T is pure ε-DP
 	} else {
-		if _, err := (RSConfig{Epsilon: share.Epsilon, Delta: share.Delta}).Beta(); err != nil {
+		beta, err := (RSConfig{Epsilon: share.Epsilon, Delta: share.Delta}).Beta()
+		if err != nil {
 			return nil, err
+		}
+		// The search for RS^β has a public length (residual.SearchLimit:
+		// private relations and β); refuse one too long now, not after
+		// the budget is spent.
+		for _, j := range jobs {
+			p := 0
+			for _, t := range j.q.Tables {
+				if tb := s.Table(t); tb != nil && !tb.Public {
+					p++
+				}
+			}
+			if p == 0 {
+				continue
+			}
+			if _, err := residual.SearchLimit(p, beta); err != nil {
+				return nil, &QueryError{Query: j.q.Text, Err: fmt.Errorf("%w (%d answers share ε = %v: fewer groups or queries, or a larger ε)", err, len(jobs), opt.Budget.Epsilon)}
+			}
 		}
 	}
 	// Charge everything before reading data: a refused charge stops the run

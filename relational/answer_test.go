@@ -9,6 +9,7 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/residual"
 )
 
 // noDataDB is a DB that parses through a real engine but fails every data
@@ -49,6 +50,34 @@ func TestAnswerChargesBeforeReading(t *testing.T) {
 		_, err = Answer(ctx, db, dp.NewSeededSource(1), s, []*Query{q}, Options{Budget: dp.Budget{Epsilon: 1, Delta: 1e-6}, Units: units}, l)
 		if !errors.Is(err, dp.ErrBudgetExceeded) || db.touched != 0 {
 			t.Fatalf("units %v: error %v after %d data accesses; want ErrBudgetExceeded and none", units, err, db.touched)
+		}
+	}
+}
+
+// TestAnswerRefusesBeforeReading: δ = 0 for the residual-sensitivity
+// mechanism, and a budget so thin that RS^β's search would be too long,
+// are refused with nothing charged and no data read.
+func TestAnswerRefusesBeforeReading(t *testing.T) {
+	e, s := tpch(t)
+	ctx := context.Background()
+	q, err := Parse(ctx, e, s, "SELECT COUNT(*) FROM orders, lineitem WHERE o_orderkey = l_orderkey")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		budget dp.Budget
+		want   error
+	}{
+		{"delta 0", dp.Budget{Epsilon: 1}, ErrPureRS},
+		{"search too long", dp.Budget{Epsilon: 1e-6, Delta: 1e-6}, residual.ErrSearchTooLarge},
+	} {
+		db := &noDataDB{Parser: e}
+		l, _ := dp.NewLedger(dp.Budget{Epsilon: 1, Delta: 1e-6})
+		_, err := Answer(ctx, db, dp.NewSeededSource(1), s, []*Query{q}, Options{Budget: c.budget}, l)
+		if !errors.Is(err, c.want) || db.touched != 0 || l.Remaining() != l.Total() {
+			t.Errorf("%s: error %v after %d data accesses, remaining %v of %v; want %v, none, nothing charged",
+				c.name, err, db.touched, l.Remaining(), l.Total(), c.want)
 		}
 	}
 }

@@ -35,8 +35,8 @@
 //
 // Tuple-level DP (a neighbour adds or removes one tuple of one private
 // relation): [ReleaseRS] with RS^β of the selected sub-instance, β from
-// [RSConfig.Beta]; general Cauchy noise for δ = 0, otherwise a padded DP
-// bound on RS^β ([dp.LogPad]) and exact discrete Laplace or Gaussian noise.
+// [RSConfig.Beta], a padded DP bound on RS^β ([dp.LogPad]) and exact
+// discrete Laplace or Gaussian noise; δ must be > 0 ([ErrPureRS]).
 //
 // User-level DP (a neighbour deletes one tuple of a unit relation and every
 // tuple that references it through the spec's foreign keys):

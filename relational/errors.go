@@ -19,6 +19,11 @@ var ErrInvalid = errors.New("relational: invalid query or parameter")
 // in one query) and the binary was built without the clp build tag.
 var ErrNeedsCLP = errors.New("relational: R2T with three or more units needs the CLP solver; rebuild with -tags clp (apt-get install coinor-libclp-dev)")
 
+// ErrPureRS is returned for the residual-sensitivity mechanism with δ = 0:
+// its pure ε-DP variant needs a continuous (Cauchy) sampler, whose rounded
+// floats are not DP at large noise scales (see [ReleaseRS]).
+var ErrPureRS = errors.New("relational: the residual-sensitivity mechanism needs δ > 0 (its pure ε-DP variant would publish rounded floats of a continuous sampler, which are not DP at large scales); give δ > 0, or --unit for R2T, which is pure ε-DP")
+
 // QueryError is an error about one query: the query's text (or its
 // position in a file) and the cause, which wraps [ErrUnsupported] or
 // [ErrInvalid].

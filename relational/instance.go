@@ -111,7 +111,7 @@ func newInstance(ctx context.Context, db DB, s *spec.Spec, q *Query, g Group) (*
 	for _, v := range g {
 		where[v.Column.Table] = append(where[v.Column.Table], CmpPred{Col: v.Column, Op: "=", V: v.lit(s.Column(v.Column))})
 	}
-	bare := func(r spec.ColumnRef) string { return ident(r.Column) }
+	bare := func(r spec.ColumnRef) string { return cmpCol(s, r, ident(r.Column)) }
 	for i, t := range q.Tables {
 		name := fmt.Sprintf("%s%d_%d", viewPrefix, n, i)
 		body := "SELECT * FROM " + ident(t)
@@ -208,7 +208,11 @@ func (in *instance) fromWhere() string {
 	}
 	var conds []string
 	for _, j := range in.q.Joins {
-		conds = append(conds, in.col(j.Left)+" = "+in.col(j.Right))
+		l, r := in.col(j.Left), in.col(j.Right)
+		if in.s.Column(j.Left).Type == spec.Key || in.s.Column(j.Right).Type == spec.Key {
+			l, r = keyText(l), keyText(r)
+		}
+		conds = append(conds, l+" = "+r)
 	}
 	s := " FROM " + strings.Join(from, ", ")
 	if len(conds) > 0 {
@@ -222,13 +226,13 @@ func (in *instance) psi() string {
 	if in.q.Agg == Count {
 		return "1"
 	}
-	return "CAST(" + in.q.Expr.sql(in.col) + " AS DOUBLE)"
+	return "CAST(" + in.q.Expr.sql(in.col) + " AS DOUBLE PRECISION)"
 }
 
 // answer is the true answer Q(I) (a private value).
 func (in *instance) answer(ctx context.Context) (float64, error) {
 	var v sql.NullFloat64
-	q := "SELECT CAST(SUM(" + in.psi() + ") AS DOUBLE)" + in.fromWhere()
+	q := "SELECT CAST(SUM(" + in.psi() + ") AS DOUBLE PRECISION)" + in.fromWhere()
 	err := in.db.Aggregate(ctx, q, nil, func(r *sql.Rows) error { return r.Scan(&v) })
 	if err != nil {
 		return 0, err
@@ -271,13 +275,13 @@ func (in *instance) contributions(ctx context.Context, unitCols []spec.ColumnRef
 	k := len(unitCols)
 	sel := make([]string, k)
 	for i, c := range unitCols {
-		sel[i] = "CAST(" + in.col(c) + " AS VARCHAR)"
+		sel[i] = keyText(in.col(c))
 	}
 	term := "1"
 	if in.q.Agg == Sum {
 		term = "CAST(round(" + in.psi() + " / " + floatLit(quantum) + ") AS BIGINT)"
 	}
-	q := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + term + ") AS DOUBLE)" + in.fromWhere() +
+	q := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + term + ") AS DOUBLE PRECISION)" + in.fromWhere() +
 		" GROUP BY " + strings.Join(seq(k), ", ")
 	ids := make([]map[string]int, k)
 	for i := range ids {
@@ -326,6 +330,27 @@ func seq(n int) []string {
 }
 
 func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// keyText is the text of a key column's value, the form every key
+// comparison uses. The engine stores a key column as BIGINT when all its
+// values are canonical integers and as text otherwise — a choice one tuple
+// can flip — and compares join values by their text whenever the types
+// differ (engine.joinValue); a stored BIGINT prints canonically, so text
+// equality is the engine's equality on both storages. Comparing raw
+// columns instead would let the SQL engine cast text to BIGINT ("07" = 7)
+// and join rows the residual sensitivity, computed by the engine, keeps
+// apart; it would also make a selection's meaning depend on the storage.
+// CAST … AS VARCHAR is the same in DuckDB and PostgreSQL.
+func keyText(x string) string { return "CAST(" + x + " AS VARCHAR)" }
+
+// cmpCol is the column expression x of column r as selections compare it:
+// its text for a key column (see keyText), the stored value otherwise.
+func cmpCol(s *spec.Spec, r spec.ColumnRef, x string) string {
+	if c := s.Column(r); c != nil && c.Type == spec.Key {
+		return keyText(x)
+	}
+	return x
+}
 
 // fkEdge is one foreign key of the spec's join: Child = Parent, Parent the
 // parent table's one-column primary key.

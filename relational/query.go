@@ -67,7 +67,12 @@ type BinExpr struct {
 	L, R Expr
 }
 
-func (c ColExpr) sql(col func(spec.ColumnRef) string) string { return col(c.Ref) }
+func (c ColExpr) sql(col func(spec.ColumnRef) string) string {
+	// Every column is a double before the arithmetic: an integer product
+	// or sum would overflow BIGINT on some data only (a data-dependent
+	// error after the budget is charged).
+	return "CAST(" + col(c.Ref) + " AS DOUBLE PRECISION)"
+}
 func (c ColExpr) bounds(s *spec.Spec) (float64, float64) {
 	k := s.Column(c.Ref)
 	return k.Min, k.Max
@@ -99,9 +104,9 @@ func (b BinExpr) bounds(s *spec.Spec) (float64, float64) {
 	}
 }
 
-// floatLit renders a finite float as a DOUBLE literal.
+// floatLit renders a finite float as a DOUBLE PRECISION literal (the name both DuckDB and PostgreSQL accept).
 func floatLit(f float64) string {
-	return "CAST(" + strconv.FormatFloat(f, 'g', -1, 64) + " AS DOUBLE)"
+	return "CAST(" + strconv.FormatFloat(f, 'g', -1, 64) + " AS DOUBLE PRECISION)"
 }
 
 // Pred is a selection predicate over the columns of one table.
@@ -523,6 +528,9 @@ func (b *builder) pred(n node) (Pred, []string, error) {
 			}
 			return ColCmpPred{L: ref, Op: op, R: ref2}, []string{ref.Table}, nil
 		}
+		if c := b.s.Column(ref); c != nil && c.Type == spec.Key && op != "=" && op != "<>" {
+			return nil, nil, invalid("comparison %s %s …: %s is a key column; keys compare as text, by = <> or IN only", ref, op, ref)
+		}
 		v, err := b.literal(ref, r)
 		if err != nil {
 			return nil, nil, err
@@ -536,6 +544,9 @@ func (b *builder) pred(n node) (Pred, []string, error) {
 		ref, err := b.column(in)
 		if err != nil {
 			return nil, nil, err
+		}
+		if c := b.s.Column(ref); c != nil && c.Type == spec.Key {
+			return nil, nil, invalid("BETWEEN on %s: a key column; keys compare as text, by = <> or IN only", ref)
 		}
 		lo, err := b.literal(ref, n.child("lower"))
 		if err != nil {

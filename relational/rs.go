@@ -21,8 +21,8 @@ const (
 // RSConfig holds the public parameters of one run of the
 // residual-sensitivity mechanism.
 type RSConfig struct {
-	// Epsilon and Delta are the run's budget. δ = 0 selects the general
-	// Cauchy mechanism, δ > 0 the padded-bound mechanism.
+	// Epsilon and Delta are the run's budget; δ must be > 0 (see
+	// [ErrPureRS]).
 	Epsilon, Delta float64
 	// Noise is the noise for δ > 0; empty means [NoiseLaplace].
 	Noise Noise
@@ -38,9 +38,9 @@ type RSConfig struct {
 }
 
 // Beta returns the smoothing parameter β of the residual sensitivity the
-// mechanism needs: ε/10 for δ = 0 (general Cauchy with γ = 4, NRS07 Lemma
-// 2.7: β = ε/(2(γ+1))), and β = ε₁/ln(1/δ₁) with (ε₁, δ₁) = (ε/2, δ/2)
-// for δ > 0, join-as-one's β = 1/λ on the pad's half of the budget. The
+// mechanism needs: β = ε₁/ln(1/δ₁) with (ε₁, δ₁) = (ε/2, δ/2), join-as-one's
+// β = 1/λ on the pad's half of the budget. δ = 0 is refused with
+// [ErrPureRS]. The
 // choice balances the pad, whose typical factor is e^{β·ln(1/δ₁)/ε₁}, against
 // RS^β, which grows like 1/β when the join is small: e^{βA}/(eβ) is
 // smallest at β = 1/A. On the TPC-H Q3-like count (ε = 1, δ = 10⁻⁶),
@@ -51,7 +51,7 @@ func (c RSConfig) Beta() (float64, error) {
 		return 0, fmt.Errorf("relational: %w", err)
 	}
 	if c.Delta == 0 {
-		return dp.CauchyBeta(c.Epsilon)
+		return 0, ErrPureRS
 	}
 	return (c.Epsilon / 2) / math.Log(2/c.Delta), nil
 }
@@ -63,13 +63,12 @@ type RSResult struct {
 	// Mechanism names the mechanism.
 	Mechanism string
 	// NoiseScale is the scale of the noise added (the discrete Laplace
-	// scale b or the discrete Gaussian σ), a DP output; NaN for the Cauchy
-	// mechanism, whose scale depends on RS^β itself and is not published.
+	// scale b or the discrete Gaussian σ), a DP output.
 	NoiseScale float64
 	// ErrorBound95 bounds |Value − Q(I)| with probability ≥ 0.95 from the
-	// noise scale (NaN for the Cauchy mechanism).
+	// noise scale.
 	ErrorBound95 float64
-	// PaddedRS is the DP upper bound on RS^β (δ > 0), NaN otherwise.
+	// PaddedRS is the DP upper bound on RS^β.
 	PaddedRS float64
 }
 
@@ -82,15 +81,14 @@ type RSResult struct {
 // the local sensitivity of the selected count), ls its LŜ^0 (used only by
 // the mutation knob of the tests), q the true answer.
 //
-// # δ = 0: general Cauchy (ε-DP)
+// # Why not δ = 0
 //
-// Value = round(q + (10·B·RS^β/ε)·Z), Z with density ∝ 1/(1+z⁴) ([dp.Cauchy];
-// NRS07 Lemmas 2.6–2.7: B·RS^β is a β-smooth bound on the local
-// sensitivity of the answer, β = ε/10). The float is snapped to the
-// integer grid: the grid is far coarser than the sampler's resolution
-// (a 2⁻⁵² uniform), and the pure ε-DP claim holds for the ideal real-valued
-// distribution (dp.Cauchy's caveat). The noise scale depends on RS^β and
-// is not published: NoiseScale and ErrorBound95 are NaN.
+// The pure ε-DP variant (general Cauchy noise scaled by RS^β, NRS07) needs
+// a Cauchy-like sampler exact at every scale; dp.Cauchy inverts a CDF at a
+// 2⁻⁵²-grid uniform, whose output gaps exceed 1 in the tails once the scale
+// is large (≈ 10⁻⁴ of the outputs impossible on a neighbour at scale 10¹¹,
+// the shape of a revenue SUM): rounding those floats is not ε-DP. It is
+// refused ([ErrPureRS]); R2T (--unit) is pure ε-DP.
 //
 // # δ > 0: padded bound, then exact discrete noise ((ε, δ)-DP)
 //
@@ -128,16 +126,6 @@ func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error)
 	extra := 0.0
 	if !cfg.Integral {
 		extra = 1
-	}
-	nan := math.NaN()
-	if cfg.Delta == 0 {
-		scale, err := dp.CauchyNoiseScale(cfg.Epsilon, cfg.Bound*s+extra)
-		if err != nil {
-			return RSResult{}, err
-		}
-		v := math.Round(q + scale*dp.Cauchy(src))
-		return RSResult{Value: int64(v), Mechanism: "residual sensitivity, general Cauchy (ε-DP)",
-			NoiseScale: nan, ErrorBound95: nan, PaddedRS: nan}, nil
 	}
 	pad, err := dp.NewLogPad(cfg.Epsilon/2, cfg.Delta/2, beta)
 	if err != nil {

@@ -62,8 +62,9 @@ Privacy:
   tuple-level DP (default): the residual-sensitivity mechanism (Dong and
     Yi; RS^β of the selected sub-instance). With δ > 0, half the budget pads
     RS^β upwards on a log grid (published) and half adds discrete Laplace
-    (--noise laplace) or discrete Gaussian noise scaled by it; with δ = 0,
-    general Cauchy noise (the noise scale is then not public).
+    (--noise laplace) or discrete Gaussian noise scaled by it. It needs
+    δ > 0 (a pure ε-DP variant would publish rounded Cauchy floats, which
+    are not DP at large scales); use --unit for pure ε-DP.
   user-level DP (--unit T or privacy.unit: T): R2T (Dong et al. SIGMOD
     2022) with the LP truncation: closed form for one unit, max flow for
     two, the CLP solver for three or more (build with -tags clp). A tuple
