@@ -53,8 +53,12 @@ func (j JoinSpec) alias(t string) string {
 func (j JoinSpec) col(c ColumnRef) string { return j.alias(c.Table) + "." + quote(c.Column) }
 
 func (j JoinSpec) from() string {
+	// Join values compare as text, as the engine's statistics (and Δ̃)
+	// compare them: the engine stores a key as BIGINT or text depending on
+	// the data, and raw columns would let the SQL engine cast text to a
+	// number ("07" = 7) and join rows the sensitivity bound keeps apart.
 	return " FROM " + quote(j.Join.Left.Table) + " AS l JOIN " + quote(j.Join.Right.Table) + " AS r ON " +
-		j.col(j.Join.Left) + " = " + j.col(j.Join.Right)
+		"CAST(" + j.col(j.Join.Left) + " AS VARCHAR) = CAST(" + j.col(j.Join.Right) + " AS VARCHAR)"
 }
 
 func (j JoinSpec) validate(u *Universe) error {
@@ -82,7 +86,7 @@ func (j JoinSpec) cellExpr(u *Universe) string {
 func (j JoinSpec) measureExpr() string {
 	parts := make([]string, len(j.Measure))
 	for i, c := range j.Measure {
-		parts[i] = "CAST(" + j.col(c) + " AS DOUBLE)"
+		parts[i] = "CAST(" + j.col(c) + " AS DOUBLE PRECISION)"
 	}
 	return strings.Join(parts, " * ")
 }
@@ -139,7 +143,7 @@ func JoinExactSums(ctx context.Context, db Aggregator, js JoinSpec, u *Universe)
 	return out, nil
 }
 
-func fmtFloat(f float64) string { return fmt.Sprintf("CAST(%v AS DOUBLE)", f) }
+func fmtFloat(f float64) string { return fmt.Sprintf("CAST(%v AS DOUBLE PRECISION)", f) }
 
 // TwoTableDeltaTilde returns Δ̃ of Ghazi et al. Alg. 1 for the join, the
 // per-tuple sensitivity the numerical mechanisms multiply into every
@@ -165,7 +169,7 @@ func TwoTableDeltaTilde(ctx context.Context, src dp.Source, db Aggregator, j Two
 	var deg int64
 	for _, c := range []ColumnRef{j.Left, j.Right} {
 		q := "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM " + quote(c.Table) + " WHERE " + quote(c.Column) +
-			" IS NOT NULL GROUP BY " + quote(c.Column) + ")"
+			" IS NOT NULL GROUP BY " + quote(c.Column) + ") AS d"
 		err := db.Aggregate(ctx, q, nil, func(r *sql.Rows) error {
 			var d int64
 			if err := r.Scan(&d); err != nil {
