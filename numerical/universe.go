@@ -323,3 +323,30 @@ func DefaultResolution(min, max float64, integer bool) float64 {
 	}
 	return b
 }
+
+// CellSums returns, for every grid cell, the sum of the measure that the
+// histogram h over the universe (len Size, e.g. [Result.Synthetic]) holds
+// in that cell, in the measure's units: b·Σ_v v·h(cell, v), negative
+// values counted negatively. On the reduced universe an element (x, 2^i)
+// carries 2^i units, so the sum is the same. Applied to a DP output it is
+// post-processing. It panics if len(h) ≠ Size (programmer error).
+func (u *Universe) CellSums(h []float64) []float64 {
+	if int64(len(h)) != u.Size() {
+		panic("numerical: histogram length is not the universe size")
+	}
+	nv := len(u.vals)
+	out := make([]float64, u.cells)
+	for cell := range out {
+		row := h[cell*nv : (cell+1)*nv]
+		var s float64
+		for k, x := range row {
+			v := float64(u.vals[k])
+			if k >= u.off[1] && u.n[1] > 0 {
+				v = -v
+			}
+			s += v * x
+		}
+		out[cell] = s * u.b
+	}
+	return out
+}

@@ -62,6 +62,16 @@ func FactsFor(s *spec.Spec, rows int64) ReportFacts {
 		}
 		f.Columns = append(f.Columns, cf)
 	}
+	// Measure columns (release.measures) follow, as the file holds them.
+	if mnames, err := measureNames(s, names); err == nil {
+		for i, r := range s.Release.Measures {
+			cf := ColumnFact{Name: mnames[i], Source: r.Table + "." + r.Column, Type: "measure (float64)"}
+			if c := findColumn(s, r.Table, r.Column); c != nil {
+				cf.Domain = "sum per cell of the workload's conditions; values in " + domainText(c)
+			}
+			f.Columns = append(f.Columns, cf)
+		}
+	}
 	return f
 }
 
@@ -258,11 +268,14 @@ var outputMeaning = map[string]string{
 	"pmw_rows_floored": "1 when the join-size estimate was below its own noise level and the row count was raised to that public level (then biased upwards)",
 	"pmw_rounds":       "number of PMW rounds run (chosen from DP outputs only)",
 	"pmw_eps0":         "ε₀ per PMW step, from the rounds and the budget",
+	"numerical_n_hat":  "n̂ of a measure's numerical run: noisy number of universe elements (tuples × set bits on a reduced universe)",
+	"numerical_alpha":  "α̃ of a measure's numerical run: noisy max error of its counting queries, which sets the truncation thresholds",
 }
 
 // references maps phrases of a spend's mechanism or rule to the papers the
 // mechanism follows.
 var references = []struct{ phrase, ref string }{
+	{"Qiu et al.", "Qiu, Dong, Yi, Wu, Li, *Releasing Private Data for Numerical Queries*, KDD 2022, Alg. 2, §4.1, §5, §6"},
 	{"join-as-one", "Ghazi, Hu, Kumar, Manurangsi, *Differentially Private Data Release over Multiple Tables*, PODS 2023, Alg. 1 and 3"},
 	{"uniformized", "Ghazi et al. PODS 2023, Alg. 4–7 (degree-uniformized partitions)"},
 	{"residual sensitivity", "Ghazi et al. PODS 2023, Def. 3.6, Lemma 3.7, Alg. 3 (truncated Laplace TLap of §2)"},

@@ -3,6 +3,7 @@ package release
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,13 +43,18 @@ type queryFamily struct {
 // synthetic file holds, see [Decoder.Value]) and M = max(|min|, |max|) of c's
 // domain, so every weight lies in [−1, 1] as PMW requires. A condition holds
 // on a bin when the bin's representative satisfies it. The summed column
-// must be released; Qiu et al.'s mechanism for unreleased and unbounded
-// columns is not implemented yet.
+// must be released, or be a release.measures column, whose sums the
+// measure's numerical run answers instead (measures.go).
 func workload(s *spec.Spec, dec *Decoder) ([]queryFamily, error) {
 	fams := countingFamilies(s)
 	names := ColumnNames(s)
 	pos := releasePositions(s)
 	for qi, q := range s.Workload.Numeric {
+		if _, released := pos[q.Sum]; !released && slices.Contains(s.Release.Measures, q.Sum) {
+			// Answered by the measure's numerical run (see measures.go), not
+			// by PMW on the synthetic rows.
+			continue
+		}
 		f, err := numericFamily(s, dec, pos, q)
 		if err != nil {
 			return nil, fmt.Errorf("workload.numeric[%d]: %w", qi, err)

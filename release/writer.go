@@ -52,6 +52,10 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 //	numeric      float64  DOUBLE (dictionary)
 //	date         date32   INT32, DATE logical type (dictionary)
 //
+// After them come the measure columns given to [NewMeasureWriter], each a
+// required float64 (Parquet DOUBLE, dictionary encoded) whose value is a
+// function of the row's bins (see [MeasureColumn]).
+//
 // Pages are compressed with zstd. The file-level key-value metadata holds
 // the pairs given to [NewWriter], among them [MetadataKey].
 //
@@ -63,6 +67,7 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 // clean up on every error path. Not safe for concurrent use.
 type Writer struct {
 	dec   *Decoder
+	extra []MeasureColumn
 	file  *File
 	pw    *parquet.GenericWriter[any]
 	alloc memory.Allocator
@@ -87,11 +92,41 @@ func NewWriter(path string, names []string, cols []*spec.Column, metadata map[st
 	return newWriter(path, names, cols, metadata, BatchRows)
 }
 
+// MeasureColumn is a float64 column written after the released columns:
+// Value returns a row's value from its bins (one per released column), a
+// post-processing of DP outputs (see package doc, "Measures").
+type MeasureColumn struct {
+	Name  string
+	Value func(bins []int) float64
+}
+
+// NewMeasureWriter is [NewWriter] with measure columns after the released
+// columns. Their names must be non-empty and distinct from every other
+// column's.
+func NewMeasureWriter(path string, names []string, cols []*spec.Column, measures []MeasureColumn, metadata map[string]string) (*Writer, error) {
+	return newWriterWith(path, names, cols, measures, metadata, BatchRows)
+}
+
 // newWriter is NewWriter with a batch size, for tests.
 func newWriter(path string, names []string, cols []*spec.Column, metadata map[string]string, batch int) (*Writer, error) {
+	return newWriterWith(path, names, cols, nil, metadata, batch)
+}
+
+// newWriterWith is NewMeasureWriter with a batch size.
+func newWriterWith(path string, names []string, cols []*spec.Column, extra []MeasureColumn, metadata map[string]string, batch int) (*Writer, error) {
 	dec, err := NewDecoder(names, cols)
 	if err != nil {
 		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		seen[n] = true
+	}
+	for _, m := range extra {
+		if m.Name == "" || seen[m.Name] || m.Value == nil {
+			return nil, fmt.Errorf("release: measure column %q: empty, repeated or without values", m.Name)
+		}
+		seen[m.Name] = true
 	}
 	report, ok := metadata[MetadataKey]
 	if !ok {
@@ -101,7 +136,7 @@ func newWriter(path string, names []string, cols []*spec.Column, metadata map[st
 		return nil, fmt.Errorf("release: privacy report %q is not valid JSON", MetadataKey)
 	}
 	opts := []parquet.WriterOption{
-		parquetSchema(dec),
+		parquetSchemaWith(dec, extra),
 		parquet.Compression(&parquet.Zstd),
 		parquet.MaxRowsPerRowGroup(rowGroupRows),
 	}
@@ -128,16 +163,17 @@ func newWriter(path string, names []string, cols []*spec.Column, metadata map[st
 	alloc := memory.NewGoAllocator()
 	w := &Writer{
 		dec:   dec,
+		extra: extra,
 		file:  f,
 		pw:    parquet.NewGenericWriter[any](f, config),
 		alloc: alloc,
-		rb:    array.NewRecordBuilder(alloc, arrowSchema(dec)),
+		rb:    array.NewRecordBuilder(alloc, arrowSchema(dec, extra)),
 		batch: batch,
 		rows:  make([]parquet.Row, batch),
 		last:  -1,
 	}
 	// One backing array for all conversion rows: row r is vals[r·m : r·m+m].
-	m := dec.NumColumns()
+	m := dec.NumColumns() + len(extra)
 	vals := make([]parquet.Value, batch*m)
 	for r := range w.rows {
 		w.rows[r] = vals[r*m : r*m : (r+1)*m]
@@ -147,9 +183,12 @@ func newWriter(path string, names []string, cols []*spec.Column, metadata map[st
 }
 
 // arrowSchema is the Arrow schema of the released table.
-func arrowSchema(dec *Decoder) *arrow.Schema {
-	fields := make([]arrow.Field, dec.NumColumns())
-	for j := range fields {
+func arrowSchema(dec *Decoder, extra []MeasureColumn) *arrow.Schema {
+	fields := make([]arrow.Field, dec.NumColumns(), dec.NumColumns()+len(extra))
+	for _, m := range extra {
+		fields = append(fields, arrow.Field{Name: m.Name, Type: arrow.PrimitiveTypes.Float64, Nullable: false})
+	}
+	for j := range dec.NumColumns() {
 		var t arrow.DataType
 		switch dec.Type(j) {
 		case spec.Categorical:
@@ -180,10 +219,18 @@ func Schema(names []string, cols []*spec.Column) (*parquet.Schema, error) {
 }
 
 // parquetSchema is the Parquet schema of the released table.
-func parquetSchema(dec *Decoder) *parquet.Schema {
+func parquetSchema(dec *Decoder) *parquet.Schema { return parquetSchemaWith(dec, nil) }
+
+// parquetSchemaWith is the Parquet schema of the released table followed
+// by the measure columns.
+func parquetSchemaWith(dec *Decoder, extra []MeasureColumn) *parquet.Schema {
 	g := parquet.Group{}
-	order := make([]string, dec.NumColumns())
-	for j := range order {
+	order := make([]string, dec.NumColumns(), dec.NumColumns()+len(extra))
+	for _, m := range extra {
+		order = append(order, m.Name)
+		g[m.Name] = parquet.Required(parquet.Encoded(parquet.Leaf(parquet.DoubleType), &parquet.RLEDictionary))
+	}
+	for j := range dec.NumColumns() {
 		var n parquet.Node
 		switch dec.Type(j) {
 		case spec.Categorical:
@@ -317,6 +364,13 @@ func (w *Writer) appendRows(n int) {
 			for range n {
 				fb.Append(v)
 			}
+		}
+	}
+	for k, m := range w.extra {
+		fb := w.rb.Field(len(w.bins) + k).(*array.Float64Builder)
+		v := m.Value(w.bins)
+		for range n {
+			fb.Append(v)
 		}
 	}
 	w.pending += n

@@ -35,6 +35,8 @@
 //	  columns: [o_orderpriority, customer.c_mktsegment]
 //	  beta: 0.1                             # optional, public; β of residual sensitivity (3+ tables), default ε/ln(1/δ)
 //	  rows: 100000                          # optional: write exactly this many rows, sampled from the synthetic distribution
+//	  measures: [o_totalprice]              # optional: integer/numeric columns (released or not) carried as sums, one float64 column each
+//	  measures_share: 0.2                   # optional, only with measures: share of ε for the measures; default 0.2
 //	workload:                               # optional
 //	  marginals: [[o_orderpriority, c_mktsegment], [l_quantity]]
 //	  ranges: [{column: l_quantity, by: [o_orderpriority]}]
@@ -104,6 +106,19 @@
 // column no query covers would otherwise come out near uniform.
 // one_way: false turns that addition off (it needs at least one listed
 // query); a column left out of every query then carries no information.
+//
+// # release.measures
+//
+// Each measure is an integer or numeric column of the join, released or
+// not, with its declared domain [min, max] as the public bound of its sums
+// (never the data). The release answers, per measure, the sums of the
+// measure over the cells of the released columns that the workload's
+// numeric queries on it use as conditions, by Qiu et al.'s mechanism
+// (package numerical), and writes one float64 column named after the
+// measure (see package release for the encoding). measures_share of ε
+// goes to the measures, the rest to the synthetic rows. A measure that is
+// not an integer or numeric column, or is listed twice, is an error; a
+// measures_share outside (0, 1) or without measures too.
 //
 // # release.beta
 //

@@ -914,7 +914,7 @@ func (p *parser) checkJoin() {
 }
 
 func (p *parser) release(n *yaml.Node) {
-	m := p.mapping(n, "release", "method", "columns", "beta", "rows")
+	m := p.mapping(n, "release", "method", "columns", "beta", "rows", "measures", "measures_share")
 	if v := m.get("rows"); v != nil {
 		x := p.number(v, "release.rows")
 		if !(x >= 1 && x <= 1<<53) || x != math.Trunc(x) {
@@ -955,6 +955,41 @@ func (p *parser) release(n *yaml.Node) {
 			parts = append(parts, strconv.Itoa(c.Size()))
 		}
 		p.fail(deref(m.get("columns")), "release.columns", "the universe (%s cells) overflows: release fewer columns or coarser bins", strings.Join(parts, " × "))
+	}
+	p.measures(m)
+}
+
+// measures reads release.measures (integer or numeric columns, released or
+// not, each listed once) and release.measures_share (in (0, 1), only with
+// measures; DefaultMeasuresShare when absent).
+func (p *parser) measures(m *mapping) {
+	if v := m.get("measures"); v != nil {
+		seen := map[ColumnRef]bool{}
+		for i, it := range p.sequence(v, "release.measures") {
+			path := index("release.measures", i)
+			r := p.ref(it, path)
+			if t := p.s.Column(r).Type; t != Integer && t != Numeric {
+				p.fail(deref(it), path, "%s is %s; a measure needs an integer or numeric column", r, t)
+			}
+			if seen[r] {
+				p.fail(deref(it), path, "%s is listed twice", r)
+			}
+			seen[r] = true
+			p.s.Release.Measures = append(p.s.Release.Measures, r)
+		}
+	}
+	if v := m.get("measures_share"); v != nil {
+		x := p.number(v, "release.measures_share")
+		if !(x > 0 && x < 1) {
+			p.fail(deref(v), "release.measures_share", "must lie strictly between 0 and 1, got %v", x)
+		}
+		if len(p.s.Release.Measures) == 0 {
+			p.fail(deref(v), "release.measures_share", "needs release.measures (no measure to spend it on)")
+		}
+		p.s.Release.MeasuresShare = x
+	}
+	if len(p.s.Release.Measures) > 0 && p.s.Release.MeasuresShare == 0 {
+		p.s.Release.MeasuresShare = DefaultMeasuresShare
 	}
 }
 

@@ -229,7 +229,20 @@ type Release struct {
 	// from the synthetic distribution (post-processing); --rows overrides
 	// it. 0 writes the DP row count (up to the release's cap).
 	Rows int64
+	// Measures lists integer or numeric columns of the join (released or
+	// not, each with its declared domain) whose sums are carried into the
+	// output by the numerical-queries mechanism (Qiu et al., package
+	// numerical): one float64 column per measure. Empty: no measure.
+	Measures []ColumnRef
+	// MeasuresShare is the share of ε spent on the measures, in (0, 1):
+	// [DefaultMeasuresShare] when Measures is not empty and the spec gives
+	// none; 0 when Measures is empty (the release is then unchanged).
+	MeasuresShare float64
 }
+
+// DefaultMeasuresShare is the share of ε a release spends on its measures
+// when release.measures is set and release.measures_share is not.
+const DefaultMeasuresShare = 0.2
 
 // PMW holds the public options of private multiplicative weights (the
 // spec's pmw section). Empty fields take the pmw package's defaults.

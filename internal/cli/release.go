@@ -99,6 +99,15 @@ DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sa
 			}
 			fmt.Fprintf(g.stdout, "wrote %d synthetic rows to %s\nprivacy report: %s and %s (%s)\n",
 				sum.Rows, sum.Parquet, sum.Report, filepath.Join(sum.Dir, release.MarkdownName), sum.Privacy.Privacy)
+			for _, m := range sum.Measures {
+				fmt.Fprintf(g.stdout, "measure %s: column %s, %d cell(s) of its grid; %d cell(s) without synthetic rows lose a DP sum of %.6g\n",
+					m.Column, m.OutputColumn, len(m.CellSums), m.CellsWithoutRows, m.LostSum)
+			}
+			countSQL, sumSQL := release.ExampleSQL(s, sum.Parquet)
+			fmt.Fprintf(g.stdout, "example count (DuckDB): %s\n", countSQL)
+			if sumSQL != "" {
+				fmt.Fprintf(g.stdout, "example sum (DuckDB):   %s\n", sumSQL)
+			}
 			return nil
 		},
 	}

@@ -1,0 +1,438 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/numerical"
+	"github.com/synth-dp/synth/spec"
+)
+
+// MaxMeasureCells bounds the grid of one measure (the product of the bins
+// of the released columns the workload's sums on it use as conditions):
+// the summary carries two values a cell and every synthetic row looks its
+// cell up. A larger grid is refused before any data is read (numerical's
+// universe, grid × values, is bounded by the memory cap besides).
+const MaxMeasureCells = 1 << 16
+
+// measureView is the prefix of the engine views that add a measure's
+// value, in units of its resolution, to its relation.
+const measureView = "synth_measure_"
+
+// measureUnits is the column (under [engine.BinColumn]) of a measure view
+// holding the measure in units, shifted by Δ₋ so that it is ≥ 0.
+const measureUnits = "synth_measure_units"
+
+// measure is one release.measures column, planned before any data is read:
+// everything in it is public until run fills the DP answers.
+type measure struct {
+	ref     spec.ColumnRef // the spec's column
+	folded  spec.ColumnRef // where it lives in the folded join
+	name    string         // the output column
+	col     *spec.Column
+	grid    []int // positions (release order) of the grid's columns
+	u       *numerical.Universe
+	queries []numerical.Query // the total, then the workload's sums of it
+	// workload[i] is the index in queries of the spec's workload.numeric
+	// query i when it sums this measure over a non-empty box, -2 for an
+	// empty box, -1 for a sum of another column.
+	workload []int
+	nCells   int
+	ledger   *dp.Ledger // this measure's share
+	eps      float64
+
+	// After run (DP outputs):
+	res        *numerical.Result
+	sums       []float64 // SUMhat(g) per grid cell, from res.Synthetic
+	deltaTilde float64
+	// After count (post-processing of DP outputs):
+	rows []int64   // synthetic rows per grid cell
+	rep  []float64 // representative value per grid cell
+	lost float64   // Σ of the answers of cells without rows
+	gone int       // cells without rows
+}
+
+// cellSums returns SUMhat(g) for every grid cell g: the sum of the
+// measure in cell g of numerical's synthetic histogram D̃ (computed once
+// in run; post-processing of the DP output D̃).
+func (m *measure) cellSums() []float64 { return m.sums }
+
+// measurePlan is the measures of a release, planned and charged before any
+// data is read.
+type measurePlan struct {
+	ms    []*measure
+	share dp.Budget
+}
+
+// measureNames returns the output column of each measure: its bare name
+// unless a released column or an earlier measure has it, then
+// table_column. A name still taken is an error.
+func measureNames(s *spec.Spec, released []string) ([]string, error) {
+	taken := map[string]bool{}
+	for _, n := range released {
+		taken[n] = true
+	}
+	out := make([]string, len(s.Release.Measures))
+	for i, r := range s.Release.Measures {
+		name := r.Column
+		if taken[name] {
+			name = r.Table + "_" + r.Column
+		}
+		if taken[name] {
+			return nil, fmt.Errorf("release: %w: measure %s: output column %q is taken by another column", spec.ErrInvalid, r, name)
+		}
+		taken[name] = true
+		out[i] = name
+	}
+	return out, nil
+}
+
+// planMeasures builds the numerical universe and queries of every measure
+// from the spec alone and reserves the measures' share of the budget in
+// the ledger (before any data is read). It returns nil when the spec has
+// no measure. The share is (s·ε, 0) with s = release.measures_share: the
+// numerical mechanism is pure ε-DP at its default T = 10 (numerical
+// [numerical.Config]); each of the |M| measures gets s·ε/|M| (basic
+// composition), and the release's other mechanism gets ((1 − s)·ε, δ).
+func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec *Decoder, memCap int64, ledger *dp.Ledger) (*measurePlan, error) {
+	if len(s.Release.Measures) == 0 {
+		return nil, nil
+	}
+	share := s.Release.MeasuresShare
+	if !(share > 0 && share < 1) {
+		return nil, fmt.Errorf("release: %w: release.measures_share = %v, want a number in (0, 1)", spec.ErrInvalid, share)
+	}
+	outNames, err := measureNames(s, names)
+	if err != nil {
+		return nil, err
+	}
+	pos := releasePositions(s)
+	sizes := s.ReleaseSizes()
+	mp := &measurePlan{share: dp.Budget{Epsilon: share * s.Privacy.Epsilon}}
+	epsEach := mp.share.Epsilon / float64(len(s.Release.Measures))
+	for i, r := range s.Release.Measures {
+		col := s.Column(r)
+		if col == nil || (col.Type != spec.Integer && col.Type != spec.Numeric) {
+			return nil, fmt.Errorf("release: %w: measure %s is not an integer or numeric column", spec.ErrInvalid, r)
+		}
+		m := &measure{ref: r, folded: spec.FoldColumns(folding, []spec.ColumnRef{r})[0], name: outNames[i], col: col, eps: epsEach}
+		// The grid: the released columns the workload's sums of m use as
+		// conditions, in release order.
+		for _, q := range s.Workload.Numeric {
+			if q.Sum != r {
+				continue
+			}
+			for _, c := range q.Where {
+				if p := pos[c.Column]; !slices.Contains(m.grid, p) {
+					m.grid = append(m.grid, p)
+				}
+			}
+		}
+		slices.Sort(m.grid)
+		g := numerical.Grid{Names: []string{"(all rows)"}, Sizes: []int{1}}
+		if len(m.grid) > 0 {
+			g = numerical.Grid{}
+			for _, p := range m.grid {
+				g.Names = append(g.Names, names[p])
+				g.Sizes = append(g.Sizes, sizes[p])
+			}
+		}
+		if c := g.Cells(); c > MaxMeasureCells {
+			return nil, fmt.Errorf("%w: measure %s: its grid %s has %d cells, more than %d (condition its sums on fewer or coarser columns)",
+				ErrUnsupported, r, strings.Join(g.Names, " × "), c, MaxMeasureCells)
+		}
+		m.nCells = int(g.Cells())
+		nm := numerical.Measure{Name: r.String(), Min: col.Min, Max: col.Max,
+			Resolution: numerical.DefaultResolution(col.Min, col.Max, col.Type == spec.Integer)}
+		if m.u, err = numerical.NewUniverse(g, nm, numerical.UniverseOptions{MemoryCap: memCap}); err != nil {
+			return nil, fmt.Errorf("release: measure %s: %w", r, err)
+		}
+		// The queries PMW keeps accurate: the measure's total and the
+		// workload's sums of it (their boxes over the grid). The file
+		// carries D̃'s per-cell sums, which add up over any box; see the
+		// package doc ("Measures") for why not one query per cell.
+		m.queries = append(m.queries, numerical.Query{Name: "total"})
+		for qi, q := range s.Workload.Numeric {
+			m.workload = append(m.workload, -1)
+			if q.Sum != r {
+				continue
+			}
+			m.workload[qi] = -2 // a box no bin satisfies: 0
+			if where, ok := boxOf(dec, pos, m.grid, q); ok {
+				m.workload[qi] = len(m.queries)
+				m.queries = append(m.queries, numerical.Query{Name: fmt.Sprintf("workload.numeric[%d]", qi), Where: where})
+			}
+		}
+		mp.ms = append(mp.ms, m)
+	}
+	// The whole share first, then one sub-share per measure, before any
+	// data is read.
+	mled, err := ledger.Split("measures (Qiu et al. Alg. 2)", mp.share,
+		fmt.Sprintf("basic composition with the release's other mechanism, which gets ((1 − %g)·ε, δ); the %d measures compose by basic "+
+			"composition, ε/%d each; each is calibrated to the per-tuple sensitivity Δ̃ the release's join-as-one run publishes "+
+			"(1 on one table), a DP output, so adaptive composition applies", share, len(mp.ms), len(mp.ms)),
+		map[string]any{"measures_share": share, "measures": len(mp.ms)})
+	if err != nil {
+		return nil, fmt.Errorf("release: measures: %w", err)
+	}
+	for _, m := range mp.ms {
+		initS, alphaS := numerical.DefaultInitShare, numerical.DefaultAlphaShare
+		if m.ledger, err = mled.Split("measure "+m.ref.String()+" (numerical.Run)", dp.Budget{Epsilon: m.eps},
+			"Qiu et al. Alg. 2 with the private α of §6: warm start, PMW rounds and α by basic composition (pure ε-DP)",
+			map[string]any{
+				"column": m.ref.String(), "output_column": m.name, "grid": m.u.Grid().Names, "grid_cells": m.nCells,
+				"queries": len(m.queries), "universe": m.u.String(), "resolution": m.u.Resolution(),
+				"group_factor": m.u.GroupFactor(), "reduced_universe": m.u.Reduced(),
+				"thresholds_epsilon": (1 - alphaS) * m.eps, "thresholds_rule": fmt.Sprintf(
+					"the thresholds Δ̄ are post-processing of the PMW answers to the counting queries c_{w,τ}: its warm start (%g·ε) and rounds (%g·ε)",
+					initS, 1-initS-alphaS),
+				"alpha_epsilon": alphaS * m.eps,
+			}); err != nil {
+			return nil, fmt.Errorf("release: measures: %w", err)
+		}
+	}
+	return mp, nil
+}
+
+// boxOf returns a workload sum's box over the grid columns: per column the
+// bins whose representative satisfies the query's condition on it (every
+// bin when it has none), the semantics of the pmw numeric family and of
+// SQL on the file. ok is false when some column accepts no bin (the sum is
+// then 0 whatever the data).
+func boxOf(dec *Decoder, pos map[spec.ColumnRef]int, grid []int, q spec.NumericQuery) (where [][]int, ok bool) {
+	where = make([][]int, len(grid))
+	for _, c := range q.Where {
+		d := slices.Index(grid, pos[c.Column])
+		codes := []int{}
+		for b := range int(dec.NumBins(grid[d])) {
+			if satisfies(dec.Value(grid[d], b), c) {
+				codes = append(codes, b)
+			}
+		}
+		if len(codes) == 0 {
+			return nil, false
+		}
+		where[d] = codes
+	}
+	return where, true
+}
+
+// run reads the points of every measure (one GROUP BY over the join each)
+// and runs numerical's mechanism with the share reserved for it and the
+// join's DP sensitivity Δ̃.
+func (mp *measurePlan) run(ctx context.Context, src dp.Source, eng *engine.Engine, h *hypergraph.Hypergraph, s *spec.Spec, folding *hypergraph.Folding, deltaTilde float64) error {
+	gridCols := spec.FoldColumns(folding, s.Release.Columns)
+	sizes := s.ReleaseSizes()
+	for i, m := range mp.ms {
+		pts, err := m.points(ctx, eng, h, i, gridCols, sizes)
+		if err != nil {
+			return fmt.Errorf("release: measure %s: %w", m.ref, err)
+		}
+		m.deltaTilde = deltaTilde
+		m.res, err = numerical.Run(ctx, src, m.u, m.queries, pts, numerical.Config{
+			Epsilon:     m.eps,
+			Sensitivity: deltaTilde,
+			InitShare:   numerical.DefaultInitShare,
+			AlphaShare:  numerical.DefaultAlphaShare,
+			Ledger:      m.ledger,
+		})
+		if err != nil {
+			return fmt.Errorf("release: measure %s: %w", m.ref, err)
+		}
+		m.sums = m.u.CellSums(m.res.Synthetic)
+	}
+	return nil
+}
+
+// quoteIdent quotes an SQL identifier (standard SQL: DuckDB and
+// PostgreSQL).
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// points returns the private points of measure m: the number of join
+// tuples per grid cell and measure value in units of b, by one histogram
+// over the join (engine.Histogram) in which m's relation is replaced by a
+// view adding the measure in units (rounded to the resolution, clamped to
+// the declared domain — the load already enforced it — and shifted by Δ₋).
+func (m *measure) points(ctx context.Context, eng *engine.Engine, h *hypergraph.Hypergraph, i int, gridCols []spec.ColumnRef, sizes []int) ([]numerical.Point, error) {
+	rel := h.Index(m.folded.Table)
+	if rel < 0 {
+		return nil, fmt.Errorf("no relation %q in the join", m.folded.Table)
+	}
+	neg, pos := m.u.Bound(true), m.u.Bound(false)
+	view := fmt.Sprintf("%s%d", measureView, i)
+	expr := fmt.Sprintf("COALESCE(LEAST(GREATEST(CAST(round(CAST(%s AS DOUBLE) / CAST(%v AS DOUBLE)) AS BIGINT), %d), %d), 0) + %d",
+		quoteIdent(m.folded.Column), m.u.Resolution(), -neg, pos, neg)
+	q := "SELECT *, " + expr + " AS " + quoteIdent(engine.BinColumn(measureUnits)) + " FROM " + quoteIdent(m.folded.Table)
+	if err := eng.CreateView(ctx, view, q); err != nil {
+		return nil, err
+	}
+	defer eng.DropView(context.WithoutCancel(ctx), view) //nolint:errcheck // a leftover view in the run's engine is harmless
+	rels := h.Relations()
+	rels[rel].Name = view
+	hv, err := hypergraph.New(rels)
+	if err != nil {
+		return nil, err
+	}
+	var cols []spec.ColumnRef
+	var sz []int
+	for _, p := range m.grid {
+		c := gridCols[p]
+		if c.Table == m.folded.Table {
+			c.Table = view
+		}
+		cols, sz = append(cols, c), append(sz, sizes[p])
+	}
+	nv := neg + pos + 1
+	cols, sz = append(cols, spec.ColumnRef{Table: view, Column: measureUnits}), append(sz, int(nv))
+	cells, err := eng.Histogram(ctx, hv, cols, sz)
+	if err != nil {
+		return nil, err
+	}
+	pts := make([]numerical.Point, 0, len(cells))
+	for _, c := range cells {
+		pts = append(pts, numerical.Point{Cell: c.Index / nv, Units: c.Index%nv - neg, Count: c.Count})
+	}
+	return pts, nil
+}
+
+// gridCell returns the grid cell of a synthetic row given its bins.
+func (m *measure) gridCell(bins []int, sizes []int) int {
+	g := 0
+	for _, p := range m.grid {
+		g = g*sizes[p] + bins[p]
+	}
+	return g
+}
+
+// count sets, from the cells of the rows to be written (DP outputs and
+// post-processing), rows(g), the representative value SUMhat(g)/rows(g)
+// of every grid cell and the sum lost in cells without rows.
+func (mp *measurePlan) count(dec *Decoder, sizes []int, cells []int64) error {
+	var bins []int
+	for _, m := range mp.ms {
+		m.rows = make([]int64, m.nCells)
+	}
+	for _, c := range cells {
+		var err error
+		if bins, err = dec.Bins(c, bins); err != nil {
+			return err
+		}
+		for _, m := range mp.ms {
+			m.rows[m.gridCell(bins, sizes)]++
+		}
+	}
+	for _, m := range mp.ms {
+		m.rep = make([]float64, m.nCells)
+		m.lost, m.gone = 0, 0
+		for g, a := range m.cellSums() {
+			if m.rows[g] == 0 {
+				m.lost += a
+				m.gone++
+				continue
+			}
+			m.rep[g] = a / float64(m.rows[g])
+		}
+	}
+	return nil
+}
+
+// columns returns the measure columns for the writer.
+func (mp *measurePlan) columns(sizes []int) []MeasureColumn {
+	out := make([]MeasureColumn, len(mp.ms))
+	for i, m := range mp.ms {
+		out[i] = MeasureColumn{Name: m.name, Value: func(bins []int) float64 { return m.rep[m.gridCell(bins, sizes)] }}
+	}
+	return out
+}
+
+// summaries returns the public description of every measure.
+func (mp *measurePlan) summaries() []MeasureSummary {
+	out := make([]MeasureSummary, len(mp.ms))
+	for i, m := range mp.ms {
+		out[i] = MeasureSummary{
+			Column: m.ref, OutputColumn: m.name, Grid: m.u.Grid().Names, CellSums: slices.Clone(m.cellSums()),
+			CellRows: slices.Clone(m.rows), LostSum: m.lost, CellsWithoutRows: m.gone, Epsilon: m.eps,
+			GroupFactor: m.u.GroupFactor(), Alpha: m.res.Alpha, NHat: m.res.NHat, DeltaTilde: m.deltaTilde,
+		}
+		if len(m.grid) == 0 {
+			out[i].Grid = nil
+		}
+		for _, k := range m.workload {
+			a := math.NaN()
+			switch {
+			case k >= 0:
+				a = m.res.Answers[k]
+			case k == -2:
+				a = 0
+			}
+			out[i].WorkloadAnswers = append(out[i].WorkloadAnswers, a)
+		}
+	}
+	return out
+}
+
+// params returns the report parameters of the measures (public parameters
+// and DP outputs only).
+func (mp *measurePlan) params() []map[string]any {
+	var out []map[string]any
+	for _, s := range mp.summaries() {
+		out = append(out, map[string]any{
+			"column": s.Column.String(), "output_column": s.OutputColumn, "grid": s.Grid, "grid_cells": len(s.CellSums),
+			"epsilon": s.Epsilon, "group_factor": s.GroupFactor, "alpha": s.Alpha, "n_hat": s.NHat, "delta_tilde": s.DeltaTilde,
+			"lost_sum": s.LostSum, "cells_without_rows": s.CellsWithoutRows,
+			"encoding": "each row holds SUMhat(g)/rows(g) of its grid cell g: SUM over any set of grid cells is the sum of their DP answers",
+		})
+	}
+	return out
+}
+
+// MeasureSummary describes one measure of a finished release: public
+// parameters, DP outputs and their post-processing only.
+type MeasureSummary struct {
+	// Column is the spec's column and OutputColumn its float64 column in
+	// the file.
+	Column       spec.ColumnRef
+	OutputColumn string
+	// Grid names the released columns whose cells carry separate sums
+	// (nil: one cell, every row).
+	Grid []string
+	// CellSums are numerical's DP answers SUMhat(g), one per grid cell
+	// (mixed radix over Grid, first most significant), and CellRows the
+	// synthetic rows written in each cell.
+	CellSums []float64
+	CellRows []int64
+	// WorkloadAnswers are numerical's DP answers to the spec's
+	// workload.numeric queries, in spec order, answered directly as boxes
+	// (NaN for a query on another column; 0 for a box no bin satisfies).
+	// The file's SUM over a box is instead the sum of CellSums over it.
+	WorkloadAnswers []float64
+	// LostSum is Σ SUMhat(g) over the CellsWithoutRows cells with no
+	// synthetic row: the part of the measure the file cannot carry.
+	LostSum          float64
+	CellsWithoutRows int
+	// Epsilon is the measure's share of ε; GroupFactor the universe
+	// reduction's group-privacy factor; Alpha and NHat numerical's α̃ and
+	// n̂; DeltaTilde the per-tuple sensitivity used.
+	Epsilon     float64
+	GroupFactor int
+	Alpha, NHat int64
+	DeltaTilde  float64
+}
+
+// finite reports whether every answer is finite (a guard before writing).
+func (mp *measurePlan) finite() error {
+	for _, m := range mp.ms {
+		for g, a := range m.cellSums() {
+			if math.IsNaN(a) || math.IsInf(a, 0) {
+				return fmt.Errorf("release: measure %s: cell %d has a non-finite answer", m.ref, g)
+			}
+		}
+	}
+	return nil
+}
