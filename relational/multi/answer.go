@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/relational"
+	"github.com/synth-dp/synth/relational/ipopt"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -28,9 +30,11 @@ type Options struct {
 // the jump start): the d answers — one per group of each query's declared
 // GROUP BY domain ([Coordinates]) — share the whole budget, which is
 // charged to ledger once, before any data is read. Every query must
-// reference exactly one of the units (self-join-free); a query whose join
-// results reference two or more units returns an error wrapping
-// [ErrNeedsIpopt] in builds without the ipopt tag.
+// reference one of the units; when some query's join results reference two
+// or more units (an implicit self-join), all the queries run through the
+// polynomial version of Alg. 2 ([RunSelfJoin]), which needs the ipopt build
+// tag (otherwise an error wrapping [ErrNeedsIpopt], before any data is
+// read).
 //
 // The public parameters: the grid g is the finest of the queries' grids
 // ([relational.Quantum]); the radius ladder goes up to
@@ -58,6 +62,7 @@ func Answer(ctx context.Context, db relational.DB, src dp.Source, s *spec.Spec, 
 	g := math.Inf(1)
 	total := 0.0
 	unit := ""
+	selfJoin := false
 	for _, q := range queries {
 		b, err := SumBound(s, q)
 		if err != nil {
@@ -68,17 +73,19 @@ func Answer(ctx context.Context, db relational.DB, src dp.Source, s *spec.Spec, 
 			return nil, err
 		}
 		if len(used) > 1 {
-			if selfJoin == nil {
+			if !ipopt.Available {
 				return nil, fmt.Errorf("query %q references units %v: %w", q.Text, used, ErrNeedsIpopt)
 			}
-			return nil, invalid("query %q references units %v: the self-join mechanism (Alg. 2) runs through AnswerSelfJoin", q.Text, used)
-		}
-		if unit != "" && used[0] != unit {
-			return nil, invalid("the queries reference different units (%s, %s); one run answers queries of one unit", unit, used[0])
+			selfJoin = true
+		} else if unit != "" && used[0] != unit {
+			selfJoin = true // two unit relations: a unit id space shared by both
 		}
 		unit = used[0]
 		g = math.Min(g, relational.Quantum(q.Agg, b))
 		total += gs * b
+	}
+	if selfJoin {
+		return answerSelfJoin(ctx, db, src, s, queries, opt, ledger, g, total)
 	}
 	coords := Coordinates(s, queries)
 	cfg := Config{Epsilon: opt.Budget.Epsilon, Delta: opt.Budget.Delta, Failure: opt.Failure, GS: total, Quantum: g, JumpStart: true}
@@ -119,8 +126,47 @@ func Answer(ctx context.Context, db relational.DB, src dp.Source, s *spec.Spec, 
 	return out, nil
 }
 
-// selfJoin is set by the ipopt build tag (the QCQP of Alg. 2).
-var selfJoin func() = nil
+// answerSelfJoin is [Answer] for queries whose join results reference two
+// or more units: the polynomial version of Alg. 2 ([RunSelfJoin]).
+func answerSelfJoin(ctx context.Context, db relational.DB, src dp.Source, s *spec.Spec, queries []*relational.Query, opt Options, ledger *dp.Ledger, g, total float64) ([]relational.Result, error) {
+	if !ipopt.Available {
+		return nil, ErrNeedsIpopt
+	}
+	coords := Coordinates(s, queries)
+	cfg := Config{Epsilon: opt.Budget.Epsilon, Delta: opt.Budget.Delta, Failure: opt.Failure, GS: total, Quantum: g}
+	if _, err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(queries))
+	for i, q := range queries {
+		texts[i] = q.Text
+	}
+	err := ledger.Charge("multi-query SJA with self-joins (Dong–Sun–Yi Alg. 2, polynomial version)", opt.Budget,
+		"user-level DP (units "+strings.Join(opt.Units, ", ")+"); SVT ε/5 over the QCQP F̂ (Alg. 3 jump start) + Laplace 2ε/5 on T + discrete Gaussian (2ε/5, δ/(2e^{3ε/5})) via zCDP; Lemma 3.7",
+		map[string]any{"queries": texts, "d": len(coords), "rungs": Rungs(total), "gs": total, "grid": g})
+	if err != nil {
+		return nil, err
+	}
+	groups, d, err := JoinGroups(ctx, db, s, queries, opt.Units, g)
+	if err != nil {
+		return nil, err
+	}
+	res, err := RunSelfJoin(ctx, src, groups, d, cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]relational.Result, d)
+	for k, c := range coords {
+		out[k] = relational.Result{
+			Query: queries[c.Query].Text, Group: groupMap(c.Group), Value: res.Values[k],
+			Mechanism: fmt.Sprintf("multi-query SJA with self-joins (Dong–Sun–Yi Alg. 2 + QCQP, user-level DP, units %s, d = %d, %d QCQPs)",
+				strings.Join(opt.Units, ", "), d, res.Programs),
+			Epsilon: opt.Budget.Epsilon, Delta: opt.Budget.Delta,
+		}
+		ledger.Publish(fmt.Sprintf("answer_%d", k), float64(res.Values[k]))
+	}
+	return out, nil
+}
 
 func groupMap(g relational.Group) map[string]string {
 	if len(g) == 0 {
