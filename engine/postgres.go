@@ -56,6 +56,15 @@ func openPostgres(ctx context.Context, dsn string) (*Engine, error) {
 	d := postgres{}
 	schema := WorkSchemaPrefix + hex.EncodeToString(rnd[:])
 	cfg.RuntimeParams["search_path"] = d.ident(schema)
+	// Session settings for synth's queries, unless the URL sets them: JIT
+	// compilation of the load's long CASE expressions costs seconds per
+	// statement and saves little on scans; the aggregates of the
+	// statistics fit in memory instead of spilling.
+	for k, v := range pgSession {
+		if _, ok := cfg.RuntimeParams[k]; !ok {
+			cfg.RuntimeParams[k] = v
+		}
+	}
 	// The simple protocol: several statements in one Exec (the dialect's
 	// replace statements), and no server-side prepared statement that a
 	// dropped and re-created table would invalidate.
@@ -90,6 +99,10 @@ func openPostgres(ctx context.Context, dsn string) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// pgSession are the session settings [openPostgres] gives its
+// connections unless the URL sets them (e.g. ?work_mem=1GB).
+var pgSession = map[string]string{"jit": "off", "work_mem": "256MB"}
 
 // schemaLockKey is the advisory lock key of a work schema: its 64 random
 // bits.

@@ -300,3 +300,35 @@ func TestPostgresSerializeSQL(t *testing.T) {
 		}
 	})
 }
+
+// TestPostgresSessionSettings: synth's session settings apply unless the
+// URL sets them.
+func TestPostgresSessionSettings(t *testing.T) {
+	url := postgresURL(t)
+	show := func(e *Engine, name string) string {
+		var v string
+		if err := e.db.QueryRow("SHOW " + name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	e := openPostgresTest(t)
+	if got := show(e, "jit"); got != "off" {
+		t.Errorf("jit = %s, want off", got)
+	}
+	if got := show(e, "work_mem"); got != pgSession["work_mem"] {
+		t.Errorf("work_mem = %s, want %s", got, pgSession["work_mem"])
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	e2, err := Open(context.Background(), url+sep+"work_mem=8MB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	if got := show(e2, "work_mem"); got != "8MB" {
+		t.Errorf("work_mem = %s with the URL's 8MB", got)
+	}
+}
