@@ -54,7 +54,7 @@ type measure struct {
 	// After count (post-processing of DP outputs):
 	rows []int64   // synthetic rows per grid cell
 	rep  []float64 // representative value per grid cell
-	lost float64   // Σ of the answers of cells without rows
+	lost float64   // Σ SUMhat(g) over the cells without rows
 	gone int       // cells without rows
 }
 
@@ -190,7 +190,7 @@ func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec
 				"queries": len(m.queries), "universe": m.u.String(), "resolution": m.u.Resolution(),
 				"group_factor": m.u.GroupFactor(), "reduced_universe": m.u.Reduced(),
 				"thresholds_epsilon": (1 - alphaS) * m.eps, "thresholds_rule": fmt.Sprintf(
-					"the thresholds Δ̄ are post-processing of the PMW answers to the counting queries c_{w,τ}: its warm start (%g·ε) and rounds (%g·ε)",
+					"the thresholds Δ̄ are post-processing of the PMW answers to the counting queries c_{w,τ}: its warm start (%.2g·ε) and rounds (%.2g·ε)",
 					initS, 1-initS-alphaS),
 				"alpha_epsilon": alphaS * m.eps,
 			}); err != nil {
@@ -386,7 +386,7 @@ func (mp *measurePlan) params() []map[string]any {
 			"column": s.Column.String(), "output_column": s.OutputColumn, "grid": s.Grid, "grid_cells": len(s.CellSums),
 			"epsilon": s.Epsilon, "group_factor": s.GroupFactor, "alpha": s.Alpha, "n_hat": s.NHat, "delta_tilde": s.DeltaTilde,
 			"lost_sum": s.LostSum, "cells_without_rows": s.CellsWithoutRows,
-			"encoding": "each row holds SUMhat(g)/rows(g) of its grid cell g: SUM over any set of grid cells is the sum of their DP answers",
+			"encoding": "each row holds SUMhat(g)/rows(g) of its grid cell g, SUMhat(g) the sum of the measure in g of numerical's DP synthetic histogram: SUM over any set of grid cells is the sum of their SUMhat",
 		})
 	}
 	return out
@@ -402,9 +402,10 @@ type MeasureSummary struct {
 	// Grid names the released columns whose cells carry separate sums
 	// (nil: one cell, every row).
 	Grid []string
-	// CellSums are numerical's DP answers SUMhat(g), one per grid cell
-	// (mixed radix over Grid, first most significant), and CellRows the
-	// synthetic rows written in each cell.
+	// CellSums are SUMhat(g), one per grid cell (mixed radix over Grid,
+	// first most significant): the sum of the measure in cell g of
+	// numerical's DP synthetic histogram D̃. CellRows are the synthetic
+	// rows written in each cell.
 	CellSums []float64
 	CellRows []int64
 	// WorkloadAnswers are numerical's DP answers to the spec's

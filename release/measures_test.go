@@ -86,7 +86,7 @@ output: {path: out}
 
 // TestReleaseMeasureSQL releases a measure and checks, with DuckDB on the
 // written file, that SUM(amount) over any set of grid cells is the sum of
-// numerical's DP answers of those cells (cells with synthetic rows), on
+// numerical's DP cell sums SUMhat(g) of those cells (cells with synthetic rows), on
 // one table and on a two-table join (where the measure reuses
 // join-as-one's Δ̃), and that the ledger holds the measures' share.
 func TestReleaseMeasureSQL(t *testing.T) {
@@ -146,7 +146,7 @@ func TestReleaseMeasureSQL(t *testing.T) {
 						exp = 0
 					}
 					if math.Abs(got-exp) > 1e-6*math.Max(1, math.Abs(exp)) {
-						t.Errorf("cell (%s, %d): SQL SUM = %v, numerical's answer %v", sg, lvl, got, exp)
+						t.Errorf("cell (%s, %d): SQL SUM = %v, SUMhat %v", sg, lvl, got, exp)
 					}
 					total += exp
 					if sg != "c" && lvl >= 1 {
