@@ -1,6 +1,8 @@
 package release
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -254,5 +257,42 @@ func TestReleaseNoMeasureUnchanged(t *testing.T) {
 	}
 	if strings.Join(cols, ",") != "seg,lvl" {
 		t.Errorf("columns %v, want seg,lvl", cols)
+	}
+}
+
+// TestReleaseMeasureOneCell releases a measure no workload sum conditions
+// (one cell: the file's SUM is the total) that is also a released column
+// (its measure column is then named table_column).
+func TestReleaseMeasureOneCell(t *testing.T) {
+	s := measureInstance(t, false, "  measures: [lvl]\n")
+	s.Workload.Numeric = nil // the instance's sum of the unreleased amount
+	dir := t.TempDir()
+	sum := release(t, s, dir, 5)
+	m := sum.Measures[0]
+	if m.OutputColumn != "orders_lvl" || m.Grid != nil || len(m.CellSums) != 1 || m.CellRows[0] != sum.Rows {
+		t.Fatalf("measure %+v (rows %d), want orders_lvl over one cell holding every row", m, sum.Rows)
+	}
+	var got float64
+	if err := openDuckDB(t).QueryRow("SELECT SUM(orders_lvl) FROM read_parquet(?)", filepath.Join(dir, ParquetName)).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	// The true total of lvl over 3000 rows uniform on 0..3 is about 4500.
+	if math.Abs(got-m.CellSums[0]) > 1e-6*math.Abs(got) || m.CellSums[0] < 3000 || m.CellSums[0] > 6000 {
+		t.Errorf("SUM(orders_lvl) = %v, SUMhat = %v (true total about 4500)", got, m.CellSums[0])
+	}
+}
+
+// TestReleaseMeasureUniformizedRefused checks that measures with the
+// uniformized method are refused before any output or data.
+func TestReleaseMeasureUniformizedRefused(t *testing.T) {
+	s := measureInstance(t, true, "  measures: [amount]\n")
+	s.Release.Method = spec.Uniformized
+	dir := filepath.Join(t.TempDir(), "out")
+	_, err := Run(context.Background(), Options{Spec: s, OutDir: dir, Engine: "duckdb", Source: dp.NewSeededSource(1)})
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "measures") {
+		t.Fatalf("error %v, want ErrUnsupported naming the measures", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("output folder exists after the refusal: %v", err)
 	}
 }
