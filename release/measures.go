@@ -266,7 +266,7 @@ func (m *measure) points(ctx context.Context, eng *engine.Engine, h *hypergraph.
 	}
 	neg, pos := m.u.Bound(true), m.u.Bound(false)
 	view := fmt.Sprintf("%s%d", measureView, i)
-	expr := fmt.Sprintf("COALESCE(LEAST(GREATEST(CAST(round(CAST(%s AS DOUBLE) / CAST(%v AS DOUBLE)) AS BIGINT), %d), %d), 0) + %d",
+	expr := fmt.Sprintf("COALESCE(LEAST(GREATEST(CAST(round(CAST(%s AS DOUBLE PRECISION) / CAST(%v AS DOUBLE PRECISION)) AS BIGINT), %d), %d), 0) + %d",
 		quoteIdent(m.folded.Column), m.u.Resolution(), -neg, pos, neg)
 	q := "SELECT *, " + expr + " AS " + quoteIdent(engine.BinColumn(measureUnits)) + " FROM " + quoteIdent(m.folded.Table)
 	if err := eng.CreateView(ctx, view, q); err != nil {
