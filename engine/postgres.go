@@ -43,7 +43,7 @@ import (
 // server's files until their space is reused or vacuumed.
 func openPostgres(ctx context.Context, dsn string) (*Engine, error) {
 	fail := func(err error) (*Engine, error) {
-		return nil, fmt.Errorf("engine: open %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("engine: open %q: %w", redact(dsn), err)
 	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -109,7 +109,7 @@ var pgSession = map[string]string{"jit": "off", "work_mem": "256MB"}
 func schemaLockKey(rnd [8]byte) int64 { return int64(binary.BigEndian.Uint64(rnd[:])) }
 
 // Redact returns an engine DSN fit for logs and messages: a URL's password
-// replaced by "xxxxx", quoted.
+// replaced by "xxxxx".
 func Redact(dsn string) string { return redact(dsn) }
 
 // redact is a DSN with its password replaced, fit for messages.
@@ -119,9 +119,9 @@ func redact(dsn string) string {
 		if strings.Contains(dsn, "@") || strings.Contains(dsn, "password") {
 			return "(a DSN that does not parse)"
 		}
-		return strconv.Quote(dsn)
+		return dsn
 	}
-	return strconv.Quote(u.Redacted())
+	return u.Redacted()
 }
 
 // dropStalePostgres drops the work schemas that crashed engines left on the
