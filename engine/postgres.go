@@ -286,12 +286,37 @@ func (d postgres) matches(expr, re string) string {
 // ([pgTryFloat8]); any other text is NULL. On text numberRE accepts it
 // agrees with DuckDB's TRY_CAST (TestPostgresAgreesWithDuckDB).
 func (d postgres) toDouble(expr string) string {
+	if name, ok := unquote(expr); ok {
+		// A staged column: its number was parsed while streaming.
+		return d.ident(pgNumPrefix + name)
+	}
 	body := "ltrim(" + expr + ", '+-')"
 	rest := "translate(" + body + ", '0123456789', '')"
 	plain := "length(" + expr + ") < 300 AND length(" + expr + ") - length(" + body + ") <= 1 AND " +
 		rest + " IN ('', '.') AND length(" + rest + ") < length(" + body + ")"
 	return "CASE WHEN " + plain + " THEN CAST(" + expr + " AS DOUBLE PRECISION) WHEN " + d.matches(expr, numberRE) +
 		" THEN " + d.ident(ReservedPrefix+"try_float8") + "(" + expr + ") END"
+}
+
+// Companion columns of the staging tables (see [postgres.stage]): for every
+// integer and numeric column c, pgNumPrefix+c holds TRY_CAST(c AS DOUBLE)
+// of text matching numberRE (NULL otherwise); for every date column,
+// pgDatePrefix+c holds TRY_CAST(c AS DATE) of text matching dateRE. The
+// load's checks and conversions, which call toDouble and toDate on a
+// staged column by its quoted name, read them instead of parsing the text
+// in SQL several times per value (PostgreSQL has no TRY_CAST; its
+// expressions are re-evaluated at every use).
+const (
+	pgNumPrefix  = ReservedPrefix + "num_"
+	pgDatePrefix = ReservedPrefix + "date_"
+)
+
+// unquote returns the name of a quoted identifier holding no quote.
+func unquote(expr string) (string, bool) {
+	if len(expr) < 2 || expr[0] != '"' || expr[len(expr)-1] != '"' || strings.Contains(expr[1:len(expr)-1], `"`) {
+		return "", false
+	}
+	return expr[1 : len(expr)-1], true
 }
 
 // finite evaluates expr once: abs(NaN) is NaN, which PostgreSQL orders
@@ -308,6 +333,9 @@ func (postgres) finite(expr string) string {
 // Nested CASEs fix the order of evaluation: the parts are cast only once
 // they are known to be digits.
 func (d postgres) toDate(expr string) string {
+	if name, ok := unquote(expr); ok {
+		return d.ident(pgDatePrefix + name)
+	}
 	part := func(from, n int) string {
 		return fmt.Sprintf("CAST(substr(%s, %d, %d) AS INTEGER)", expr, from, n)
 	}

@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
 	"github.com/jackc/pgx/v5"
@@ -31,7 +34,9 @@ import (
 //     no table) with the same conversions to text as the DuckDB engine,
 //     and its rows are streamed.
 //
-// Nothing is held in memory beyond one row.
+// Beside the text, every integer and numeric column gets its number and
+// every date column its date, parsed here with DuckDB's TRY_CAST semantics
+// (see pgNumPrefix). Nothing is held in memory beyond one row.
 func (d postgres) stage(ctx context.Context, conn *sql.Conn, t *spec.Table, header []string, stage string,
 	declared func(kinds map[string]string) ([]string, error)) (string, error) {
 	var src copySource
@@ -62,6 +67,25 @@ func (d postgres) stage(ctx context.Context, conn *sql.Conn, t *spec.Table, head
 	for _, c := range cols {
 		defs = append(defs, d.ident(c)+` TEXT COLLATE "C"`)
 	}
+	// Companion columns parsed here (see pgNumPrefix).
+	comp := &companionSource{copySource: src}
+	names := append([]string{rowColumn}, cols...)
+	for i, name := range cols {
+		c := t.Column(name)
+		if c == nil {
+			continue
+		}
+		switch c.Type {
+		case spec.Integer, spec.Numeric:
+			defs = append(defs, d.ident(pgNumPrefix+name)+" DOUBLE PRECISION")
+			names = append(names, pgNumPrefix+name)
+			comp.conv = append(comp.conv, companion{field: i + 1, parse: parseNumber})
+		case spec.Date:
+			defs = append(defs, d.ident(pgDatePrefix+name)+" DATE")
+			names = append(names, pgDatePrefix+name)
+			comp.conv = append(comp.conv, companion{field: i + 1, parse: parseDate})
+		}
+	}
 	if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+d.ident(stage)+"; CREATE TEMP TABLE "+
 		d.ident(stage)+" ("+strings.Join(defs, ", ")+")"); err != nil {
 		return "", fmt.Errorf("engine: load: table %s: %w", t.Name, err)
@@ -71,7 +95,7 @@ func (d postgres) stage(ctx context.Context, conn *sql.Conn, t *spec.Table, head
 		if !ok {
 			return fmt.Errorf("engine: load: unexpected driver connection %T", dc)
 		}
-		_, err := sc.Conn().CopyFrom(ctx, pgx.Identifier{stage}, append([]string{rowColumn}, cols...), src)
+		_, err := sc.Conn().CopyFrom(ctx, pgx.Identifier{stage}, names, comp)
 		return err
 	})
 	if serr := src.Err(); serr != nil {
@@ -82,6 +106,68 @@ func (d postgres) stage(ctx context.Context, conn *sql.Conn, t *spec.Table, head
 		return "", &fileError{table: t.Name, file: t.Source, msg: "cannot load the source into PostgreSQL", err: err}
 	}
 	return d.ident(rowColumn), nil
+}
+
+// companion is a column parsed from the text of field (an index into a
+// row's values).
+type companion struct {
+	field int
+	parse func(string) any
+}
+
+// companionSource appends the companion columns to every row.
+type companionSource struct {
+	copySource
+	conv []companion
+	vals []any
+}
+
+func (s *companionSource) Values() ([]any, error) {
+	v, err := s.copySource.Values()
+	if err != nil {
+		return nil, err
+	}
+	s.vals = append(s.vals[:0], v...)
+	for _, c := range s.conv {
+		var out any
+		if t, ok := v[c.field].(string); ok {
+			out = c.parse(t)
+		}
+		s.vals = append(s.vals, out)
+	}
+	return s.vals, nil
+}
+
+var (
+	numberFull = regexp.MustCompile("^(?:" + numberRE + ")$")
+	dateFull   = regexp.MustCompile("^(?:" + dateRE + ")$")
+)
+
+// parseNumber is DuckDB's TRY_CAST(s AS DOUBLE) on text matching
+// numberRE — correctly rounded, ±Inf beyond the range, ±0 below it — and
+// nil on any other text.
+func parseNumber(s string) any {
+	if !numberFull.MatchString(s) {
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return nil
+	}
+	return f
+}
+
+// parseDate is TRY_CAST(s AS DATE) on text matching dateRE (nil when the
+// day does not exist) and nil on any other text.
+func parseDate(s string) any {
+	if !dateFull.MatchString(s) {
+		return nil
+	}
+	d, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return nil
+	}
+	return d
 }
 
 // copySource is a [pgx.CopyFromSource] that owns resources.
