@@ -96,7 +96,13 @@ func (p *HierPartition) filterCond(r hypergraph.Relation, f HierFilter) (string,
 		if !ok {
 			return "", fmt.Errorf("%w: relation %s has no attribute %q", ErrInvalid, r.Name, a)
 		}
-		eq = append(eq, "u."+d.ident(fmt.Sprintf("v%d", k))+" = "+joinExpr(d, "t."+d.ident(c), p.mixed[a]))
+		// Both sides through joinExpr with the whole join's mixed map: the
+		// degree table's v_k comes from a plan over E's relations only,
+		// which may store the attribute as BIGINT while a relation outside
+		// E stores it as text; comparing BIGINT with text fails on
+		// PostgreSQL (and casts on DuckDB) — a run that succeeds or not
+		// depending on one tuple's spelling.
+		eq = append(eq, joinExpr(d, "u."+d.ident(fmt.Sprintf("v%d", k)), p.mixed[a])+" = "+joinExpr(d, "t."+d.ident(c), p.mixed[a]))
 	}
 	sub := "SELECT 1 FROM " + d.ident(s.assigned) + " u WHERE " + strings.Join(eq, " AND ")
 	if f.Bucket == 1 {

@@ -109,3 +109,68 @@ output: {path: out}
 		t.Errorf("%d tables or views left after Drop", n)
 	}
 }
+
+// TestHierPartitionMixedStorage: a join attribute stored as BIGINT in the
+// relations of a degree query (r1, r2) and as text in another (r3, which
+// holds "07") compares as text everywhere, as the engine's other
+// statistics do: r3's "07" is not the value 7 the assignment names, so it
+// stays in bucket 1. Before the fix the filter compared r1 ⋈ r2's BIGINT
+// with r3's text: DuckDB cast "07" to 7 (bucket 2) and PostgreSQL failed
+// — whether the run succeeded depended on one tuple's spelling.
+func TestHierPartitionMixedStorage(t *testing.T) {
+	forEachOpener(t, func(t *testing.T, openTest func(testing.TB) *Engine) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		writeCSV(t, dir, "r1.csv", []string{"a", "b", "x"}, [][]string{{"7", "1", "u"}, {"7", "2", "u"}, {"8", "1", "u"}})
+		writeCSV(t, dir, "r2.csv", []string{"a", "b", "x"}, [][]string{{"7", "1", "u"}, {"7", "2", "u"}, {"8", "1", "u"}})
+		writeCSV(t, dir, "r3.csv", []string{"a", "x"}, [][]string{{"7", "u"}, {"07", "u"}, {"8", "u"}})
+		y := `privacy: {epsilon: 1, delta: 1e-6}
+tables:
+  - {name: r1, source: r1.csv, columns: {a: {type: key}, b: {type: key}, x: {type: categorical, values: [u]}}}
+  - {name: r2, source: r2.csv, columns: {a: {type: key}, b: {type: key}, x: {type: categorical, values: [u]}}}
+  - {name: r3, source: r3.csv, columns: {a: {type: key}, x: {type: categorical, values: [u]}}}
+join: [r1.a = r2.a, r1.b = r2.b, r1.a = r3.a]
+release: {columns: [r1.x]}
+output: {path: out}
+`
+		s, err := spec.Parse([]byte(y), dir+"/synth.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := openTest(t)
+		if err := e.Load(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.Hypergraph()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := e.NewHierPartition(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Drop(ctx)
+		a, b := "r1.a", "r1.b"
+		split, degs, err := p.Degrees(ctx, 3, []string{a}, []string{a, b}, nil)
+		if err != nil || !slices.Equal(degs, []int64{2, 1}) {
+			t.Fatalf("degrees over r1 ⋈ r2: %v, %v; want [2 1] (a = 7, 8)", degs, err)
+		}
+		if err := p.Assign(ctx, split, map[int64]int{1: 2}); err != nil { // a = 7 in bucket 2
+			t.Fatal(err)
+		}
+		got := map[int]int64{}
+		for _, bucket := range []int{1, 2} {
+			sub, err := p.Sub(ctx, bucket, []HierFilter{{Rels: 7, Attrs: []string{a}, Split: split, Bucket: bucket}})
+			if err != nil {
+				t.Fatalf("bucket %d: %v", bucket, err)
+			}
+			one, _ := hypergraph.New([]hypergraph.Relation{sub.Relation(2)})
+			if got[bucket], err = e.JoinSize(ctx, one); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got[2] != 1 || got[1] != 2 {
+			t.Errorf("r3 rows by bucket %v, want bucket 2: {7}, bucket 1: {07, 8}", got)
+		}
+	})
+}
