@@ -244,6 +244,30 @@ func (l *Ledger) SplitParallel(mechanism string, b Budget, n int, rule string, d
 	return children, nil
 }
 
+// SplitOverlap reserves the share b for n ≥ 1 sub-instances of which one
+// tuple may lie in up to k ≥ 1 (a neighbour changes at most k of them), and
+// returns one ledger of total (ε/k, δ/k) per sub-instance: basic
+// composition over the k a tuple can change spends at most b. With k = 1
+// it is [Ledger.SplitParallel]. Whether a tuple lies in at most k
+// sub-instances is the caller's claim.
+func (l *Ledger) SplitOverlap(mechanism string, b Budget, n int, k int64, rule string, details map[string]any) ([]*Ledger, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("%w: %s: a tuple in at most %d sub-instances, want ≥ 1", ErrInvalidParameter, mechanism, k)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%w: %s: %d sub-instances, want ≥ 1", ErrInvalidParameter, mechanism, n)
+	}
+	each := Budget{Epsilon: b.Epsilon / float64(k), Delta: b.Delta / float64(k)}
+	children := make([]*Ledger, n)
+	for i := range children {
+		children[i] = &Ledger{total: each}
+	}
+	if err := l.charge(&Spend{Mechanism: mechanism, Budget: b, Rule: rule, Details: details, children: children}); err != nil {
+		return nil, err
+	}
+	return children, nil
+}
+
 // Publish records a value released under DP, for the privacy report. Only
 // DP outputs and public parameters may be published.
 func (l *Ledger) Publish(name string, value float64) {

@@ -224,3 +224,30 @@ func TestReportJSON(t *testing.T) {
 		t.Errorf("empty report has null lists: %s", raw)
 	}
 }
+
+// TestSplitOverlap: the parent is charged b once; every sub-instance
+// ledger holds b/k and refuses more.
+func TestSplitOverlap(t *testing.T) {
+	l, err := NewLedger(Budget{Epsilon: 1, Delta: 1e-6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs, err := l.SplitOverlap("subs", Budget{Epsilon: 0.5, Delta: 5e-7}, 4, 3, "a tuple in ≤ 3", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Remaining(); math.Abs(got.Epsilon-0.5) > 1e-12 || math.Abs(got.Delta-5e-7) > 1e-18 {
+		t.Errorf("parent remaining %v, want (0.5, 5e-7)", got)
+	}
+	for i, c := range subs {
+		if got := c.Total(); math.Abs(got.Epsilon-0.5/3) > 1e-15 || math.Abs(got.Delta-5e-7/3) > 1e-21 {
+			t.Errorf("sub %d total %v, want b/3", i, got)
+		}
+		if err := c.Charge("too much", Budget{Epsilon: 0.5 / 2}, "r", nil); !errors.Is(err, ErrBudgetExceeded) {
+			t.Errorf("sub %d accepted b/2 > b/3: %v", i, err)
+		}
+	}
+	if _, err := l.SplitOverlap("bad", Budget{Epsilon: 0.1}, 1, 0, "r", nil); !errors.Is(err, ErrInvalidParameter) {
+		t.Errorf("k = 0: %v", err)
+	}
+}

@@ -74,6 +74,36 @@ func TestHierUniformizedRelease(t *testing.T) {
 	if sum.Rows != rows {
 		t.Errorf("rows written %d, sub-instances' rows add up to %d", sum.Rows, rows)
 	}
+	// The ledger, not a copied field: every sub-instance's recorded
+	// spends add up to at most (ε/(2K), δ/(2K)), and there is one list per
+	// sub-instance that ran.
+	var walk func([]dp.Spend) int
+	walk = func(ss []dp.Spend) int {
+		found := 0
+		for _, sp := range ss {
+			found += walk(sp.Parts)
+			if len(sp.Instances) == 0 {
+				continue
+			}
+			found++
+			if len(sp.Instances) != len(parts) {
+				t.Errorf("%d sub-instance ledgers, %d sub-instances", len(sp.Instances), len(parts))
+			}
+			for i, in := range sp.Instances {
+				var e, d float64
+				for _, x := range in {
+					e, d = e+x.Epsilon, d+x.Delta
+				}
+				if e > s.Privacy.Epsilon/2/float64(K)*(1+1e-9) || d > s.Privacy.Delta/2/float64(K)*(1+1e-9) {
+					t.Errorf("sub-instance %d spent (%v, %v) > (ε/(2K), δ/(2K))", i, e, d)
+				}
+			}
+		}
+		return found
+	}
+	if walk(sum.Privacy.Spends) != 1 {
+		t.Error("no (or more than one) split over the sub-instances in the ledger")
+	}
 	if tree, _ := p["uniformized_attribute_tree"].(string); tree == "" {
 		t.Error("no attribute tree in the report")
 	}

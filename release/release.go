@@ -360,7 +360,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			"K_deg = %d; sub-instances (ε/2, δ/2): every one of the %d runs with (ε/(2K), δ/(2K)), one tuple in at most K = %d "+
 			"(basic composition, Ghazi et al. Lemmas 4.10 and 4.11)", hres.KDeg, len(hres.Partitions), hres.K)
 		log.Info("mechanism done", "algorithm", algStr, "sub_instances", len(hres.Partitions), "k", hres.K,
-			"max_delta_tilde", hres.DeltaTilde, "n_hat", hres.NHat, "rows", hres.Rows, "pmw_variant", out.variant)
+			"sum_delta_tilde", hres.DeltaTilde, "n_hat", hres.NHat, "rows", hres.Rows, "pmw_variant", out.variant)
 	} else {
 		res, err := plan.Run(ctx, src, eng)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 
@@ -76,8 +75,11 @@ type HierReleaseResult struct {
 	K, KDeg int64
 	// Partitions are the sub-instances that ran, in the partition's order.
 	Partitions []HierSubRun
-	// Rows is the sum of the sub-instances' rows, NHat of their n̂,
-	// DeltaTilde the largest of their Δ̃.
+	// Rows is the sum of the sub-instances' rows, NHat of their n̂, and
+	// DeltaTilde of their Δ̃: a bound on one tuple's change to the whole
+	// join, whose rows the sub-instances' joins partition (Lemma 4.10) but
+	// which may spread over up to K of them — the largest Δ̃ alone would
+	// not bound it (the two-table buckets are disjoint; these are not).
 	Rows       int64
 	NHat       float64
 	DeltaTilde float64
@@ -299,7 +301,7 @@ func (p *HierPlan) Run(ctx context.Context, src dp.Source, data HierData) (res *
 		return res, nil // only under a hierMutation: bucket 1 always exists
 	}
 	rule := fmt.Sprintf("one tuple lies in at most K = %d sub-instances; basic composition over them (Lemma 4.11 by composition)", p.sub.K)
-	ledgers, err := p.subs.SplitParallel("join-as-one (Alg. 3) on every sub-instance", p.half, len(part.Subs),
+	ledgers, err := p.subs.SplitOverlap("join-as-one (Alg. 3) on every sub-instance", p.half, len(part.Subs), p.sub.K,
 		rule+fmt.Sprintf("; each sub-instance spends (ε/(2K), δ/(2K)) = (%g, %g) of its share", p.sub.Eps, p.sub.Delta),
 		map[string]any{"sub_instances": len(part.Subs), "k": p.sub.K})
 	if err != nil {
@@ -332,7 +334,7 @@ func (p *HierPlan) Run(ctx context.Context, src dp.Source, data HierData) (res *
 		})
 		res.Rows += r.PMW.Rows
 		res.NHat += r.PMW.NHat
-		res.DeltaTilde = math.Max(res.DeltaTilde, r.DeltaTilde)
+		res.DeltaTilde += r.DeltaTilde
 	}
 	return res, nil
 }

@@ -109,9 +109,12 @@ type HierCond struct {
 	Split int
 	// Buckets maps the keys in buckets ≥ 2 to their bucket; every other key
 	// of dom(Attrs) is in bucket 1. Shared between sub-instances: read only.
-	// It is DP (the bucket map of the file comment restricted to buckets
-	// ≥ 2: a key there has a noisy degree above 2λ ≥ 2τ′, so a positive
-	// degree), and may be published or handed to the engine.
+	// Keyed by value it is DP (the bucket map of the file comment
+	// restricted to buckets ≥ 2: a key there has a noisy degree above
+	// 2λ ≥ 2τ′, so a positive degree). Keyed by an engine id (HierEngine's
+	// row_number() ranks among the values of positive degree) it is not:
+	// a neighbour adding a light value shifts the ranks above it. Hand it
+	// to the engine; never publish it.
 	Buckets map[HierKey]int
 }
 
