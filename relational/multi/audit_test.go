@@ -43,10 +43,11 @@ func radiusAudit(t *testing.T, noThresholdNoise bool) audit.Result {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, n, k, threshold, err := radiusQueries(context.Background(), es, 2, cfg)
+		vecs, err := unitVectors(es, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
+		f, n, k, threshold := radiusQueries(context.Background(), vecs, cfg)
 		return func(src dp.Source) float64 {
 			l, err := svt(src, f, n, k, threshold, cfg.Epsilon/10, nil, noThresholdNoise)
 			if err != nil {
@@ -85,41 +86,55 @@ func TestAuditRadius(t *testing.T) {
 	}
 }
 
-// answerPair is a neighbouring pair for the whole of Alg. 1: 40 units with
-// S_i = (3, 4) (norm 5) and one unit with S_i = (600, 800) (norm 1000) in
-// I, which I′ lacks; the radius and the clipped sum both move.
+// answerPair is a neighbouring pair for the whole of Alg. 1: 150 units with
+// S_i = (3, 4) (norm 5) — more than |T| = (60/ε)·ln 40 ≈ 111 at ε = 2, so
+// the SVT passes the radii below 5 and stops near r̃ = 8 — and one unit
+// with S_i = (600, 800) (norm 1000) in I, which I′ lacks: clipped to
+// (4, 6), it moves the sum by about half a noise σ.
 func answerPair() (d, dPrime []Entry) {
-	for u := 0; u < 40; u++ {
+	for u := 0; u < 150; u++ {
 		dPrime = append(dPrime, Entry{Unit: u, Coord: 0, Psi: 3}, Entry{Unit: u, Coord: 1, Psi: 4})
 	}
-	d = append(append([]Entry(nil), dPrime...), Entry{Unit: 40, Coord: 0, Psi: 600}, Entry{Unit: 40, Coord: 1, Psi: 800})
+	d = append(append([]Entry(nil), dPrime...), Entry{Unit: 150, Coord: 0, Psi: 600}, Entry{Unit: 150, Coord: 1, Psi: 800})
 	return d, dPrime
 }
 
 // TestAuditAnswer audits Alg. 1 end to end at its claimed (ε, δ) = (2, 10⁻⁴)
-// on [answerPair], through two scalar views of the released vector (the
-// first coordinate and the sum of both). False failure probability
-// ≤ 2·10⁻⁶.
+// on [answerPair], through the sum of the released vector (the direction
+// the clipped unit moves it), and checks that the audit catches
+// the planted bug "no clipping" (the big unit's (600, 800) passes whole).
+// False failure probability ≤ 10⁻⁶.
 func TestAuditAnswer(t *testing.T) {
 	const eps, delta = 2.0, 1e-4
 	d, dPrime := answerPair()
 	for name, view := range map[string]func([]int64) float64{
-		"first": func(v []int64) float64 { return float64(v[0]) },
-		"sum":   func(v []int64) float64 { return float64(v[0] + v[1]) },
+		"sum": func(v []int64) float64 { return float64(v[0] + v[1]) },
 	} {
+		res := answerAudit(t, d, dPrime, view, false)
+		t.Logf("%s: %+v", name, res)
+		if res.EpsilonLowerBound > eps {
+			t.Errorf("%s: empirical ε lower bound %v > claimed ε = %v (event %s)", name, res.EpsilonLowerBound, eps, res.Event)
+		}
+	}
+	mut := answerAudit(t, d, dPrime, func(v []int64) float64 { return float64(v[0] + v[1]) }, true)
+	t.Logf("no clipping: %+v", mut)
+	if mut.EpsilonLowerBound <= eps {
+		t.Errorf("the audit did not catch Alg. 1 without clipping: ε lower bound %v ≤ %v", mut.EpsilonLowerBound, eps)
+	}
+}
+
+func answerAudit(t *testing.T, d, dPrime []Entry, view func([]int64) float64, noClip bool) audit.Result {
+	const eps, delta = 2.0, 1e-4
+	{
 		mech := func(es []Entry) audit.Mechanism[float64] {
 			return func(src dp.Source) float64 {
-				r, err := Run(context.Background(), src, es, 2, Config{Epsilon: eps, Delta: delta, GS: 1 << 12, JumpStart: true})
+				r, err := Run(context.Background(), src, es, 2, Config{Epsilon: eps, Delta: delta, GS: 1 << 12, JumpStart: true, noClip: noClip})
 				if err != nil {
 					panic(err)
 				}
 				return view(r.Values)
 			}
 		}
-		res := audit.MustRunScalar(t, mech(d), mech(dPrime), auditRuns(20_000), delta)
-		t.Logf("%s: %+v", name, res)
-		if res.EpsilonLowerBound > eps {
-			t.Errorf("%s: empirical ε lower bound %v > claimed ε = %v (event %s)", name, res.EpsilonLowerBound, eps, res.Event)
-		}
+		return audit.MustRunScalar(t, mech(d), mech(dPrime), auditRuns(8_000), delta)
 	}
 }

@@ -26,11 +26,14 @@
 // # Self-joins (§5.3, Alg. 2)
 //
 // When a join result references two or more units (an implicit self-join
-// on the unit relation), deleting a unit changes other units' contributions
-// and the clipped sum has unbounded sensitivity. The polynomial version of
-// Alg. 2 replaces Count by the value F̂(I, r) of a convex QCQP per radius;
-// it needs the Ipopt solver (build tag ipopt, package relational/ipopt).
-// Without the tag such queries fail with [ErrNeedsIpopt].
+// on the unit relation, e.g. a lineitem of one customer and one supplier),
+// deleting a unit changes other units' contributions and the clipped sum
+// has unbounded sensitivity. [RunSelfJoin], the polynomial version of
+// Alg. 2, replaces Count by the value F̂(I, r) of a convex QCQP per radius
+// (join results merged by their unit sets, [JoinGroups]), solved by Ipopt
+// (build tag ipopt, package relational/ipopt); the jump start skips most
+// programs. Without the tag such queries fail with [ErrNeedsIpopt] before
+// any data is read.
 //
 // # Not implemented
 //

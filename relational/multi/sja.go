@@ -45,6 +45,7 @@ type Config struct {
 	JumpStart bool
 
 	noThresholdNoise bool // mutation knob for the audit test
+	noClip           bool // mutation knob: sum the raw vectors (unbounded sensitivity)
 }
 
 // Result is the output of [Run]: the d DP answers and the public
@@ -142,10 +143,7 @@ func Run(ctx context.Context, src dp.Source, entries []Entry, d int, cfg Config)
 		return Result{}, err
 	}
 	g := cfg.Quantum
-	f, n, k, threshold, err := radiusQueries(ctx, entries, d, cfg)
-	if err != nil {
-		return Result{}, err
-	}
+	f, n, k, threshold := radiusQueries(ctx, vecs, cfg)
 	eps1 := cfg.Epsilon / 10
 	res := Result{Rungs: n}
 	idx, err := svt(src, f, n, k, threshold, eps1, &res.Trace, cfg.noThresholdNoise)
@@ -170,6 +168,14 @@ func Run(ctx context.Context, src dp.Source, entries []Entry, d int, cfg Config)
 		return Result{}, invalid("radius r̃ = %v needs noise σ = %v grid steps beyond the exact sampler's range: %v", res.Radius, sigma, err)
 	}
 	sum := clippedSum(vecs, rGrid, d)
+	if cfg.noClip {
+		clear(sum)
+		for _, v := range vecs {
+			for _, c := range v {
+				sum[c.k] += int64(c.psi)
+			}
+		}
+	}
 	res.Values = make([]int64, d)
 	for k := range sum {
 		res.Values[k] = int64(math.Round(float64(sum[k]+gauss.Sample(src)) * g))
@@ -179,14 +185,10 @@ func Run(ctx context.Context, src dp.Source, entries []Entry, d int, cfg Config)
 	return res, nil
 }
 
-// radiusQueries returns the SVT queries of Alg. 1 on the entries:
+// radiusQueries returns the SVT queries of Alg. 1 on the unit vectors:
 // f(ℓ) = Count(I, 2^(ℓ−1)) − N for ℓ = 1..n, the jump-start guess k (0
 // without jump start) and the threshold T = −(60/ε)·ln(4/β).
-func radiusQueries(ctx context.Context, entries []Entry, d int, cfg Config) (f func(int) (float64, error), n, k int, threshold float64, err error) {
-	vecs, err := unitVectors(entries, d)
-	if err != nil {
-		return nil, 0, 0, 0, err
-	}
+func radiusQueries(ctx context.Context, vecs [][]coord, cfg Config) (f func(int) (float64, error), n, k int, threshold float64) {
 	sorted := make([]float64, len(vecs)) // ‖S_i‖ in the queries' units
 	for i, v := range vecs {
 		s := 0.0
@@ -217,7 +219,7 @@ func radiusQueries(ctx context.Context, entries []Entry, d int, cfg Config) (f f
 		}
 	}
 	threshold = -(60 / cfg.Epsilon) * math.Log(4/cfg.Failure)
-	return f, n, k, threshold, nil
+	return f, n, k, threshold
 }
 
 type coord struct {
