@@ -194,12 +194,8 @@ func RunSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, 
 	}
 	p := &program{groups: groups, n: n, d: d}
 	res := SelfJoinResult{}
-	type sol struct {
-		e float64
-		z []float64
-	}
-	cache := map[int]sol{}
-	at := func(l int) (sol, error) {
+	cache := map[int]solved{}
+	at := func(l int) (solved, error) {
 		if s, ok := cache[l]; ok {
 			return s, nil
 		}
@@ -208,11 +204,32 @@ func RunSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, 
 		res.SolveTime += time.Since(t0)
 		res.Programs++
 		if err != nil {
-			return sol{}, err
+			return solved{}, err
 		}
-		cache[l] = sol{e, z}
+		qhat := make([]float64, d)
+		for g, jg := range groups {
+			qhat[jg.Coord] += z[g] * jg.Psi
+		}
+		cache[l] = solved{e, qhat}
 		return cache[l], nil
 	}
+	if err := selfJoinNoise(src, at, n, d, ds, cfg, &res); err != nil {
+		return SelfJoinResult{}, err
+	}
+	return res, nil
+}
+
+// solved is one program's Ê(I, r) and Q̂(I, r) (in grid steps).
+type solved struct {
+	e    float64
+	qhat []float64
+}
+
+// selfJoinNoise is the randomised part of [RunSelfJoin] over the programs
+// at(ℓ) (radius 2^(ℓ−1)) of an instance with n units, d coordinates and
+// largest unit norm ds; the privacy audit drives it with precomputed
+// programs.
+func selfJoinNoise(src dp.Source, at func(l int) (solved, error), n, d int, ds float64, cfg Config, res *SelfJoinResult) error {
 	f := func(l int) (float64, error) {
 		s, err := at(l)
 		return s.e - float64(n), err
@@ -225,7 +242,7 @@ func RunSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, 
 	eps1 := cfg.Epsilon / 5
 	idx, err := svt(src, f, nr, k, -(6/eps1)*math.Log(6/cfg.Failure), eps1, &res.Trace, cfg.noThresholdNoise)
 	if err != nil {
-		return SelfJoinResult{}, err
+		return err
 	}
 	if idx == 0 {
 		idx = nr
@@ -233,7 +250,7 @@ func RunSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, 
 	res.Radius = math.Ldexp(1, idx-1)
 	best, err := at(idx)
 	if err != nil {
-		return SelfJoinResult{}, err
+		return err
 	}
 	T := -2*(best.e-float64(n)) + 2
 	eps := cfg.Epsilon
@@ -243,20 +260,16 @@ func RunSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, 
 	}
 	rho, err := dp.RhoForBudget(dp.Budget{Epsilon: 2 * eps / 5, Delta: cfg.Delta / (2 * math.Exp(3*eps/5))})
 	if err != nil {
-		return SelfJoinResult{}, err
+		return err
 	}
 	sigma := (That*res.Radius/cfg.Quantum + math.Sqrt(float64(d))) / math.Sqrt(2*rho)
 	gauss, err := dp.NewDiscreteGaussian(math.Max(sigma, dp.MinDiscreteScale))
 	if err != nil {
-		return SelfJoinResult{}, invalid("noise σ = %v grid steps beyond the exact sampler's range: %v", sigma, err)
-	}
-	qhat := make([]float64, d)
-	for g, jg := range groups {
-		qhat[jg.Coord] += best.z[g] * jg.Psi
+		return invalid("noise σ = %v grid steps beyond the exact sampler's range: %v", sigma, err)
 	}
 	res.Values = make([]int64, d)
-	for i := range qhat {
-		res.Values[i] = int64(math.Round(float64(int64(math.Round(qhat[i]))+gauss.Sample(src)) * cfg.Quantum))
+	for i, q := range best.qhat {
+		res.Values[i] = int64(math.Round(float64(int64(math.Round(q))+gauss.Sample(src)) * cfg.Quantum))
 	}
-	return res, nil
+	return nil
 }
