@@ -12,8 +12,10 @@
 // maximum depth of the box arrangement — the largest number of boxes with
 // a common point — and [MaxDepth] computes it exactly by a sweep over the
 // boxes' lower endpoints, dimension by dimension, instead of an NP-hard
-// clique search. A record is a point, so the depth is also the largest
-// number of queries one record can change.
+// clique search. A record is a point, so the depth bounds the number of
+// queries one record can change (with equality when a deepest point lies
+// in the declared domains; the boxes are not clipped to them, which only
+// makes the bound conservative).
 //
 // # Queries
 //
