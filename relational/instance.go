@@ -111,12 +111,12 @@ func newInstance(ctx context.Context, db DB, s *spec.Spec, q *Query, g Group) (*
 	for _, v := range g {
 		where[v.Column.Table] = append(where[v.Column.Table], CmpPred{Col: v.Column, Op: "=", V: v.lit(s.Column(v.Column))})
 	}
-	bare := func(r spec.ColumnRef) string { return cmpCol(s, r, ident(r.Column)) }
+	bare := func(r spec.ColumnRef) string { return ident(r.Column) }
 	for i, t := range q.Tables {
 		name := fmt.Sprintf("%s%d_%d", viewPrefix, n, i)
 		body := "SELECT * FROM " + ident(t)
 		if ps := where[t]; len(ps) > 0 {
-			body += " WHERE " + AndPred{Terms: ps}.sql(bare)
+			body += " WHERE " + PredSQL(s, AndPred{Terms: ps}, bare)
 		}
 		if err := db.CreateView(ctx, name, body); err != nil {
 			in.close()
@@ -208,11 +208,7 @@ func (in *instance) fromWhere() string {
 	}
 	var conds []string
 	for _, j := range in.q.Joins {
-		l, r := in.col(j.Left), in.col(j.Right)
-		if in.s.Column(j.Left).Type == spec.Key || in.s.Column(j.Right).Type == spec.Key {
-			l, r = keyText(l), keyText(r)
-		}
-		conds = append(conds, l+" = "+r)
+		conds = append(conds, JoinSQL(in.s, j, in.col))
 	}
 	s := " FROM " + strings.Join(from, ", ")
 	if len(conds) > 0 {
@@ -342,6 +338,25 @@ func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"
 // apart; it would also make a selection's meaning depend on the storage.
 // CAST … AS VARCHAR is the same in DuckDB and PostgreSQL.
 func keyText(x string) string { return "CAST(" + x + " AS VARCHAR)" }
+
+// JoinSQL renders the join equality j of the spec s with col giving each
+// column's (qualified, quoted) expression: both sides as text when either
+// column is a key (see keyText), as every statistic of the engine compares
+// join values. Packages building their own joins (relational/multi) use it
+// so that one tuple reaches the units and rows the sensitivity bounds say.
+func JoinSQL(s *spec.Spec, j spec.JoinEq, col func(spec.ColumnRef) string) string {
+	l, r := col(j.Left), col(j.Right)
+	if lc, rc := s.Column(j.Left), s.Column(j.Right); (lc != nil && lc.Type == spec.Key) || (rc != nil && rc.Type == spec.Key) {
+		l, r = keyText(l), keyText(r)
+	}
+	return l + " = " + r
+}
+
+// PredSQL renders the selection p with col giving each column's expression,
+// key columns compared as text (see keyText).
+func PredSQL(s *spec.Spec, p Pred, col func(spec.ColumnRef) string) string {
+	return p.sql(func(r spec.ColumnRef) string { return cmpCol(s, r, col(r)) })
+}
 
 // cmpCol is the column expression x of column r as selections compare it:
 // its text for a key column (see keyText), the stored value otherwise.
