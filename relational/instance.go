@@ -358,6 +358,11 @@ func PredSQL(s *spec.Spec, p Pred, col func(spec.ColumnRef) string) string {
 	return p.sql(func(r spec.ColumnRef) string { return cmpCol(s, r, col(r)) })
 }
 
+// ExprSQL renders the summed expression e with col giving each column's
+// expression; every column is cast to DOUBLE PRECISION first (see
+// ColExpr).
+func ExprSQL(e Expr, col func(spec.ColumnRef) string) string { return e.sql(col) }
+
 // cmpCol is the column expression x of column r as selections compare it:
 // its text for a key column (see keyText), the stored value otherwise.
 func cmpCol(s *spec.Spec, r spec.ColumnRef, x string) string {
