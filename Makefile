@@ -13,7 +13,9 @@ build:
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/synth
 
 ## test: vet and run every test (the command CI runs); adds -tags clp
-## (R2T's LP solver, package relational/clp) when pkg-config finds CLP
+## (R2T's LP solver, package relational/clp) when pkg-config finds CLP, and
+## -tags ipopt (the QCQP solver of multi-query self-joins, package
+## relational/ipopt) when it finds Ipopt
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -shuffle=on $(PKGS)
@@ -21,6 +23,10 @@ test:
 		echo "CLP found: vet and test with -tags clp"; \
 		$(GO) vet -tags clp ./relational/ ./relational/clp/ && $(GO) test -count=1 -shuffle=on -tags clp ./relational/ ./relational/clp/; \
 	else echo "CLP not found (apt-get install coinor-libclp-dev): -tags clp skipped"; fi
+	@if pkg-config --exists ipopt 2>/dev/null; then \
+		echo "Ipopt found: vet and test with -tags ipopt"; \
+		$(GO) vet -tags ipopt ./relational/multi/ ./relational/ipopt/ && $(GO) test -count=1 -shuffle=on -tags ipopt ./relational/multi/ ./relational/ipopt/; \
+	else echo "Ipopt not found (apt-get install coinor-libipopt-dev): -tags ipopt skipped"; fi
 
 ## test-short: the quick subset (heavy statistical tests skip under -short)
 test-short:

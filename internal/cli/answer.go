@@ -20,6 +20,8 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/version"
 	"github.com/synth-dp/synth/relational"
+	"github.com/synth-dp/synth/relational/multi"
+	"github.com/synth-dp/synth/relational/rangeset"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -34,6 +36,8 @@ type answerOptions struct {
 	base    float64
 	noise   string
 	format  string
+	multi   bool
+	ranges  bool
 }
 
 func newAnswerCmd(g *globalOptions) *cobra.Command {
@@ -81,6 +85,18 @@ sensitivity mechanism it bounds |answer − true| with probability 0.95; for
 R2T it is twice the shift of the winning threshold τ (R2T underestimates
 with probability ≥ 0.95; the truncation bias is covered when τ ≥ the
 largest contribution of one unit).
+
+Many queries at once:
+  --multi (user-level DP): all queries and groups share one truncation
+    radius and one Gaussian noise vector (Dong, Sun, Yi, "Better than
+    Composition", Alg. 1 with the SVT jump start; the whole (ε, δ), δ > 0,
+    is spent once). Queries whose join results reference two or more units
+    (e.g. --unit customer,supplier) run the QCQP version (Alg. 2), which
+    needs a build with -tags ipopt (apt-get install coinor-libipopt-dev).
+  --ranges (tuple-level DP): COUNT(*) range queries on one table (WHERE a
+    conjunction of comparisons and BETWEEN) get one discrete Laplace
+    mechanism with the set's L1 sensitivity min(|Q|, 2·max depth of the
+    query boxes) (Inan et al.), spending ε once.
 
 Output: a table (--format text), CSV or JSON
   {"answers": [{"query", "group", "value", "mechanism", "noise_scale",
@@ -168,6 +184,8 @@ Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
 	f.Float64Var(&o.base, "r2t-base", 2, "R2T: ratio between thresholds τ, a power of two (2: τ = 2, 4, 8, … as in the paper's analysis; 4 runs half the rungs)")
 	f.StringVar(&o.noise, "noise", string(relational.NoiseLaplace), "residual sensitivity with δ > 0: laplace or gaussian")
 	f.StringVar(&o.format, "format", "text", "output format: text, csv or json")
+	f.BoolVar(&o.multi, "multi", false, "user-level DP: answer all queries and groups together (Dong–Sun–Yi multi-query SJA; needs δ > 0)")
+	f.BoolVar(&o.ranges, "ranges", false, "tuple-level DP: the queries are range counts on one table, answered with their set sensitivity (Inan et al.)")
 	return cmd
 }
 
@@ -244,9 +262,19 @@ func runAnswer(ctx context.Context, g *globalOptions, s *spec.Spec, texts []stri
 		return &UsageError{Err: err}
 	}
 	src := g.source()
-	res, err := relational.Answer(ctx, eng, src, s, qs, relational.Options{
-		Budget: budget, Units: units, GS: o.gs, Base: o.base, Noise: relational.Noise(o.noise),
-	}, ledger)
+	var res []relational.Result
+	switch {
+	case o.ranges && o.multi:
+		return &UsageError{Err: errors.New("--multi and --ranges exclude each other (user-level vs tuple-level DP)")}
+	case o.ranges:
+		res, err = answerRanges(ctx, eng, src, s, texts, units, budget, ledger)
+	case o.multi:
+		res, err = multi.Answer(ctx, eng, src, s, qs, multi.Options{Budget: budget, Units: units, GS: o.gs}, ledger)
+	default:
+		res, err = relational.Answer(ctx, eng, src, s, qs, relational.Options{
+			Budget: budget, Units: units, GS: o.gs, Base: o.base, Noise: relational.Noise(o.noise),
+		}, ledger)
+	}
 	if err != nil {
 		return answerError(err)
 	}
@@ -255,7 +283,12 @@ func runAnswer(ctx context.Context, g *globalOptions, s *spec.Spec, texts []stri
 	if len(units) > 0 {
 		neighbours = "delete one tuple of " + strings.Join(units, " or ") + " and every tuple referencing it (user-DP)"
 		mech = "synth answer: R2T (Dong et al. SIGMOD 2022; survey §4.2)"
+		if o.multi {
+			mech = "synth answer --multi: multi-query SJA (Dong, Sun, Yi, Better than Composition)"
+		}
 		params["units"], params["gs"], params["r2t_base"] = units, o.gs, o.base
+	} else if o.ranges {
+		mech = "synth answer --ranges: Laplace mechanism with the query set's L1 sensitivity (Inan et al.)"
 	} else {
 		params["noise"] = o.noise
 	}
@@ -266,9 +299,24 @@ func runAnswer(ctx context.Context, g *globalOptions, s *spec.Spec, texts []stri
 	return writeAnswers(g.stdout, o.format, res, report)
 }
 
+// answerRanges answers range counts on one table with the set sensitivity
+// (tuple-level DP; a replaced record moves at most min(|Q|, 2·max depth)
+// counts by one).
+func answerRanges(ctx context.Context, eng *engine.Engine, src dp.Source, s *spec.Spec, texts, units []string, budget dp.Budget, ledger *dp.Ledger) ([]relational.Result, error) {
+	if len(units) > 0 {
+		return nil, &UsageError{Err: fmt.Errorf("--ranges answers under tuple-level DP: give --unit \"\" (the spec names unit %s)", strings.Join(units, ","))}
+	}
+	set, err := rangeset.Parse(ctx, eng, s, texts)
+	if err != nil {
+		return nil, err
+	}
+	return rangeset.Answer(ctx, eng, src, s, set, budget.Epsilon, rangeset.Replace, ledger)
+}
+
 // answerError makes query and parameter errors usage errors (exit 2).
 func answerError(err error) error {
-	if errors.Is(err, relational.ErrUnsupported) || errors.Is(err, relational.ErrInvalid) || errors.Is(err, relational.ErrNeedsCLP) {
+	if errors.Is(err, relational.ErrUnsupported) || errors.Is(err, relational.ErrInvalid) || errors.Is(err, relational.ErrNeedsCLP) ||
+		errors.Is(err, multi.ErrInvalid) || errors.Is(err, multi.ErrNeedsIpopt) || errors.Is(err, rangeset.ErrNotBox) {
 		return &UsageError{Err: err}
 	}
 	if errors.Is(err, context.Canceled) {
