@@ -159,8 +159,10 @@ func answerSelfJoin(ctx context.Context, db relational.DB, src dp.Source, s *spe
 	for k, c := range coords {
 		out[k] = relational.Result{
 			Query: queries[c.Query].Text, Group: groupMap(c.Group), Value: res.Values[k],
-			Mechanism: fmt.Sprintf("multi-query SJA with self-joins (Dong–Sun–Yi Alg. 2 + QCQP, user-level DP, units %s, d = %d, %d QCQPs)",
-				strings.Join(opt.Units, ", "), d, res.Programs),
+			// Not the number of QCQPs solved: it depends on the jump
+			// start's exact guess, not on the SVT's output alone.
+			Mechanism: fmt.Sprintf("multi-query SJA with self-joins (Dong–Sun–Yi Alg. 2 + QCQP, user-level DP, units %s, d = %d)",
+				strings.Join(opt.Units, ", "), d),
 			Epsilon: opt.Budget.Epsilon, Delta: opt.Budget.Delta,
 		}
 		ledger.Publish(fmt.Sprintf("answer_%d", k), float64(res.Values[k]))

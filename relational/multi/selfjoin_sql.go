@@ -39,9 +39,9 @@ func JoinGroups(ctx context.Context, db relational.DB, s *spec.Spec, queries []*
 		}
 		term := "1"
 		if q.Agg == relational.Sum {
-			term = "CAST(round(CAST(" + r.expr(q.Expr) + " AS DOUBLE) / " + floatLit(g) + ") AS BIGINT)"
+			term = "CAST(round(CAST(" + relational.ExprSQL(q.Expr, r.col) + " AS DOUBLE PRECISION) / " + floatLit(g) + ") AS BIGINT)"
 		}
-		text := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + term + ") AS DOUBLE)" + r.fromWhere(s) +
+		text := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + term + ") AS DOUBLE PRECISION)" + r.fromWhere(s) +
 			" GROUP BY " + strings.Join(seq(len(sel)), ", ")
 		keys := make([]sql.NullString, len(sel))
 		dest := make([]any, len(sel)+1)

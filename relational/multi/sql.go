@@ -67,9 +67,9 @@ func Contributions(ctx context.Context, db relational.DB, s *spec.Spec, queries 
 		}
 		term := "1"
 		if q.Agg == relational.Sum {
-			term = "CAST(round(CAST(" + r.expr(q.Expr) + " AS DOUBLE) / " + floatLit(g) + ") AS BIGINT)"
+			term = "CAST(round(CAST(" + relational.ExprSQL(q.Expr, r.col) + " AS DOUBLE PRECISION) / " + floatLit(g) + ") AS BIGINT)"
 		}
-		text := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + term + ") AS DOUBLE)" + r.fromWhere(s) +
+		text := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + term + ") AS DOUBLE PRECISION)" + r.fromWhere(s) +
 			" GROUP BY " + strings.Join(seq(len(sel)), ", ")
 		keys := make([]sql.NullString, len(sel))
 		dest := make([]any, len(sel)+1)
@@ -158,13 +158,18 @@ func (r renderer) fromWhere(s *spec.Spec) string {
 	for i, t := range r.q.Tables {
 		from[i] = ident(t) + " AS t" + strconv.Itoa(i)
 	}
+	// Joins and selections are rendered by relational, keys compared as
+	// text exactly as the engine's statistics and relational's own
+	// mechanisms compare them: raw key columns let the SQL engine cast
+	// '07' to 7, so that one unit's deletion changed several units'
+	// vectors (and failed on PostgreSQL: bigint = text).
 	var conds []string
 	for _, j := range r.q.Joins {
-		conds = append(conds, r.col(j.Left)+" = "+r.col(j.Right))
+		conds = append(conds, relational.JoinSQL(s, j, r.col))
 	}
 	for _, t := range r.q.Tables {
 		if p, ok := r.q.Where[t]; ok {
-			conds = append(conds, r.pred(p))
+			conds = append(conds, relational.PredSQL(s, p, r.col))
 		}
 	}
 	out := " FROM " + strings.Join(from, ", ")
@@ -174,51 +179,8 @@ func (r renderer) fromWhere(s *spec.Spec) string {
 	return out
 }
 
-func (r renderer) expr(e relational.Expr) string {
-	switch x := e.(type) {
-	case relational.ColExpr:
-		return r.col(x.Ref)
-	case relational.ConstExpr:
-		return floatLit(x.V)
-	case relational.BinExpr:
-		return "(" + r.expr(x.L) + " " + string(x.Op) + " " + r.expr(x.R) + ")"
-	}
-	panic(fmt.Sprintf("multi: unknown expression %T", e)) // programmer error: the query model grew
-}
-
-func (r renderer) pred(p relational.Pred) string {
-	join := func(ps []relational.Pred, op string) string {
-		s := make([]string, len(ps))
-		for i, t := range ps {
-			s[i] = r.pred(t)
-		}
-		return "(" + strings.Join(s, " "+op+" ") + ")"
-	}
-	switch x := p.(type) {
-	case relational.AndPred:
-		return join(x.Terms, "AND")
-	case relational.OrPred:
-		return join(x.Terms, "OR")
-	case relational.NotPred:
-		return "(NOT " + r.pred(x.P) + ")"
-	case relational.CmpPred:
-		return "(" + r.col(x.Col) + " " + x.Op + " " + x.V.SQL + ")"
-	case relational.ColCmpPred:
-		return "(" + r.col(x.L) + " " + x.Op + " " + r.col(x.R) + ")"
-	case relational.BetweenPred:
-		return "(" + r.col(x.Col) + " BETWEEN " + x.Lo.SQL + " AND " + x.Hi.SQL + ")"
-	case relational.InPred:
-		v := make([]string, len(x.Values))
-		for i, l := range x.Values {
-			v[i] = l.SQL
-		}
-		return "(" + r.col(x.Col) + " IN (" + strings.Join(v, ", ") + "))"
-	}
-	panic(fmt.Sprintf("multi: unknown predicate %T", p)) // programmer error: the query model grew
-}
-
 func floatLit(f float64) string {
-	return "CAST(" + strconv.FormatFloat(f, 'g', -1, 64) + " AS DOUBLE)"
+	return "CAST(" + strconv.FormatFloat(f, 'g', -1, 64) + " AS DOUBLE PRECISION)"
 }
 
 func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
