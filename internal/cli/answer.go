@@ -310,7 +310,11 @@ func answerRanges(ctx context.Context, eng *engine.Engine, src dp.Source, s *spe
 	if err != nil {
 		return nil, err
 	}
-	return rangeset.Answer(ctx, eng, src, s, set, budget.Epsilon, rangeset.Replace, ledger)
+	// synth's neighbours add or remove one tuple (the ledger composes
+	// under them), for which the set's L1 sensitivity is its max depth;
+	// Inan et al.'s replace-one bound, min(|Q|, 2·depth), would double the
+	// noise for nothing.
+	return rangeset.Answer(ctx, eng, src, s, set, budget.Epsilon, rangeset.AddRemove, ledger)
 }
 
 // answerError makes query and parameter errors usage errors (exit 2).
