@@ -436,6 +436,14 @@ func references(s *spec.Spec, t, u string) bool { return len(fkPaths(s, t, u)) >
 // assumes. A unit that no query table references is left out (deleting it
 // cannot change the query).
 func unitColumns(s *spec.Spec, q *Query, units []string) (used []string, cols []spec.ColumnRef, err error) {
+	return UnitColumns(s, q, units)
+}
+
+// UnitColumns is the ownership check of user-level DP shared by R2T and
+// relational/multi: for every unit that q's tables reference, the column
+// of the join holding its id (see unitColumns for the rules); used lists
+// those units. Errors wrap [ErrInvalid].
+func UnitColumns(s *spec.Spec, q *Query, units []string) (used []string, cols []spec.ColumnRef, err error) {
 	qc := attrClasses(q.Joins)
 	class := func(r spec.ColumnRef) string {
 		if c, ok := qc[r]; ok {
