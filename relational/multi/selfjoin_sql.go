@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/synth-dp/synth/relational"
 	"github.com/synth-dp/synth/spec"
@@ -29,31 +28,7 @@ func JoinGroups(ctx context.Context, db relational.DB, s *spec.Spec, queries []*
 		if err != nil {
 			return nil, 0, err
 		}
-		r := newRenderer(q)
-		var sel []string
-		for _, c := range cols {
-			sel = append(sel, "CAST("+r.col(c)+" AS VARCHAR)")
-		}
-		for _, gc := range q.GroupBy {
-			sel = append(sel, "CAST("+r.col(gc)+" AS VARCHAR)")
-		}
-		term := "1"
-		if q.Agg == relational.Sum {
-			term = "CAST(round(CAST(" + relational.ExprSQL(q.Expr, r.col) + " AS DOUBLE PRECISION) / " + floatLit(g) + ") AS BIGINT)"
-		}
-		text := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + term + ") AS DOUBLE PRECISION)" + r.fromWhere(s) +
-			" GROUP BY " + strings.Join(seq(len(sel)), ", ")
-		keys := make([]sql.NullString, len(sel))
-		dest := make([]any, len(sel)+1)
-		for i := range keys {
-			dest[i] = &keys[i]
-		}
-		var psi float64
-		dest[len(sel)] = &psi
-		err = db.Aggregate(ctx, text, nil, func(rows *sql.Rows) error {
-			if err := rows.Scan(dest...); err != nil {
-				return err
-			}
+		err = groupedSums(ctx, db, s, q, cols, g, func(keys []sql.NullString, psi float64) error {
 			vals := make([]string, len(q.GroupBy))
 			for i := range vals {
 				vals[i] = normGroup(s.Column(q.GroupBy[i]), keys[len(cols)+i])

@@ -60,28 +60,7 @@ func Contributions(ctx context.Context, db relational.DB, s *spec.Spec, queries 
 		if err != nil {
 			return nil, 0, err
 		}
-		r := newRenderer(q)
-		sel := []string{"CAST(" + r.col(col) + " AS VARCHAR)"}
-		for _, gc := range q.GroupBy {
-			sel = append(sel, "CAST("+r.col(gc)+" AS VARCHAR)")
-		}
-		term := "1"
-		if q.Agg == relational.Sum {
-			term = "CAST(round(CAST(" + relational.ExprSQL(q.Expr, r.col) + " AS DOUBLE PRECISION) / " + floatLit(g) + ") AS BIGINT)"
-		}
-		text := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + term + ") AS DOUBLE PRECISION)" + r.fromWhere(s) +
-			" GROUP BY " + strings.Join(seq(len(sel)), ", ")
-		keys := make([]sql.NullString, len(sel))
-		dest := make([]any, len(sel)+1)
-		for i := range keys {
-			dest[i] = &keys[i]
-		}
-		var psi float64
-		dest[len(sel)] = &psi
-		err = db.Aggregate(ctx, text, nil, func(rows *sql.Rows) error {
-			if err := rows.Scan(dest...); err != nil {
-				return err
-			}
+		err = groupedSums(ctx, db, s, q, []spec.ColumnRef{col}, g, func(keys []sql.NullString, psi float64) error {
 			vals := make([]string, len(q.GroupBy))
 			for i := range vals {
 				vals[i] = normGroup(s.Column(q.GroupBy[i]), keys[i+1])
@@ -103,6 +82,40 @@ func Contributions(ctx context.Context, db relational.DB, s *spec.Spec, queries 
 		}
 	}
 	return out, len(coords), nil
+}
+
+// groupedSums runs one aggregate of q's join grouped by keyCols (as text)
+// and q's GROUP BY columns (as text), summing every join result's term —
+// 1, or SUM's expression in whole grid steps g — and calls fn per group
+// with the key and group texts (keyCols first) and the sum ψ. The
+// contributions of Alg. 1 (one unit column) and the join groups of Alg. 2
+// (every used unit's column) are both this query.
+func groupedSums(ctx context.Context, db relational.DB, s *spec.Spec, q *relational.Query, keyCols []spec.ColumnRef, g float64,
+	fn func(keys []sql.NullString, psi float64) error) error {
+	r := newRenderer(q)
+	var sel []string
+	for _, c := range append(slices.Clone(keyCols), q.GroupBy...) {
+		sel = append(sel, "CAST("+r.col(c)+" AS VARCHAR)")
+	}
+	term := "1"
+	if q.Agg == relational.Sum {
+		term = "CAST(round(CAST(" + relational.ExprSQL(q.Expr, r.col) + " AS DOUBLE PRECISION) / " + floatLit(g) + ") AS BIGINT)"
+	}
+	text := "SELECT " + strings.Join(sel, ", ") + ", CAST(SUM(" + term + ") AS DOUBLE PRECISION)" + r.fromWhere(s) +
+		" GROUP BY " + strings.Join(seq(len(sel)), ", ")
+	keys := make([]sql.NullString, len(sel))
+	dest := make([]any, len(sel)+1)
+	for i := range keys {
+		dest[i] = &keys[i]
+	}
+	var psi float64
+	dest[len(sel)] = &psi
+	return db.Aggregate(ctx, text, nil, func(rows *sql.Rows) error {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		return fn(keys, psi)
+	})
 }
 
 // normGroup renders a group value read from SQL as [relational.GroupValue]
