@@ -102,3 +102,24 @@ func BenchmarkSVT(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRhoForBudget: the zCDP budget of an (ε, δ) share, computed
+// (the bisection over RhoToEpsilon's golden-section search) and memoised,
+// as every PMW run asks for it.
+func BenchmarkRhoForBudget(b *testing.B) {
+	bud := Budget{Epsilon: 0.95, Delta: 1e-6}
+	b.Run("computed", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := rhoForBudget(bud); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("memoised", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := RhoForBudget(bud); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -44,7 +44,7 @@ func mechOutput(src dp.Source, res *TwoTableResult) float64 {
 }
 
 // wholeMech is TwoTable on a fixed instance as an audit mechanism.
-func wholeMech(t *testing.T, in ttInstance, eps, delta float64, public bool, mut ttMutation) audit.Mechanism[float64] {
+func wholeMech(t testing.TB, in ttInstance, eps, delta float64, public bool, mut ttMutation) audit.Mechanism[float64] {
 	cfg := ttConfig(t, eps, delta)
 	cfg.publicBound, cfg.mut = public, mut
 	cfg.Rounds = 1
@@ -147,5 +147,15 @@ func TestAuditTwoTableWhole(t *testing.T) {
 				t.Fatalf("ε lower bound %v > claimed %v (event %s)", res.EpsilonLowerBound, eps, res.Event)
 			}
 		})
+	}
+}
+
+// BenchmarkWholeMech is one run of the audited mechanism on the tiny
+// heavy instance (the audit's unit of work).
+func BenchmarkWholeMech(b *testing.B) {
+	m := wholeMech(b, ttHeavy(100, true), 2, 1e-3, true, ttHonest)
+	src := dp.NewSeededSource(1)
+	for b.Loop() {
+		m(src)
 	}
 }
