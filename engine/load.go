@@ -161,6 +161,12 @@ func (e *Engine) Load(ctx context.Context, s *spec.Spec) error {
 			return fmt.Errorf("engine: load: table %s: %w", t.Name, err)
 		}
 	}
+	if dist, ok := e.d.(distributor); ok {
+		if err := dist.distribute(ctx, tx, s); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("engine: load: distribute: %w", err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("engine: load: commit: %w", err)
 	}
@@ -257,6 +263,14 @@ func checkTable(t *spec.Table) error {
 		}
 	}
 	return nil
+}
+
+// distributor is implemented by a dialect whose engine spreads the loaded
+// tables over several servers (a sharded cluster): Load calls distribute
+// inside its transaction, after the engine tables of s are built and before
+// they are committed, so that a failure leaves the engine as it was.
+type distributor interface {
+	distribute(ctx context.Context, tx querier, s *spec.Spec) error
 }
 
 // stager is implemented by a dialect whose engine cannot read the source
