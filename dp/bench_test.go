@@ -38,13 +38,6 @@ func BenchmarkSigmaAnalytic(b *testing.B) {
 	}
 }
 
-func BenchmarkCauchy(b *testing.B) {
-	src := NewSource()
-	for b.Loop() {
-		sinkF = Cauchy(src)
-	}
-}
-
 func BenchmarkDiscreteLaplace(b *testing.B) {
 	for _, scale := range []struct {
 		name string

@@ -26,9 +26,6 @@
 //   - [Exponential]: the exponential mechanism; ε-DP for score sensitivity Δ.
 //   - [AboveThreshold] and [AboveThresholdJumpStart]: the sparse vector
 //     technique (Dong–Sun–Yi Lemma 3.8 and Alg. 3); ε-DP.
-//   - [Cauchy]: the general Cauchy distribution (γ = 4) for smooth
-//     sensitivity (Nissim–Raskhodnikova–Smith 2007); ε-DP with
-//     [CauchyBeta] and [CauchyNoiseScale].
 //   - [DiscreteLaplace] / [NewDiscreteLaplace] and [DiscreteGaussian] /
 //     [NewDiscreteGaussian]: exact integer samplers of Canonne–Kamath–
 //     Steinke 2020 (Algs. 1–3), with [BernoulliExp]; ε-DP and ρ-zCDP.
@@ -39,7 +36,7 @@
 // leak through the low-order bits of their output. Only the discrete
 // samplers ([DiscreteLaplace], [DiscreteGaussian], [BernoulliExp]) are safe
 // against this: they use integer arithmetic on random words and their
-// output is exactly distributed. [Laplace], [TLap], [Gaussian] and [Cauchy]
+// output is exactly distributed. [Laplace], [TLap] and [Gaussian]
 // compute in float64 and are NOT hardened; [Exponential] and the SVT
 // release only an index, so the low-bit attack does not apply directly, but
 // their noise is still a float64 approximation. Nothing a mechanism

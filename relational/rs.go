@@ -84,9 +84,9 @@ type RSResult struct {
 // # Why not δ = 0
 //
 // The pure ε-DP variant (general Cauchy noise scaled by RS^β, NRS07) needs
-// a Cauchy-like sampler exact at every scale; dp.Cauchy inverts a CDF at a
-// 2⁻⁵²-grid uniform, whose output gaps exceed 1 in the tails once the scale
-// is large (≈ 10⁻⁴ of the outputs impossible on a neighbour at scale 10¹¹,
+// a Cauchy-like sampler exact at every scale; a float sampler inverting a
+// CDF at a 2⁻⁵²-grid uniform (dp had one until it was removed unused) has
+// output gaps above 1 in the tails once the scale is large (≈ 10⁻⁴ of the outputs impossible on a neighbour at scale 10¹¹,
 // the shape of a revenue SUM): rounding those floats is not ε-DP. It is
 // refused ([ErrPureRS]); R2T (--unit) is pure ε-DP.
 //
