@@ -8,17 +8,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/synth-dp/synth/spec"
 )
 
-// BatchRows is the number of rows of one Arrow record batch: the writer
-// buffers at most this many rows before it hands them to Parquet and checks
-// its context again.
+// BatchRows is the number of rows the writer buffers, column by column,
+// before it hands them to Parquet and checks its context again.
 const BatchRows = 64 << 10
 
 // rowGroupRows is the number of rows of one Parquet row group. parquet-go
@@ -38,19 +34,21 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 //
 // Counts arrive by [Writer.Add] in increasing cell order; each count n of a
 // cell becomes n identical rows holding the cell's representative values
-// ([Decoder.Value]). Rows are built in Arrow record batches of at most
-// [BatchRows] rows and written as Parquet row groups of at most 2^20 rows,
-// so memory does not grow with the output.
+// ([Decoder.Value]). The writer is columnar: every bin of every column has
+// its Parquet value precomputed once, a row copies one value per column
+// into per-column buffers of [BatchRows] rows, and a full buffer goes to
+// Parquet column by column, in row groups of at most 2^20 rows, so memory
+// does not grow with the output.
 //
 // The file's columns are the released columns in release order, all
 // required (never null), with these types:
 //
-//	spec type    Arrow    Parquet
-//	categorical  utf8     BYTE_ARRAY, STRING logical type (dictionary encoded)
-//	boolean      bool     BOOLEAN
-//	integer      int64    INT64, INTEGER(64, signed) logical type (dictionary)
-//	numeric      float64  DOUBLE (dictionary)
-//	date         date32   INT32, DATE logical type (dictionary)
+//	spec type    Parquet
+//	categorical  BYTE_ARRAY, STRING logical type (dictionary encoded)
+//	boolean      BOOLEAN
+//	integer      INT64, INTEGER(64, signed) logical type (dictionary)
+//	numeric      DOUBLE (dictionary)
+//	date         INT32, DATE logical type (days since 1970-01-01; dictionary)
 //
 // After them come the measure columns given to [NewMeasureWriter], each a
 // required float64 (Parquet DOUBLE, dictionary encoded) whose value is a
@@ -70,17 +68,21 @@ type Writer struct {
 	extra []MeasureColumn
 	file  *File
 	pw    *parquet.GenericWriter[any]
-	alloc memory.Allocator
-	rb    *array.RecordBuilder
 
-	batch   int           // rows per batch
-	pending int           // rows in rb
-	rows    []parquet.Row // conversion buffer, reused across batches
-	bins    []int
-	last    int64 // last cell added, -1 before the first
-	total   int64
-	err     error // sticky: the first error, after which the file is gone
-	done    bool  // finished, closed or aborted
+	// vals[j][b] is the Parquet value of bin b of released column j, its
+	// column index set: the only per-value work left is a copy.
+	vals [][]parquet.Value
+	// buf[j][:pending] holds the batch's values of column j (released
+	// columns, then measure columns).
+	buf       [][]parquet.Value
+	batch     int   // rows per batch
+	pending   int   // rows in buf
+	groupRows int64 // rows in the current row group, written to Parquet
+	bins      []int
+	last      int64 // last cell added, -1 before the first
+	total     int64
+	err       error // sticky: the first error, after which the file is gone
+	done      bool  // finished, closed or aborted
 }
 
 // NewWriter creates the temporary file for path and prepares to write the
@@ -160,51 +162,53 @@ func newWriterWith(path string, names []string, cols []*spec.Column, extra []Mea
 	if err != nil {
 		return nil, err
 	}
-	alloc := memory.NewGoAllocator()
+	m := dec.NumColumns() + len(extra)
 	w := &Writer{
 		dec:   dec,
 		extra: extra,
 		file:  f,
 		pw:    parquet.NewGenericWriter[any](f, config),
-		alloc: alloc,
-		rb:    array.NewRecordBuilder(alloc, arrowSchema(dec, extra)),
+		vals:  columnValues(dec),
+		buf:   make([][]parquet.Value, m),
 		batch: batch,
-		rows:  make([]parquet.Row, batch),
 		last:  -1,
 	}
-	// One backing array for all conversion rows: row r is vals[r·m : r·m+m].
-	m := dec.NumColumns() + len(extra)
-	vals := make([]parquet.Value, batch*m)
-	for r := range w.rows {
-		w.rows[r] = vals[r*m : r*m : (r+1)*m]
+	// One backing array for all columns' buffers: column j is
+	// all[j·batch : (j+1)·batch].
+	all := make([]parquet.Value, m*batch)
+	for j := range w.buf {
+		w.buf[j] = all[j*batch : (j+1)*batch : (j+1)*batch]
 	}
-	w.rb.Reserve(batch)
 	return w, nil
 }
 
-// arrowSchema is the Arrow schema of the released table.
-func arrowSchema(dec *Decoder, extra []MeasureColumn) *arrow.Schema {
-	fields := make([]arrow.Field, dec.NumColumns(), dec.NumColumns()+len(extra))
-	for _, m := range extra {
-		fields = append(fields, arrow.Field{Name: m.Name, Type: arrow.PrimitiveTypes.Float64, Nullable: false})
-	}
-	for j := range dec.NumColumns() {
-		var t arrow.DataType
-		switch dec.Type(j) {
-		case spec.Categorical:
-			t = arrow.BinaryTypes.String
-		case spec.Boolean:
-			t = arrow.FixedWidthTypes.Boolean
-		case spec.Integer:
-			t = arrow.PrimitiveTypes.Int64
-		case spec.Numeric:
-			t = arrow.PrimitiveTypes.Float64
-		case spec.Date:
-			t = arrow.FixedWidthTypes.Date32
+// columnValues returns the Parquet value of every bin of every released
+// column (required flat columns: repetition and definition levels 0,
+// column index = position), in the physical types of [Writer].
+func columnValues(dec *Decoder) [][]parquet.Value {
+	out := make([][]parquet.Value, dec.NumColumns())
+	for j := range out {
+		c := &dec.cols[j]
+		v := make([]parquet.Value, c.n)
+		for b := range v {
+			var x parquet.Value
+			switch c.typ {
+			case spec.Categorical:
+				x = parquet.ByteArrayValue([]byte(c.strs[b]))
+			case spec.Boolean:
+				x = parquet.BooleanValue(b == 1)
+			case spec.Integer:
+				x = parquet.Int64Value(c.ints[b])
+			case spec.Numeric:
+				x = parquet.DoubleValue(c.floats[b])
+			case spec.Date:
+				x = parquet.Int32Value(c.days[b])
+			}
+			v[b] = x.Level(0, 0, j)
 		}
-		fields[j] = arrow.Field{Name: dec.Name(j), Type: t, Nullable: false}
+		out[j] = v
 	}
-	return arrow.NewSchema(fields, nil)
+	return out
 }
 
 // Schema returns the Parquet schema of the file the writer of names and
@@ -309,127 +313,86 @@ func (w *Writer) Add(ctx context.Context, cell, count int64) error {
 	}
 	w.bins, w.last = bins, cell
 	for count > 0 {
-		n := min(count, int64(w.batch-w.pending))
-		count -= n
-		if err := w.addRows(ctx, int(n)); err != nil {
+		n := int(min(count, int64(w.batch-w.pending)))
+		count -= int64(n)
+		w.appendRows(n)
+		if err := w.batchDone(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// addRows appends n copies of the row of w.bins (n must fit in the batch)
-// and writes the batch out once it is full.
-func (w *Writer) addRows(ctx context.Context, n int) error {
-	w.appendRows(n)
-	w.total += int64(n)
-	if w.pending == w.batch {
-		if err := w.flush(); err != nil {
-			return w.fail(err)
-		}
-		if err := ctx.Err(); err != nil {
-			return w.fail(fmt.Errorf("release: writing %s: %w", w.file.Path(), err))
-		}
-	}
-	return nil
-}
-
-// appendRows appends n copies of the row of w.bins to the record builder.
+// appendRows appends n copies of the row of w.bins to the column buffers
+// (n must fit in the batch).
 func (w *Writer) appendRows(n int) {
+	lo, hi := w.pending, w.pending+n
 	for j, b := range w.bins {
-		c := &w.dec.cols[j]
-		switch fb := w.rb.Field(j).(type) {
-		case *array.StringBuilder:
-			v := c.strs[b]
-			for range n {
-				fb.Append(v)
-			}
-		case *array.BooleanBuilder:
-			v := b == 1
-			for range n {
-				fb.Append(v)
-			}
-		case *array.Int64Builder:
-			v := c.ints[b]
-			for range n {
-				fb.Append(v)
-			}
-		case *array.Float64Builder:
-			v := c.floats[b]
-			for range n {
-				fb.Append(v)
-			}
-		case *array.Date32Builder:
-			v := arrow.Date32(c.days[b])
-			for range n {
-				fb.Append(v)
-			}
-		}
+		fill(w.buf[j][lo:hi], w.vals[j][b])
 	}
 	for k, m := range w.extra {
-		fb := w.rb.Field(len(w.bins) + k).(*array.Float64Builder)
-		v := m.Value(w.bins)
-		for range n {
-			fb.Append(v)
-		}
+		j := len(w.bins) + k
+		fill(w.buf[j][lo:hi], parquet.DoubleValue(m.Value(w.bins)).Level(0, 0, j))
 	}
-	w.pending += n
+	w.pending = hi
+	w.total += int64(n)
 }
 
-// flush turns the pending rows into an Arrow record and writes it.
-func (w *Writer) flush() error {
-	if w.pending == 0 {
+// fill sets every element of dst to v.
+func fill(dst []parquet.Value, v parquet.Value) {
+	if len(dst) == 0 {
+		return
+	}
+	dst[0] = v
+	for k := 1; k < len(dst); k *= 2 {
+		copy(dst[k:], dst[:k])
+	}
+}
+
+// batchDone writes the batch out once it is full and then checks ctx.
+func (w *Writer) batchDone(ctx context.Context) error {
+	if w.pending < w.batch {
 		return nil
 	}
-	rec := w.rb.NewRecord()
-	defer rec.Release()
-	w.pending = 0
-	w.rb.Reserve(w.batch)
-	return w.writeRecord(rec)
-}
-
-// writeRecord converts an Arrow record to Parquet rows (required flat
-// columns: repetition and definition levels 0, column index = position) and
-// writes them.
-func (w *Writer) writeRecord(rec arrow.Record) error {
-	n := int(rec.NumRows())
-	rows := w.rows[:n]
-	for r := range rows {
-		rows[r] = rows[r][:0]
+	if err := w.flush(); err != nil {
+		return w.fail(err)
 	}
-	for j, col := range rec.Columns() {
-		switch a := col.(type) {
-		case *array.String:
-			data, offs := a.ValueBytes(), a.ValueOffsets()
-			base := offs[0]
-			for r := range rows {
-				v := data[offs[r]-base : offs[r+1]-base]
-				rows[r] = append(rows[r], parquet.ByteArrayValue(v).Level(0, 0, j))
-			}
-		case *array.Boolean:
-			for r := range rows {
-				rows[r] = append(rows[r], parquet.BooleanValue(a.Value(r)).Level(0, 0, j))
-			}
-		case *array.Int64:
-			for r, v := range a.Int64Values() {
-				rows[r] = append(rows[r], parquet.Int64Value(v).Level(0, 0, j))
-			}
-		case *array.Float64:
-			for r, v := range a.Float64Values() {
-				rows[r] = append(rows[r], parquet.DoubleValue(v).Level(0, 0, j))
-			}
-		case *array.Date32:
-			for r, v := range a.Date32Values() {
-				rows[r] = append(rows[r], parquet.Int32Value(int32(v)).Level(0, 0, j))
-			}
-		default:
-			return fmt.Errorf("release: column %q: unexpected Arrow type %s", rec.ColumnName(j), col.DataType())
-		}
-	}
-	if _, err := w.pw.WriteRows(rows); err != nil {
-		return fmt.Errorf("release: writing %s: %w", w.file.Path(), err)
+	if err := ctx.Err(); err != nil {
+		return w.fail(fmt.Errorf("release: writing %s: %w", w.file.Path(), err))
 	}
 	return nil
+}
+
+// flush writes the pending rows to Parquet column by column, closing a row
+// group whenever it reaches [rowGroupRows] rows.
+func (w *Writer) flush() error {
+	for off := 0; off < w.pending; {
+		n := min(w.pending-off, int(rowGroupRows-w.groupRows))
+		for j, cw := range w.pw.ColumnWriters() {
+			if _, err := cw.WriteRowValues(w.buf[j][off : off+n]); err != nil {
+				return fmt.Errorf("release: writing %s: column %q: %w", w.file.Path(), w.columnName(j), err)
+			}
+		}
+		off += n
+		w.groupRows += int64(n)
+		if w.groupRows == rowGroupRows {
+			if err := w.pw.Flush(); err != nil {
+				return fmt.Errorf("release: writing %s: %w", w.file.Path(), err)
+			}
+			w.groupRows = 0
+		}
+	}
+	w.pending = 0
+	return nil
+}
+
+// columnName returns the name of output column j (released, then
+// measures).
+func (w *Writer) columnName(j int) string {
+	if j < w.dec.NumColumns() {
+		return w.dec.Name(j)
+	}
+	return w.extra[j-w.dec.NumColumns()].Name
 }
 
 // fail records err, aborts and returns err.
@@ -464,7 +427,7 @@ func (w *Writer) Finish() (*File, error) {
 		return nil, w.fail(err)
 	}
 	w.done = true
-	w.rb.Release()
+	w.buf, w.vals = nil, nil
 	return w.file, nil
 }
 
@@ -504,7 +467,7 @@ func (w *Writer) Abort() { w.abort() }
 func (w *Writer) abort() {
 	if !w.done {
 		w.done = true
-		w.rb.Release()
+		w.buf, w.vals = nil, nil
 	}
 	w.file.Abort()
 }
@@ -525,7 +488,17 @@ func (w *Writer) AddRow(ctx context.Context, cell int64) error {
 		return w.fail(err)
 	}
 	w.bins = bins
-	return w.addRows(ctx, 1)
+	r := w.pending
+	for j, b := range bins {
+		w.buf[j][r] = w.vals[j][b]
+	}
+	for k, m := range w.extra {
+		j := len(bins) + k
+		w.buf[j][r] = parquet.DoubleValue(m.Value(bins)).Level(0, 0, j)
+	}
+	w.pending++
+	w.total++
+	return w.batchDone(ctx)
 }
 
 // Sampling describes how [Shuffle] draws the rows it writes.

@@ -699,3 +699,72 @@ func BenchmarkWriter(b *testing.B) {
 	}
 	b.ReportMetric(float64(cells*perCell)*float64(iters)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// TestWriterRowGroups writes one row more than a row group holds, through
+// batches that do not divide the row group, and checks the groups' sizes
+// (at most 2^20 rows each, as MaxRowsPerRowGroup did for the row-wise
+// writer) and the rows read back.
+func TestWriterRowGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 2^20 + 1 rows")
+	}
+	dir := t.TempDir()
+	names, cols := fixture()
+	path := filepath.Join(dir, "groups.parquet")
+	w, err := newWriter(path, names, cols, testMetadata(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	// Cells 0..9 with 104,857 rows each, then cell 191 with 1 row:
+	// 1,048,570 + 7 rows = 2^20 + 1 after the last two cells below.
+	var want int64
+	for c := range int64(10) {
+		if err := w.Add(context.Background(), c, 104_857); err != nil {
+			t.Fatal(err)
+		}
+		want += 104_857
+	}
+	if err := w.Add(context.Background(), 100, rowGroupRows-want); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(context.Background(), 191, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64
+	for _, rg := range pf.RowGroups() {
+		sizes = append(sizes, rg.NumRows())
+	}
+	if !reflect.DeepEqual(sizes, []int64{rowGroupRows, 1}) {
+		t.Errorf("row groups of %v rows, want [%d 1]", sizes, rowGroupRows)
+	}
+	db := openDuckDB(t)
+	var n, last, firstTen int64
+	q := `SELECT count(*), count(*) FILTER (WHERE day = DATE '2024-02-01' AND region = 'it''s' AND qty = 8),
+		count(*) FILTER (WHERE region = 'north' AND NOT active AND qty = 3) FROM read_parquet(` + sqlString(path) + `)`
+	if err := db.QueryRow(q).Scan(&n, &last, &firstTen); err != nil {
+		t.Fatal(err)
+	}
+	// Cells 0..9 all have region north, active false and qty 3 (bins
+	// (0,0,0,·,·)); cell 100 = (1,1,0,1,0) and cell 191 = (2,1,1,3,3) do
+	// not.
+	if n != rowGroupRows+1 || last != 1 || firstTen != 10*104_857 {
+		t.Errorf("count %d, last-cell rows %d, first cells' rows %d; want %d, 1, %d", n, last, firstTen, rowGroupRows+1, 10*104_857)
+	}
+}
