@@ -11,8 +11,12 @@
 // # Numerical caveat
 //
 // Ipopt is an interior-point method: its solution is optimal and feasible
-// to the tolerance [Tolerance] (relative), not exactly. Callers that derive
-// a sensitivity bound from the exact optimum must account for that slack.
+// to the tolerance [Tolerance] (relative), not exactly, and a status of 1
+// ("solved to acceptable level") is looser still. Callers that derive a
+// sensitivity bound from the solution must check its feasibility
+// themselves (relational/multi does, in exact arithmetic, and repairs it)
+// and must not let a failed solve change their control flow in a
+// data-dependent way: [Solve] returns the last iterate with its error.
 package ipopt
 
 import "errors"
@@ -57,6 +61,7 @@ type Solution struct {
 	// Objective is Σ C[v]·X[v].
 	Objective float64
 	// Status is Ipopt's ApplicationReturnStatus (0: solved, 1: solved to
-	// acceptable level).
+	// acceptable level; other values come with an error wrapping
+	// [ErrFailed]).
 	Status int
 }

@@ -23,7 +23,11 @@ const Available = true
 // variable bounds, or 0 where unbounded). It validates the structure,
 // copies it to C memory, and runs IpoptSolve (print_level 0, tol
 // [Tolerance], adaptive μ). A status other than solved or solved to an
-// acceptable level wraps [ErrFailed]. ctx is checked before the solve
+// acceptable level wraps [ErrFailed] and still returns Ipopt's last
+// iterate in the Solution (X may be infeasible, or NaN after an
+// evaluation error): callers that need an answer whatever happens repair
+// it themselves. Errors about the structure of p return an empty
+// Solution, also wrapping [ErrFailed]. ctx is checked before the solve
 // (Ipopt cannot be interrupted from Go). Safe for concurrent use: every
 // call has its own problem.
 func Solve(ctx context.Context, p *QCQP, x0 []float64) (Solution, error) {
@@ -105,13 +109,13 @@ func Solve(ctx context.Context, p *QCQP, x0 []float64) (Solution, error) {
 	x := dbl(start)
 	var obj C.double
 	status := C.qcqp_solve(cp, dbl(xl), dbl(xu), dbl(gl), dbl(gu), C.int(nJac), C.int(nHess), C.double(Tolerance), x, &obj)
-	if status != 0 && status != 1 {
-		return Solution{}, fmt.Errorf("%w: Ipopt status %d", ErrFailed, int(status))
-	}
 	out := Solution{X: make([]float64, n), Objective: float64(obj), Status: int(status)}
 	xs := unsafe.Slice(x, n)
 	for v := range n {
 		out.X[v] = float64(xs[v])
+	}
+	if status != 0 && status != 1 {
+		return out, fmt.Errorf("%w: Ipopt status %d", ErrFailed, int(status))
 	}
 	return out, nil
 }

@@ -2,7 +2,7 @@ package multi
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"math"
 	"slices"
 	"time"
@@ -27,34 +27,55 @@ type JoinGroup struct {
 
 // SelfJoinResult is the output of [RunSelfJoin].
 type SelfJoinResult struct {
-	// Values are the d answers, integers.
+	// Values are the d answers, integers (DP outputs).
 	Values []int64
-	// Radius is r̃ (a DP output).
+	// Radius is r̃ (a DP output; not published by [Answer]).
 	Radius float64
+
+	// The fields below are NOT differentially private: they depend on the
+	// private instance (which radii the jump start skipped, how long the
+	// solver took, how it behaved). They are diagnostics for the data
+	// custodian only and must never be published or printed into the
+	// answers' output.
+
 	// Programs is the number of QCQPs solved, and SolveTime their total
-	// time (each program is one F̂(I, r)).
+	// time (each program is one F̂(I, r)). Not DP.
 	Programs  int
 	SolveTime time.Duration
-	// Trace says which radii the SVT evaluated.
+	// Trace says which radii the SVT evaluated. Not DP.
 	Trace SVTTrace
+	// Reports has one entry per QCQP solved, in order: solver status,
+	// errors, and the feasibility repair. Not DP.
+	Reports []ProgramReport
 }
 
 // program is the convex QCQP of Dong–Sun–Yi §5.3 for one instance, built
 // once and solved per radius.
 type program struct {
-	groups []JoinGroup
-	n      int // units
-	d      int
+	groups  []JoinGroup
+	n       int // units
+	d       int
+	members [][]membership // per unit, its (group, coordinate) pairs by coordinate
+	// solver is ipopt.Solve; tests plant a fake or perturbed one.
+	solver func(context.Context, *ipopt.QCQP, []float64) (ipopt.Solution, error)
 }
 
-// solve returns Ê(I, r) = max Σ_i y_i and the canonical optimal z of (17):
+// solve returns Ê(I, r) = max Σ_i y_i and round(Q̂(I, r)) in grid steps
+// from the canonical optimal z of (17):
 //
 //	max Σ_i y_i  s.t.  z_g ≥ Σ_{i∈D_g} y_i − |D_g| + 1,
 //	                   Σ_k (Σ_{g∋i, coord k} ψ_g·z_g)² ≤ r²  for every unit i,
 //	                   0 ≤ y, z ≤ 1,
 //
-// with ψ/r in the quadratic constraints (scaled to 1 on the right).
-func (p *program) solve(ctx context.Context, r float64) (e float64, z []float64, err error) {
+// with ψ/r in the quadratic constraints (scaled to 1 on the right). The
+// solver's point is not trusted: [program.feasible] makes it exactly
+// feasible, and a failed solve (rep.Err) is repaired the same way from its
+// last iterate (or from 0), so that the only error is ctx's — whose
+// occurrence is the caller's doing, not the data's.
+func (p *program) solve(ctx context.Context, r float64) (e float64, qhat []float64, rep ProgramReport, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, rep, err
+	}
 	nz := len(p.groups)
 	nv := p.n + nz
 	q := &ipopt.QCQP{C: make([]float64, nv), XL: make([]float64, nv), XU: make([]float64, nv)}
@@ -77,53 +98,34 @@ func (p *program) solve(ctx context.Context, r float64) (e float64, z []float64,
 		q.LinHi = append(q.LinHi, 1e20)
 	}
 	// Terms: for every unit, one per coordinate it contributes to.
-	type key struct{ unit, k int }
-	terms := map[key][]int{}
-	for g, jg := range p.groups {
-		for _, u := range jg.Units {
-			terms[key{u, jg.Coord}] = append(terms[key{u, jg.Coord}], g)
-		}
-	}
-	keys := make([]key, 0, len(terms))
-	for k := range terms {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if a.unit != b.unit {
-			return a.unit - b.unit
-		}
-		return a.k - b.k
-	})
 	q.QuadPtr, q.TermPtr = []int32{0}, []int32{0}
-	for i := 0; i < len(keys); {
-		u := keys[i].unit
-		for ; i < len(keys) && keys[i].unit == u; i++ {
-			for _, g := range terms[keys[i]] {
-				q.TermIdx = append(q.TermIdx, int32(p.n+g))
-				q.TermVal = append(q.TermVal, p.groups[g].Psi/r)
+	for _, ms := range p.members {
+		if len(ms) == 0 {
+			continue
+		}
+		for j, m := range ms {
+			q.TermIdx = append(q.TermIdx, int32(p.n+m.g))
+			q.TermVal = append(q.TermVal, p.groups[m.g].Psi/r)
+			if j+1 == len(ms) || ms[j+1].k != m.k {
+				q.TermPtr = append(q.TermPtr, int32(len(q.TermIdx)))
 			}
-			q.TermPtr = append(q.TermPtr, int32(len(q.TermIdx)))
 		}
 		q.QuadPtr = append(q.QuadPtr, int32(len(q.TermPtr)-1))
 		q.QuadHi = append(q.QuadHi, 1)
 	}
-	sol, err := ipopt.Solve(ctx, q, nil)
-	if err != nil {
-		return 0, nil, fmt.Errorf("multi: QCQP at r = %v: %w", r, err)
+	solver := p.solver
+	if solver == nil {
+		solver = ipopt.Solve
 	}
-	y := sol.X[:p.n]
-	for _, v := range y {
-		e += math.Max(0, math.Min(1, v))
+	t0 := time.Now()
+	sol, serr := solver(ctx, q, nil)
+	if serr != nil && (errors.Is(serr, context.Canceled) || errors.Is(serr, context.DeadlineExceeded)) {
+		return 0, nil, rep, serr
 	}
-	z = make([]float64, nz)
-	for g, jg := range p.groups {
-		s := 1 - float64(len(jg.Units))
-		for _, u := range jg.Units {
-			s += math.Max(0, math.Min(1, y[u]))
-		}
-		z[g] = math.Max(0, s) // (17): the tight z of the optimum
-	}
-	return e, z, nil
+	dt := time.Since(t0)
+	y, z, rep := p.feasible(sol.X, r)
+	rep.Radius, rep.Status, rep.Err, rep.Time = r, sol.Status, serr, dt
+	return sumY(y), p.answers(z), rep, nil
 }
 
 // RunSelfJoin is the polynomial version of Dong–Sun–Yi Alg. 2 (§5.3) for d
@@ -151,15 +153,34 @@ func (p *program) solve(ctx context.Context, r float64) (e float64, z []float64,
 // second-order Gaussian mechanism) composes them to (ε, δ). T̂ and r̃ are
 // not published; the answers are integers.
 //
-// Numerical caveat: F̂ and Q̂ come from Ipopt at relative tolerance
-// [ipopt.Tolerance]; the lemmas hold for the exact optimum, so the
-// guarantee holds up to the solver's accuracy (the same caveat as an LP
-// solver in R2T). Without the ipopt build tag it returns an error wrapping
-// [ErrNeedsIpopt].
+// # Solver answers are checked, not trusted
+//
+// Each program's point comes from Ipopt and is then made exactly feasible
+// in Go ([program.feasible]: y on a 2^−30 grid, z tight, every quadratic
+// constraint checked in exact arithmetic, violating units' y lowered), so
+// Q̂'s local-sensitivity bound (Lemma 5.10) holds for the points actually
+// used. A failed solve is repaired the same way from Ipopt's last iterate
+// and recorded in [SelfJoinResult].Reports (not DP); it is never an error,
+// so after the budget is charged the only errors are parameter checks that
+// depend on the queries alone (d, the ladder, ψ whole numbers in [0, 2⁵³]
+// — JoinGroups' sums of grid steps), noise beyond the sampler's range (a
+// function of DP outputs), and ctx. Numerical caveat: F̂'s sensitivity 1
+// (Lemma 5.8, used by the SVT and by (20)) holds for the optimum; F̂ here
+// is the objective of a feasible point within Ipopt's tolerance
+// [ipopt.Tolerance] plus the repair's loss of the optimum (the same caveat
+// as an LP solver in R2T; the loss is in the reports). Without the ipopt
+// build tag it returns an error wrapping [ErrNeedsIpopt].
 func RunSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, cfg Config) (SelfJoinResult, error) {
 	if !ipopt.Available {
 		return SelfJoinResult{}, ErrNeedsIpopt
 	}
+	return runSelfJoin(ctx, src, groups, d, cfg, nil)
+}
+
+// runSelfJoin is [RunSelfJoin] with the solver as a parameter (nil:
+// ipopt.Solve), for tests with a fake solver.
+func runSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, cfg Config,
+	solver func(context.Context, *ipopt.QCQP, []float64) (ipopt.Solution, error)) (SelfJoinResult, error) {
 	cfg, err := cfg.validate()
 	if err != nil {
 		return SelfJoinResult{}, err
@@ -167,17 +188,13 @@ func RunSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, 
 	if d < 1 {
 		return SelfJoinResult{}, invalid("d = %d queries, want ≥ 1", d)
 	}
-	n := 0
+	groups, n, err := normaliseGroups(groups, d)
+	if err != nil {
+		return SelfJoinResult{}, err
+	}
 	norms := map[int][]float64{}
 	for _, g := range groups {
-		if g.Coord < 0 || g.Coord >= d || len(g.Units) == 0 || !(g.Psi >= 0) || math.IsInf(g.Psi, 0) {
-			return SelfJoinResult{}, invalid("join group %+v (d = %d)", g, d)
-		}
 		for _, u := range g.Units {
-			if u < 0 {
-				return SelfJoinResult{}, invalid("unit id %d", u)
-			}
-			n = max(n, u+1)
 			if norms[u] == nil {
 				norms[u] = make([]float64, d)
 			}
@@ -192,24 +209,23 @@ func RunSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, 
 		}
 		ds = math.Max(ds, math.Sqrt(s)*cfg.Quantum)
 	}
-	p := &program{groups: groups, n: n, d: d}
+	p := newProgram(groups, n, d)
+	p.solver = solver
 	res := SelfJoinResult{}
 	cache := map[int]solved{}
 	at := func(l int) (solved, error) {
 		if s, ok := cache[l]; ok {
 			return s, nil
 		}
-		t0 := time.Now()
-		e, z, err := p.solve(ctx, math.Ldexp(1, l-1)/cfg.Quantum)
-		res.SolveTime += time.Since(t0)
-		res.Programs++
+		r := math.Ldexp(1, l-1)
+		e, qhat, rep, err := p.solve(ctx, r/cfg.Quantum)
 		if err != nil {
-			return solved{}, err
+			return solved{}, err // ctx only
 		}
-		qhat := make([]float64, d)
-		for g, jg := range groups {
-			qhat[jg.Coord] += z[g] * jg.Psi
-		}
+		rep.Radius = r
+		res.SolveTime += rep.Time
+		res.Programs++
+		res.Reports = append(res.Reports, rep)
 		cache[l] = solved{e, qhat}
 		return cache[l], nil
 	}
@@ -217,6 +233,32 @@ func RunSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, 
 		return SelfJoinResult{}, err
 	}
 	return res, nil
+}
+
+// normaliseGroups checks the join groups and returns copies with each
+// D_g as a set (units sorted, repeats dropped: a join result that
+// references one unit twice is in the unit's sub-instance exactly when the
+// unit is) and the number of units n (ids below n).
+func normaliseGroups(groups []JoinGroup, d int) ([]JoinGroup, int, error) {
+	out := make([]JoinGroup, len(groups))
+	n := 0
+	for i, g := range groups {
+		if g.Coord < 0 || g.Coord >= d || len(g.Units) == 0 || len(g.Units) > maxUnitsPerGroup {
+			return nil, 0, invalid("join group %+v (d = %d; 1 to %d units)", g, d, maxUnitsPerGroup)
+		}
+		if !(g.Psi >= 0) || g.Psi != math.Trunc(g.Psi) || g.Psi > 1<<53 {
+			return nil, 0, invalid("join group ψ = %v grid steps, want a whole number in [0, 2⁵³]", g.Psi)
+		}
+		us := slices.Clone(g.Units)
+		slices.Sort(us)
+		us = slices.Compact(us)
+		if us[0] < 0 {
+			return nil, 0, invalid("unit id %d", us[0])
+		}
+		n = max(n, us[len(us)-1]+1)
+		out[i] = JoinGroup{Coord: g.Coord, Units: us, Psi: g.Psi}
+	}
+	return out, n, nil
 }
 
 // solved is one program's Ê(I, r) and Q̂(I, r) (in grid steps).
@@ -262,7 +304,11 @@ func selfJoinNoise(src dp.Source, at func(l int) (solved, error), n, d int, ds f
 	if err != nil {
 		return err
 	}
-	sigma := (That*res.Radius/cfg.Quantum + math.Sqrt(float64(d))) / math.Sqrt(2*rho)
+	rad := res.Radius
+	if cfg.noiseRadiusOne {
+		rad = 1
+	}
+	sigma := (That*rad/cfg.Quantum + math.Sqrt(float64(d))) / math.Sqrt(2*rho)
 	gauss, err := dp.NewDiscreteGaussian(math.Max(sigma, dp.MinDiscreteScale))
 	if err != nil {
 		return invalid("noise σ = %v grid steps beyond the exact sampler's range: %v", sigma, err)

@@ -54,16 +54,12 @@ func TestAuditSelfJoin(t *testing.T) {
 		for _, v := range vec {
 			ds = math.Max(ds, math.Hypot(v[0], v[1]))
 		}
-		p := &program{groups: groups, n: n, d: 2}
+		p := newProgram(groups, n, 2)
 		table := map[int]solved{}
 		for l := 1; l <= Rungs(cfg.GS); l++ {
-			e, z, err := p.solve(context.Background(), math.Ldexp(1, l-1))
+			e, q, _, err := p.solve(context.Background(), math.Ldexp(1, l-1))
 			if err != nil {
 				t.Fatal(err)
-			}
-			q := make([]float64, 2)
-			for g, jg := range groups {
-				q[jg.Coord] += z[g] * jg.Psi
 			}
 			table[l] = solved{e, q}
 		}

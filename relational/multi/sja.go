@@ -44,8 +44,11 @@ type Config struct {
 	// Count evaluations).
 	JumpStart bool
 
-	noThresholdNoise bool // mutation knob for the audit test
-	noClip           bool // mutation knob: sum the raw vectors (unbounded sensitivity)
+	noThresholdNoise bool    // mutation knob for the audit test
+	noClip           bool    // mutation knob: sum the raw vectors (unbounded sensitivity)
+	clipFactor       float64 // mutation knob: clip to clipFactor·r̃ (0 means 1)
+	noiseFactor      float64 // mutation knob: σ multiplied by noiseFactor (0 means 1)
+	noiseRadiusOne   bool    // mutation knob of Alg. 2: noise scaled by r = 1 instead of r̃
 }
 
 // Result is the output of [Run]: the d DP answers and the public
@@ -160,6 +163,9 @@ func Run(ctx context.Context, src dp.Source, entries []Entry, d int, cfg Config)
 		return Result{}, err
 	}
 	sigma := rGrid / math.Sqrt(2*rho)
+	if cfg.noiseFactor != 0 {
+		sigma *= cfg.noiseFactor
+	}
 	if sigma < dp.MinDiscreteScale {
 		sigma = dp.MinDiscreteScale // more noise is still private
 	}
@@ -167,7 +173,11 @@ func Run(ctx context.Context, src dp.Source, entries []Entry, d int, cfg Config)
 	if err != nil {
 		return Result{}, invalid("radius r̃ = %v needs noise σ = %v grid steps beyond the exact sampler's range: %v", res.Radius, sigma, err)
 	}
-	sum := clippedSum(vecs, rGrid, d)
+	clipR := rGrid
+	if cfg.clipFactor != 0 {
+		clipR *= cfg.clipFactor
+	}
+	sum := clippedSum(vecs, clipR, d)
 	if cfg.noClip {
 		clear(sum)
 		for _, v := range vecs {
