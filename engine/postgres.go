@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/url"
 	"strconv"
@@ -41,11 +42,19 @@ import (
 // session holds — the schemas of engines still running elsewhere are left
 // alone. Like any PostgreSQL table, dropped private rows stay in the
 // server's files until their space is reused or vacuumed.
+//
+// With the URL parameter [ShardsParam] the engine spreads the loaded
+// relations over foreign servers of the coordinator it connects to (a
+// sharded cluster: see shardedPostgres).
 func openPostgres(ctx context.Context, dsn string) (*Engine, error) {
 	fail := func(err error) (*Engine, error) {
 		return nil, fmt.Errorf("engine: open %q: %w", redact(dsn), err)
 	}
-	cfg, err := pgx.ParseConfig(dsn)
+	conn, shards, err := splitShards(dsn)
+	if err != nil {
+		return fail(err)
+	}
+	cfg, err := pgx.ParseConfig(conn)
 	if err != nil {
 		return fail(errors.New("not a valid PostgreSQL URL"))
 	}
@@ -63,6 +72,13 @@ func openPostgres(ctx context.Context, dsn string) (*Engine, error) {
 	for k, v := range pgSession {
 		if _, ok := cfg.RuntimeParams[k]; !ok {
 			cfg.RuntimeParams[k] = v
+		}
+	}
+	if shards != nil {
+		for k, v := range shardSession {
+			if _, ok := cfg.RuntimeParams[k]; !ok {
+				cfg.RuntimeParams[k] = v
+			}
 		}
 	}
 	// The simple protocol: several statements in one Exec (the dialect's
@@ -96,6 +112,26 @@ func openPostgres(ctx context.Context, dsn string) (*Engine, error) {
 	}
 	if err := e.dropStalePostgres(ctx); err != nil {
 		return closeFail(err)
+	}
+	if shards != nil {
+		// A sharded cluster (see shardedPostgres): the engine's schema on
+		// the shards is dropped at Close, before the lock is released.
+		sd, err := openShards(ctx, db, schema, shards)
+		if err != nil {
+			return closeFail(err)
+		}
+		e.d = sd
+		unlock := e.release
+		e.release = func() {
+			if err := sd.dropRemote(context.Background()); err != nil {
+				// The next Open on this coordinator drops it (dropStaleRemote).
+				slog.Warn("engine: close: could not drop the work schema on the shards", "schema", schema, "err", err)
+			}
+			unlock()
+		}
+		if err := sd.dropStaleRemote(ctx); err != nil {
+			return closeFail(err)
+		}
 	}
 	return e, nil
 }

@@ -13,6 +13,7 @@ import (
 	duckdb "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/tpchgen"
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
@@ -30,6 +31,27 @@ func TestReleaseSamePostgresDuckDB(t *testing.T) {
 	if url == "" {
 		t.Skip("SYNTH_TEST_POSTGRES is not set: PostgreSQL case skipped (start a server with scripts/pg-throwaway.sh start DIR and export its URL)")
 	}
+	releaseSame(t, url, "PostgreSQL")
+}
+
+// TestReleaseSameShardedDuckDB is [TestReleaseSamePostgresDuckDB] on a
+// sharded PostgreSQL cluster (SYNTH_TEST_POSTGRES_CLUSTER, the coordinator
+// URL scripts/pg-cluster.sh prints): the private relations hash-partitioned
+// over the shards by join key, the same rows written.
+func TestReleaseSameShardedDuckDB(t *testing.T) {
+	url := os.Getenv("SYNTH_TEST_POSTGRES_CLUSTER")
+	if url == "" {
+		t.Skip("SYNTH_TEST_POSTGRES_CLUSTER is not set: sharded PostgreSQL case skipped (start a cluster with scripts/pg-cluster.sh start DIR and export its URL)")
+	}
+	if !strings.Contains(url, engine.ShardsParam+"=") {
+		t.Fatalf("SYNTH_TEST_POSTGRES_CLUSTER = %s names no shards (%s=…)", engine.Redact(url), engine.ShardsParam)
+	}
+	releaseSame(t, url, "sharded PostgreSQL")
+}
+
+// releaseSame runs the seeded releases of [TestReleaseSamePostgresDuckDB]
+// on embedded DuckDB and on the engine at url, called name in messages.
+func releaseSame(t *testing.T, url, name string) {
 	if testing.Short() {
 		t.Skip("releases on two engines: skipped under -short")
 	}
@@ -66,8 +88,8 @@ func TestReleaseSamePostgresDuckDB(t *testing.T) {
 				rows[k] = parquetRows(t, sum.Parquet)
 			}
 			if sums[0].Rows != sums[1].Rows || sums[0].NHat != sums[1].NHat || sums[0].DeltaTilde != sums[1].DeltaTilde {
-				t.Errorf("DuckDB: %d rows, n̂ %v, Δ̃ %v; PostgreSQL: %d rows, n̂ %v, Δ̃ %v",
-					sums[0].Rows, sums[0].NHat, sums[0].DeltaTilde, sums[1].Rows, sums[1].NHat, sums[1].DeltaTilde)
+				t.Errorf("DuckDB: %d rows, n̂ %v, Δ̃ %v; %s: %d rows, n̂ %v, Δ̃ %v",
+					sums[0].Rows, sums[0].NHat, sums[0].DeltaTilde, name, sums[1].Rows, sums[1].NHat, sums[1].DeltaTilde)
 			}
 			if len(rows[0]) == 0 {
 				t.Fatal("the release wrote no rows")
@@ -75,11 +97,11 @@ func TestReleaseSamePostgresDuckDB(t *testing.T) {
 			if !slices.Equal(rows[0], rows[1]) {
 				for i := range min(len(rows[0]), len(rows[1])) {
 					if rows[0][i] != rows[1][i] {
-						t.Fatalf("%d and %d rows; first difference at row %d: DuckDB %s, PostgreSQL %s",
-							len(rows[0]), len(rows[1]), i+1, rows[0][i], rows[1][i])
+						t.Fatalf("%d and %d rows; first difference at row %d: DuckDB %s, %s %s",
+							len(rows[0]), len(rows[1]), i+1, rows[0][i], name, rows[1][i])
 					}
 				}
-				t.Fatalf("DuckDB wrote %d rows, PostgreSQL %d", len(rows[0]), len(rows[1]))
+				t.Fatalf("DuckDB wrote %d rows, %s %d", len(rows[0]), name, len(rows[1]))
 			}
 			t.Logf("%d identical rows", len(rows[0]))
 		})
