@@ -166,6 +166,7 @@ func (b *Buckets) Bucket(ctx context.Context, i int) (*hypergraph.Hypergraph, er
 			e.sizes[name] = n
 			e.mu.Unlock()
 		}
+		e.inheritKeys(name, r.Name, nil) // a subset of r's rows
 		b.views = append(b.views, name)
 		rels[k].Name = name
 	}
@@ -188,6 +189,7 @@ func (b *Buckets) Drop(ctx context.Context) error {
 			first = err
 		}
 		b.e.forget(v)
+		b.e.dropKeys(v)
 		b.e.mu.Lock()
 		delete(b.e.sizes, v)
 		b.e.mu.Unlock()

@@ -100,6 +100,21 @@ func (e *Engine) Fold(ctx context.Context, f *hypergraph.Folding) error {
 		e.mu.Lock()
 		e.sizes[g.Name] = sizes
 		e.mu.Unlock()
+		// Every public member joins on its key, checked unique above: the
+		// view has at most one row per row of its private member, whose
+		// declared key (under its member column names) is a key of the
+		// view. It only chooses count plans ([buildPlan]).
+		var private []string
+		for _, name := range g.Members {
+			if !h.Relation(h.Index(name)).Public {
+				private = append(private, name)
+			}
+		}
+		if len(private) == 1 {
+			e.inheritKeys(g.Name, private[0], func(c string) string { return hypergraph.MemberColumn(private[0], c) })
+		} else {
+			e.dropKeys(g.Name)
+		}
 	}
 	return nil
 }

@@ -141,6 +141,7 @@ func (p *HierPartition) view(ctx context.Context, name string, rel int, filters 
 		e.sizes[name] = n
 		e.mu.Unlock()
 	}
+	e.inheritKeys(name, r.Name, nil) // a subset of r's rows
 	p.views = append(p.views, name)
 	r.Name = name
 	return r, nil
@@ -195,7 +196,7 @@ func (p *HierPartition) Degrees(ctx context.Context, set hypergraph.Set, y, z []
 		}
 		// kept lists z's variables first, aliased v0… in z's order, so
 		// y's are v0…v_{|y|−1}.
-		group = "SELECT " + strings.Join(hierCols(d, len(y)), ", ") + ", count(*) AS c FROM (" + pl.eliminate(kept) +
+		group = "SELECT " + strings.Join(hierCols(d, len(y)), ", ") + ", count(*) AS c FROM (" + pl.statement(kept) +
 			") AS j GROUP BY " + strings.Join(seq(len(y)), ", ")
 	}
 	cols := hierCols(d, len(y))
@@ -326,6 +327,7 @@ func (p *HierPartition) Drop(ctx context.Context) error {
 			first = err
 		}
 		e.forget(v)
+		e.dropKeys(v)
 		e.mu.Lock()
 		delete(e.sizes, v)
 		e.mu.Unlock()

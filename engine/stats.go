@@ -55,23 +55,49 @@ func (e *Engine) degreeQuery(ctx context.Context, h *hypergraph.Hypergraph, rel 
 	if h == nil || rel < 0 || rel >= h.Len() {
 		return "", fmt.Errorf("%w: relation %d", ErrInvalid, rel)
 	}
-	r := h.Relation(rel)
-	if len(attrs) == 0 {
-		return "", fmt.Errorf("%w: degrees in %s: no attributes", ErrInvalid, r.Name)
-	}
 	mixed, err := e.mixedAttrs(ctx, h)
 	if err != nil {
 		return "", err
 	}
-	g, err := groupQuery(e.d, r, attrs, mixed)
+	return degreeSQL(e.d, h, rel, attrs, mixed)
+}
+
+// degreeSQL is [Engine.degreeQuery] in dialect d with the attributes
+// compared as text given (mixed, from [Engine.mixedAttrs]); it reads no
+// database.
+func degreeSQL(d dialect, h *hypergraph.Hypergraph, rel int, attrs []string, mixed map[string]bool) (string, error) {
+	if h == nil || rel < 0 || rel >= h.Len() {
+		return "", fmt.Errorf("%w: relation %d", ErrInvalid, rel)
+	}
+	r := h.Relation(rel)
+	if len(attrs) == 0 {
+		return "", fmt.Errorf("%w: degrees in %s: no attributes", ErrInvalid, r.Name)
+	}
+	g, err := groupQuery(d, r, attrs, mixed)
 	if err != nil {
 		return "", err
 	}
 	labels := make([]string, len(attrs))
 	for k := range attrs {
-		labels[k] = e.d.toText(e.d.ident(fmt.Sprintf("v%d", k)))
+		labels[k] = d.toText(d.ident(fmt.Sprintf("v%d", k)))
 	}
-	return "SELECT " + strings.Join(labels, ", ") + ", c FROM (" + g + ") AS g", nil
+	// Sorted by the labels in the engine, which sorts faster than Go; text
+	// orders byte by byte there as in Go (toText), and Degrees checks it.
+	return "SELECT " + strings.Join(labels, ", ") + ", c FROM (" + g + ") AS g ORDER BY " + strings.Join(seq(len(attrs)), ", "), nil
+}
+
+// maxDegreeSQL is the statement of [Engine.MaxDegree] of relation r over
+// attrs in dialect d: the largest count of [groupQuery], whose groups need
+// no text label.
+func maxDegreeSQL(d dialect, r hypergraph.Relation, attrs []string, mixed map[string]bool) (string, error) {
+	if len(attrs) == 0 {
+		return "", fmt.Errorf("%w: degrees in %s: no attributes", ErrInvalid, r.Name)
+	}
+	g, err := groupQuery(d, r, attrs, mixed)
+	if err != nil {
+		return "", err
+	}
+	return "SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (" + g + ") AS g", nil
 }
 
 // groupQuery is the GROUP BY of relation r over attrs on the values the
@@ -127,18 +153,30 @@ func (e *Engine) Degrees(ctx context.Context, h *hypergraph.Hypergraph, rel int,
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("engine: degrees in %s: %w", h.Relation(rel).Name, err)
 	}
-	slices.SortFunc(out, func(a, b Degree) int { return slices.Compare(a.Values, b.Values) })
+	// The query sorted the values; sort here only if the engine's text
+	// order differs from Go's (a linear check otherwise).
+	byValues := func(a, b Degree) int { return slices.Compare(a.Values, b.Values) }
+	if !slices.IsSortedFunc(out, byValues) {
+		slices.SortFunc(out, byValues)
+	}
 	return out, nil
 }
 
 // MaxDegree returns the largest degree of a value of attrs in relation rel,
 // 0 for an empty relation.
 func (e *Engine) MaxDegree(ctx context.Context, h *hypergraph.Hypergraph, rel int, attrs []string) (int64, error) {
-	q, err := e.degreeQuery(ctx, h, rel, attrs)
+	if h == nil || rel < 0 || rel >= h.Len() {
+		return 0, fmt.Errorf("%w: relation %d", ErrInvalid, rel)
+	}
+	mixed, err := e.mixedAttrs(ctx, h)
 	if err != nil {
 		return 0, err
 	}
-	n, err := e.count(ctx, "SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM ("+q+") AS g")
+	q, err := maxDegreeSQL(e.d, h.Relation(rel), attrs, mixed)
+	if err != nil {
+		return 0, err
+	}
+	n, err := e.count(ctx, q)
 	if err != nil {
 		return 0, fmt.Errorf("engine: max degree in %s: %w", h.Relation(rel).Name, err)
 	}
@@ -172,11 +210,15 @@ func (e *Engine) JoinSize(ctx context.Context, h *hypergraph.Hypergraph) (int64,
 	if h == nil {
 		return 0, fmt.Errorf("%w: no hypergraph", ErrInvalid)
 	}
-	p, kept, err := e.newPlan(ctx, h, h.All(), nil, nil)
+	mixed, err := e.mixedAttrs(ctx, h)
 	if err != nil {
 		return 0, err
 	}
-	n, err := e.count(ctx, "SELECT CAST(COALESCE(c, 0) AS BIGINT) FROM ("+p.eliminate(kept)+") AS j")
+	q, err := joinSizeSQL(e.d, h, mixed, e.keysOf(h))
+	if err != nil {
+		return 0, err
+	}
+	n, err := e.count(ctx, q)
 	if err != nil {
 		return 0, fmt.Errorf("engine: join size of %v: %w", h.Names(h.All()), err)
 	}
@@ -200,12 +242,14 @@ func (e *Engine) MaxBoundaryCount(ctx context.Context, h *hypergraph.Hypergraph,
 	if !h.Connected(set) {
 		return 0, fmt.Errorf("%w: relations %v are not connected", ErrInvalid, h.Names(set))
 	}
-	bd := h.Boundary(set)
-	p, kept, err := e.newPlan(ctx, h, set, bd, nil)
+	mixed, err := e.mixedAttrs(ctx, h)
 	if err != nil {
 		return 0, err
 	}
-	q := "SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (" + p.eliminate(kept) + ") AS j"
+	q, err := maxBoundarySQL(e.d, h, set, mixed, e.keysOf(h))
+	if err != nil {
+		return 0, err
+	}
 	n, err := e.count(ctx, q)
 	if err != nil {
 		return 0, fmt.Errorf("engine: T_E of %v: %w", h.Names(set), err)
@@ -227,17 +271,10 @@ func (e *Engine) Histogram(ctx context.Context, h *hypergraph.Hypergraph, cols [
 	if len(cols) == 0 || len(cols) != len(sizes) {
 		return nil, fmt.Errorf("%w: histogram over %d columns with %d sizes", ErrInvalid, len(cols), len(sizes))
 	}
-	total := int64(1)
-	bins := make([]planVar, len(cols))
 	for i, c := range cols {
-		rel := h.Index(c.Table)
-		if rel < 0 {
+		if h.Index(c.Table) < 0 {
 			return nil, fmt.Errorf("%w: histogram column %s: no relation %q", ErrInvalid, c, c.Table)
 		}
-		if sizes[i] < 1 || total > (1<<62)/int64(sizes[i]) {
-			return nil, fmt.Errorf("%w: histogram column %s: size %d (universe too large or empty)", ErrInvalid, c, sizes[i])
-		}
-		total *= int64(sizes[i])
 		types, err := e.columnTypes(ctx, c.Table)
 		if err != nil {
 			return nil, err
@@ -248,25 +285,15 @@ func (e *Engine) Histogram(ctx context.Context, h *hypergraph.Hypergraph, cols [
 		if n, ok := e.declaredSize(c.Table, c.Column); ok && n != sizes[i] {
 			return nil, fmt.Errorf("%w: histogram column %s: size %d, but its declared domain has %d cells", ErrInvalid, c, sizes[i], n)
 		}
-		bins[i] = planVar{rel: rel, col: BinColumn(c.Column)}
 	}
-	p, kept, err := e.newPlan(ctx, h, h.All(), nil, bins)
+	mixed, err := e.mixedAttrs(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	idx := "CAST(" + p.alias(kept[0]) + " AS BIGINT)"
-	var check []string
-	for i, v := range kept {
-		check = append(check, fmt.Sprintf("%s < 0 OR %s >= %d", p.alias(v), p.alias(v), sizes[i]))
-		if i > 0 {
-			idx = fmt.Sprintf("(%s * %d + %s)", idx, sizes[i], p.alias(v))
-		}
+	q, err := histogramSQL(e.d, h, cols, sizes, mixed, e.keysOf(h))
+	if err != nil {
+		return nil, err
 	}
-	// A cell outside its size makes the index -1, reported below. It cannot
-	// happen for tables loaded by this engine, whose sizes were checked
-	// above without looking at the data.
-	q := "SELECT CASE WHEN " + strings.Join(check, " OR ") + " THEN -1 ELSE " + idx + " END AS i, CAST(c AS BIGINT) FROM (" +
-		p.eliminate(kept) + ") AS j ORDER BY i"
 	rows, err := e.db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("engine: histogram: %w", err)
@@ -287,6 +314,68 @@ func (e *Engine) Histogram(ctx context.Context, h *hypergraph.Hypergraph, cols [
 		return nil, fmt.Errorf("engine: histogram: %w", err)
 	}
 	return out, nil // sorted by the query's ORDER BY i
+}
+
+// joinSizeSQL is the statement of [Engine.JoinSize] in dialect d: one row,
+// the join size. mixed is from [Engine.mixedAttrs], keys are the declared
+// primary keys (they choose the plan's form, see [buildPlan]); it reads no
+// database.
+func joinSizeSQL(d dialect, h *hypergraph.Hypergraph, mixed map[string]bool, keys map[string][]string) (string, error) {
+	p, kept, err := buildPlan(d, h, h.All(), nil, nil, mixed, keys)
+	if err != nil {
+		return "", err
+	}
+	return "SELECT CAST(COALESCE(c, 0) AS BIGINT) FROM (" + p.statement(kept) + ") AS j", nil
+}
+
+// maxBoundarySQL is the statement of [Engine.MaxBoundaryCount] of the
+// connected non-empty set of relations set, in dialect d; see
+// [joinSizeSQL].
+func maxBoundarySQL(d dialect, h *hypergraph.Hypergraph, set hypergraph.Set, mixed map[string]bool, keys map[string][]string) (string, error) {
+	p, kept, err := buildPlan(d, h, set, h.Boundary(set), nil, mixed, keys)
+	if err != nil {
+		return "", err
+	}
+	return "SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (" + p.statement(kept) + ") AS j", nil
+}
+
+// histogramSQL is the statement of [Engine.Histogram] over the binned
+// columns cols with sizes, in dialect d: rows (i, c), i the cell's index
+// (−1 for a cell outside the sizes), sorted by i; see [joinSizeSQL].
+func histogramSQL(d dialect, h *hypergraph.Hypergraph, cols []spec.ColumnRef, sizes []int, mixed map[string]bool, keys map[string][]string) (string, error) {
+	if len(cols) == 0 || len(cols) != len(sizes) {
+		return "", fmt.Errorf("%w: histogram over %d columns with %d sizes", ErrInvalid, len(cols), len(sizes))
+	}
+	total := int64(1)
+	bins := make([]planVar, len(cols))
+	for i, c := range cols {
+		rel := h.Index(c.Table)
+		if rel < 0 {
+			return "", fmt.Errorf("%w: histogram column %s: no relation %q", ErrInvalid, c, c.Table)
+		}
+		if sizes[i] < 1 || total > (1<<62)/int64(sizes[i]) {
+			return "", fmt.Errorf("%w: histogram column %s: size %d (universe too large or empty)", ErrInvalid, c, sizes[i])
+		}
+		total *= int64(sizes[i])
+		bins[i] = planVar{rel: rel, col: BinColumn(c.Column)}
+	}
+	p, kept, err := buildPlan(d, h, h.All(), nil, bins, mixed, keys)
+	if err != nil {
+		return "", err
+	}
+	idx := "CAST(" + p.alias(kept[0]) + " AS BIGINT)"
+	var check []string
+	for i, v := range kept {
+		check = append(check, fmt.Sprintf("%s < 0 OR %s >= %d", p.alias(v), p.alias(v), sizes[i]))
+		if i > 0 {
+			idx = fmt.Sprintf("(%s * %d + %s)", idx, sizes[i], p.alias(v))
+		}
+	}
+	// A cell outside its size makes the index -1, reported by
+	// [Engine.Histogram]. It cannot happen for tables loaded by an engine,
+	// whose sizes are checked without looking at the data.
+	return "SELECT CASE WHEN " + strings.Join(check, " OR ") + " THEN -1 ELSE " + idx + " END AS i, CAST(c AS BIGINT) FROM (" +
+		p.statement(kept) + ") AS j ORDER BY i", nil
 }
 
 // count runs a query returning one integer.
