@@ -30,6 +30,8 @@ type TooLargeError struct {
 	Cells int64
 	// Bytes is the estimated memory, or −1 on overflow; Cap is the cap.
 	Bytes, Cap int64
+	// Parts, when set, splits Bytes by kind of array ([CheckMemory]).
+	Parts *Memory
 }
 
 func (e *TooLargeError) Error() string {
@@ -45,14 +47,27 @@ func (e *TooLargeError) Error() string {
 		cells = fmt.Sprintf("%d", e.Cells)
 	}
 	if e.Bytes >= 0 {
-		bytes = humanBytes(e.Bytes)
+		bytes = exactBytes(e.Bytes)
+		if e.Parts != nil && e.Parts.Total() == e.Bytes {
+			bytes += " (" + e.Parts.String() + ")"
+		}
 	}
 	return fmt.Sprintf("pmw: universe too large: %s cells over columns %s need %s, above the memory cap of %s; "+
-		"use coarser bins or release fewer columns", cells, b.String(), bytes, humanBytes(e.Cap))
+		"use coarser bins, release fewer columns or drop the largest workload families", cells, b.String(), bytes, exactBytes(e.Cap))
 }
 
 // Unwrap returns [ErrTooLarge].
 func (e *TooLargeError) Unwrap() error { return ErrTooLarge }
+
+// exactBytes prints n in bytes, exactly, with the binary unit beside it:
+// "2147483664 B (2.00 GiB)". Rounded units alone can make a need just above
+// the cap read as equal to it.
+func exactBytes(n int64) string {
+	if h := humanBytes(n); h != fmt.Sprintf("%d B", n) {
+		return fmt.Sprintf("%d B (%s)", n, h)
+	}
+	return fmt.Sprintf("%d B", n)
+}
 
 func humanBytes(n int64) string {
 	const gib, mib = 1 << 30, 1 << 20

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
+	"strings"
 )
 
 // DefaultMemoryCap is the memory cap [NewUniverse] applies when given a cap
@@ -32,12 +34,13 @@ type Universe struct {
 }
 
 // NewUniverse returns the universe over the named columns with the given
-// domain sizes. Before anything is allocated it estimates the memory [Run]
-// needs — 16 bytes per cell (float64 weights and the float64 running
-// average) plus the per-worker marginal tables, which Run checks again once
-// the families are known — and refuses with a [*TooLargeError] wrapping
-// [ErrTooLarge], naming the columns and their sizes, when the estimate is
-// above memCap (memCap ≤ 0 means [DefaultMemoryCap]).
+// domain sizes. Before anything is allocated it checks the dense state
+// [Run] needs, 16 bytes per cell (float64 weights and the float64 running
+// average), and refuses with a [*TooLargeError] wrapping [ErrTooLarge],
+// naming the columns and their sizes, when it is above memCap (memCap ≤ 0
+// means [DefaultMemoryCap]). The families' arrays come on top:
+// [CheckMemory] counts everything once the workload is known, still before
+// any data is read.
 func NewUniverse(names []string, sizes []int, memCap int64) (*Universe, error) {
 	if memCap <= 0 {
 		memCap = DefaultMemoryCap
@@ -176,4 +179,250 @@ func (u *Universe) colNames(cols []int) string {
 		s += u.names[c]
 	}
 	return s
+}
+
+// Memory is what a [Run] over a universe and a workload allocates, by kind
+// of array, in bytes. Every part is a function of the universe's column
+// sizes, the families and two public settings (variant and workers), so it
+// is known before any data is read: [PlanMemory] computes it and
+// [CheckMemory] refuses a run above the cap up front, with the same count
+// Run itself checks later. Not counted: the histogram handed to Run (16
+// bytes a non-empty cell, at most |X| of them) and what the caller does with
+// the result.
+type Memory struct {
+	// Cells is the dense per-cell state, 16 bytes a universe cell: the
+	// weights and the running average (paper), or the weights and their
+	// copy in the universe's column order (mwem).
+	Cells int64
+	// Tables is the marginal tables of the fused pass, 8 bytes a table
+	// cell per copy: one per worker and the true tables, with (mwem) the
+	// measurements' three tables, the log-ratios and the factors, or
+	// (paper) a bound on the weighted families' per-table-cell indices.
+	Tables int64
+	// Queries is, for paper, 40 bytes a query: the true answers, the
+	// synthetic answers and the scores, and a bound on the range families'
+	// (lo, hi) pairs. 0 for mwem.
+	Queries int64
+	// Families is, for mwem, what binding the families allocates: 16
+	// bytes per (lo, hi) pair of a range family (n(n+1)/2 pairs for n
+	// bins) and 8 bytes a table cell of a weighted family (its indices).
+	// 0 for paper, whose Tables and Queries bound these.
+	Families int64
+	// Offsets is the fused pass's inner-block offsets, 4 bytes each.
+	Offsets int64
+}
+
+// Total returns the sum of the parts, saturating at math.MaxInt64.
+func (m Memory) Total() int64 {
+	return satAdd(satAdd(satAdd(satAdd(m.Cells, m.Tables), m.Queries), m.Families), m.Offsets)
+}
+
+// String lists the non-zero parts in exact bytes.
+func (m Memory) String() string {
+	var parts []string
+	for _, p := range []struct {
+		what string
+		n    int64
+	}{{"dense cells", m.Cells}, {"marginal tables", m.Tables}, {"per-query arrays", m.Queries},
+		{"family indices and range pairs", m.Families}, {"pass offsets", m.Offsets}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d B", p.what, p.n))
+		}
+	}
+	return strings.Join(parts, " + ")
+}
+
+// PlanMemory returns the memory [Run] would allocate for fams over u with
+// cfg's variant and workers (the other fields of cfg do not matter),
+// without allocating it and without reading data. It checks the families'
+// columns against u (errors wrap [ErrInvalidInput]) but not their weights
+// or cells, which Run checks. A count that overflows saturates at
+// math.MaxInt64.
+func PlanMemory(u *Universe, fams []Family, cfg Config) (Memory, error) {
+	if u == nil {
+		return Memory{}, fmt.Errorf("%w: nil universe", ErrInvalidInput)
+	}
+	shapes := make([]famShape, len(fams))
+	for i, f := range fams {
+		s, err := shapeOf(u, f)
+		if err != nil {
+			return Memory{}, fmt.Errorf("pmw: family %d: %w", i, err)
+		}
+		shapes[i] = s
+	}
+	workers := int64(cfg.workers())
+	m := Memory{Cells: u.MemoryEstimate()}
+	if cfg.variant() == VariantMWEM {
+		// As newMWEM: the 1-way marginals, then each family's marginal
+		// (sorted columns), deduplicated, in the internal column order.
+		var sets [][]int
+		seen := map[string]bool{}
+		add := func(cols []int) {
+			cols = slices.Clone(cols)
+			slices.Sort(cols)
+			k := fmt.Sprint(cols)
+			if !seen[k] {
+				seen[k] = true
+				sets = append(sets, cols)
+			}
+		}
+		for c := range u.sizes {
+			add([]int{c})
+		}
+		for _, s := range shapes {
+			if s.proj {
+				add(s.cols)
+			}
+			m.Families = satAdd(m.Families, s.bind)
+		}
+		perm, block := passOrder(u.sizes, sets)
+		inv := make([]int, len(perm))
+		sizes := make([]int, len(perm))
+		for i, c := range perm {
+			inv[c] = i
+			sizes[i] = u.sizes[c]
+		}
+		iu := &Universe{sizes: sizes, size: u.size}
+		projs := make([]*projection, len(sets))
+		for j, cols := range sets {
+			ic := make([]int, len(cols))
+			for k, c := range cols {
+				ic[k] = inv[c]
+			}
+			slices.Sort(ic)
+			projs[j] = newProjection(iu, ic)
+		}
+		tableLen, offsets := passShape(iu, projs, block)
+		m.Tables = satMul(satMul(workers+6, 8), tableLen)
+		m.Offsets = satMul(4, offsets)
+		return m, nil
+	}
+	// As newEngine: one table per distinct projection.
+	var projs []*projection
+	seen := map[string]bool{}
+	var nq int64
+	for _, s := range shapes {
+		nq = satAdd(nq, s.queries)
+		if !s.proj {
+			continue
+		}
+		p := newProjection(u, s.cols)
+		if k := p.key(); !seen[k] {
+			seen[k] = true
+			projs = append(projs, p)
+		}
+	}
+	tableLen, offsets := passShape(u, projs, minBlock)
+	m.Tables = satMul(satMul(workers+2, 8), tableLen)
+	m.Queries = satMul(5*8, nq)
+	m.Offsets = satMul(4, offsets)
+	return m, nil
+}
+
+// CheckMemory returns [PlanMemory] and, when its total is above u's cap, a
+// [*TooLargeError] (wrapping [ErrTooLarge]) that gives the parts: the
+// refusal [Run] would make, made before any data is read.
+func CheckMemory(u *Universe, fams []Family, cfg Config) (Memory, error) {
+	m, err := PlanMemory(u, fams, cfg)
+	if err != nil {
+		return m, err
+	}
+	if need := m.Total(); need > u.memCap {
+		return m, &TooLargeError{Columns: u.names, Sizes: u.sizes, Cells: u.size, Bytes: need, Cap: u.memCap, Parts: &m}
+	}
+	return m, nil
+}
+
+// famShape is what the memory plan needs of a family: whether it has a
+// projection and its columns in Bind's order, its number of queries and
+// the bytes Bind allocates beyond the projection.
+type famShape struct {
+	proj    bool
+	cols    []int
+	queries int64
+	bind    int64
+}
+
+// shapeOf returns f's shape over u without binding it (binding a range
+// family allocates its pairs).
+func shapeOf(u *Universe, f Family) (famShape, error) {
+	tableSize := func(cols []int) int64 {
+		n := int64(1)
+		for _, c := range cols {
+			n = satMul(n, int64(u.sizes[c]))
+		}
+		return n
+	}
+	switch f := f.(type) {
+	case *MarginalFamily:
+		if err := u.checkCols("marginal", f.cols); err != nil {
+			return famShape{}, err
+		}
+		return famShape{proj: true, cols: f.cols, queries: tableSize(f.cols)}, nil
+	case *RangeFamily:
+		all := append(slices.Clone(f.by), f.col)
+		if err := u.checkCols("range", all); err != nil {
+			return famShape{}, err
+		}
+		n := int64(u.sizes[f.col])
+		pairs := satMul(n, n+1) / 2
+		return famShape{proj: true, cols: all, queries: satMul(pairs, tableSize(f.by)), bind: satMul(16, pairs)}, nil
+	case *WeightedFamily:
+		if err := u.checkCols("weighted", f.cols); err != nil {
+			return famShape{}, err
+		}
+		if err := u.checkCols("weighted (weight columns)", f.wcols); err != nil {
+			return famShape{}, err
+		}
+		union := slices.Clone(f.cols)
+		for _, c := range f.wcols {
+			if !slices.Contains(f.cols, c) {
+				union = append(union, c)
+			}
+		}
+		return famShape{proj: true, cols: union, queries: tableSize(f.cols), bind: satMul(8, tableSize(union))}, nil
+	case *LinearFamily:
+		return famShape{queries: int64(len(f.qs))}, nil
+	case nil:
+		return famShape{}, fmt.Errorf("%w: nil family", ErrInvalidInput)
+	}
+	return famShape{}, fmt.Errorf("%w: unknown family type %T", ErrInvalidInput, f)
+}
+
+// passShape returns the table length and the number of inner-block
+// offsets of newPassPlanMin(u, projs, minB), without building the plan.
+func passShape(u *Universe, projs []*projection, minB int) (tableLen, offsets int64) {
+	m := len(u.sizes)
+	outer, block := m, int64(1)
+	for outer > 0 && block < int64(minB) {
+		outer--
+		block = satMul(block, int64(u.sizes[outer]))
+	}
+	for _, p := range projs {
+		tableLen = satAdd(tableLen, int64(p.size))
+		for c := outer; c < m; c++ {
+			if p.stride[c] != 0 {
+				offsets = satAdd(offsets, block)
+				break
+			}
+		}
+	}
+	return tableLen, offsets
+}
+
+// satAdd and satMul are a + b and a·b for a, b ≥ 0, saturating at
+// math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satMul(a, b int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi != 0 || lo > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(lo)
 }

@@ -2,8 +2,13 @@ package pmw
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/synth-dp/synth/dp"
 )
 
 func TestUniverseIndexing(t *testing.T) {
@@ -77,5 +82,215 @@ func TestNewUniverseErrors(t *testing.T) {
 	}
 	if got := u.MemoryEstimate(); got != 1_600_000_000 {
 		t.Fatalf("MemoryEstimate(1e8) = %d, want 1.6e9", got)
+	}
+}
+
+// randomWorkload draws a universe of 1–4 columns of 1–12 bins and 1–5
+// families (marginals, ranges, weighted sums, linear queries) over it.
+func randomWorkload(t *testing.T, rnd *rand.Rand, memCap int64) (*Universe, []Family) {
+	t.Helper()
+	d := 1 + rnd.IntN(4)
+	names, sizes := make([]string, d), make([]int, d)
+	for c := range d {
+		names[c], sizes[c] = fmt.Sprintf("c%d", c), 1+rnd.IntN(12)
+	}
+	u, err := NewUniverse(names, sizes, memCap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subset := func() []int {
+		var out []int
+		for _, c := range rnd.Perm(d) {
+			if rnd.IntN(2) == 0 {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	var fams []Family
+	for range 1 + rnd.IntN(5) {
+		switch rnd.IntN(4) {
+		case 0:
+			fams = append(fams, Marginal(subset()))
+		case 1:
+			by := subset()
+			col := rnd.IntN(d)
+			by = slices.DeleteFunc(by, func(c int) bool { return c == col })
+			fams = append(fams, Range(col, by))
+		case 2:
+			cols, wcols := subset(), subset()
+			n := 1
+			for _, c := range wcols {
+				n *= sizes[c]
+			}
+			w := make([]float64, n)
+			for i := range w {
+				w[i] = 2*rnd.Float64() - 1
+			}
+			fams = append(fams, Weighted(cols, wcols, w))
+		case 3:
+			fams = append(fams, Linear([]LinearQuery{{Name: "q", Terms: []Term{{Cell: rnd.Int64N(u.Len()), Value: 1}}}}))
+		}
+	}
+	return u, fams
+}
+
+// TestPlanMemoryMatchesRun: on 300 random workloads and both variants, the
+// up-front count is what the run's own check counts — exactly for paper;
+// for mwem the run's check plus the families' bound arrays, which it
+// leaves out — so a workload CheckMemory passes is never refused later,
+// and one it refuses would have been. The run's count is read from its
+// refusal under a cap just above the dense state.
+func TestPlanMemoryMatchesRun(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(16, 1))
+	for i := range 300 {
+		for _, variant := range []Variant{VariantPaper, VariantMWEM} {
+			workers := rnd.IntN(4)
+			cfg := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Variant: variant, Workers: workers}
+			probe, fams := randomWorkload(t, rnd, 1<<40)
+			plan, err := PlanMemory(probe, fams, cfg)
+			if err != nil {
+				t.Fatalf("instance %d: %v", i, err)
+			}
+			// The run's check, under the smallest cap NewUniverse accepts.
+			u, err := NewUniverse(probe.names, probe.sizes, probe.MemoryEstimate())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if variant == VariantPaper {
+				_, err = newEngine(dp.NewSeededSource(1), u, fams, cfg)
+			} else {
+				_, err = newMWEM(dp.NewSeededSource(1), u, fams, cfg)
+			}
+			var tl *TooLargeError
+			if !errors.As(err, &tl) {
+				t.Fatalf("instance %d (%s): run under the dense-state cap: err = %v, want a TooLargeError", i, variant, err)
+			}
+			want := tl.Bytes
+			if variant == VariantMWEM {
+				want += plan.Families
+			}
+			if got := plan.Total(); got != want {
+				t.Fatalf("instance %d (%s, %d workers, sizes %v, %d families): PlanMemory %d (%s), run's check %d + families %d",
+					i, variant, workers, probe.sizes, len(fams), got, plan, tl.Bytes, plan.Families)
+			}
+			// At the planned need the run is accepted; one byte below,
+			// CheckMemory refuses.
+			u, _ = NewUniverse(probe.names, probe.sizes, plan.Total())
+			if _, err := CheckMemory(u, fams, cfg); err != nil {
+				t.Fatalf("instance %d: CheckMemory at the need: %v", i, err)
+			}
+			if variant == VariantPaper {
+				_, err = newEngine(dp.NewSeededSource(1), u, fams, cfg)
+			} else {
+				_, err = newMWEM(dp.NewSeededSource(1), u, fams, cfg)
+			}
+			if err != nil {
+				t.Fatalf("instance %d (%s): run at the planned need refused: %v", i, variant, err)
+			}
+			u, _ = NewUniverse(probe.names, probe.sizes, plan.Total()-1)
+			if _, err := CheckMemory(u, fams, cfg); !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("instance %d: CheckMemory one byte below the need: %v, want ErrTooLarge", i, err)
+			}
+		}
+	}
+}
+
+// TestPlanMemoryAllocations compares the up-front count with the arrays a
+// whole mwem run really allocates, read from its state: the offsets, the
+// families' bound arrays and the tables exactly (up to the measurement
+// tables of marginals the run never selected), the dense state as an
+// upper bound.
+func TestPlanMemoryAllocations(t *testing.T) {
+	u, err := NewUniverse([]string{"a", "b", "c", "d"}, []int{9, 7, 5, 12}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := make([]float64, 5*12)
+	for i := range w {
+		w[i] = float64(i%7)/7 - 0.5
+	}
+	fams := []Family{Marginal([]int{0, 1}), Range(3, []int{2}), Weighted([]int{0}, []int{2, 3}, w), Marginal([]int{1, 2, 3})}
+	cfg := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Workers: 3, Rounds: 12}
+	plan, err := PlanMemory(u, fams, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := newMWEM(dp.NewSeededSource(3), u, fams, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := make([]Cell, 0, u.Len())
+	for x := range u.Len() {
+		hist = append(hist, Cell{Index: x, Count: x % 5})
+	}
+	if err := m.init(hist); err != nil {
+		t.Fatal(err)
+	}
+	for !m.done {
+		m.round(mwemRoundSweeps)
+	}
+	m.fit(mwemFinalSweeps)
+	dense := 8 * int64(len(m.w))
+	tables := 8 * int64(len(m.truth)+len(m.lr)+len(m.fac))
+	for _, s := range m.scratch {
+		tables += 8 * int64(len(s))
+	}
+	for _, me := range m.meas {
+		tables += 8 * int64(len(me.sum)+len(me.ybar)+len(me.target))
+	}
+	var offsets int64
+	for _, off := range m.plan.innerOff {
+		offsets += 4 * int64(len(off))
+	}
+	if m.iu != m.u {
+		dense += 8 * u.Len() // result's copy in the universe's order
+	}
+	res := m.result()
+	if int64(len(res.Weights)) != u.Len() {
+		t.Fatalf("result over %d cells", len(res.Weights))
+	}
+	var fam int64
+	for _, f := range fams {
+		q, err := f.Bind(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch q := q.(type) {
+		case *rangeQ:
+			fam += 8 * int64(len(q.lo)+len(q.hi))
+		case *weightedQ:
+			fam += 4 * int64(len(q.jOf)+len(q.lOf))
+		}
+	}
+	if offsets != plan.Offsets || fam != plan.Families {
+		t.Errorf("offsets %d, family arrays %d allocated; planned %d, %d", offsets, fam, plan.Offsets, plan.Families)
+	}
+	if dense > plan.Cells || dense < plan.Cells/2 {
+		t.Errorf("dense state %d allocated, planned %d", dense, plan.Cells)
+	}
+	// The plan counts three measurement tables for every table; the run
+	// allocates them for the measured ones only.
+	unmeasured := int64(0)
+	for p, pr := range m.plan.projs {
+		if m.measOf[p] == nil {
+			unmeasured += 3 * 8 * int64(pr.size)
+		}
+	}
+	if tables+unmeasured != plan.Tables {
+		t.Errorf("tables %d allocated + %d for the %d unmeasured tables, planned %d", tables, unmeasured, len(m.plan.projs)-len(m.meas), plan.Tables)
+	}
+}
+
+// TestTooLargeErrorShowsExactBytes: a need one byte per cell above the cap
+// must not read as equal to it.
+func TestTooLargeErrorShowsExactBytes(t *testing.T) {
+	mem := Memory{Cells: 2 << 30, Tables: 16}
+	e := &TooLargeError{Columns: []string{"a"}, Sizes: []int{1 << 27}, Cells: 1 << 27, Bytes: mem.Total(), Cap: 2 << 30, Parts: &mem}
+	msg := e.Error()
+	for _, w := range []string{"need 2147483664 B (2.00 GiB", "memory cap of 2147483648 B (2.00 GiB)", "dense cells 2147483648 B + marginal tables 16 B"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%q does not contain %q", msg, w)
+		}
 	}
 }

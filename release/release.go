@@ -209,9 +209,17 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	variant := pmw.Variant(s.PMW.Variant)
+	// The memory of PMW's arrays — dense cells, every family's tables,
+	// queries and bound arrays — is counted from the spec alone and refused
+	// here, before any data is read, rather than after the load and the
+	// statistics (the count is the one pmw.Run checks, see pmw.CheckMemory).
+	mem, err := pmw.CheckMemory(u, fams, pmw.Config{Variant: variant})
+	if err != nil {
+		return nil, err
+	}
 
 	maxRounds := o.MaxRounds
-	variant := pmw.Variant(s.PMW.Variant)
 	if maxRounds == 0 && variant == pmw.VariantPaper {
 		maxRounds = DefaultMaxRounds
 	}
@@ -285,6 +293,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		algStr = string(plan.Algorithm())
 	}
 	log.Info("release planned", "method", string(method), "why", methodReason, "algorithm", algStr, "relations", h.Len(), "universe_cells", u.Len(),
+		"pmw_memory_bytes", mem.Total(),
 		"families", len(fams), "epsilon", s.Privacy.Epsilon, "delta", s.Privacy.Delta, "seeded", src.Seeded())
 
 	// Data: load and check, then the mechanism.
