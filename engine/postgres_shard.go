@@ -241,26 +241,64 @@ WHERE c.relnamespace = pg_catalog.to_regnamespace(pg_catalog.current_schema()) A
 // hash-partitioned over the shards (see [shardedPostgres]); it runs in
 // Load's transaction tx.
 func (d shardedPostgres) distribute(ctx context.Context, tx querier, s *spec.Spec) error {
-	if err := d.dropOrphans(ctx, tx); err != nil {
+	// One dblink connection per shard for all the remote DDL of the load
+	// (plus one listing its tables): the left-overs dropped, the new
+	// tables created.
+	remote, err := d.dropOrphans(ctx, tx)
+	if err != nil {
 		return err
 	}
+	type move struct{ name, key, def, token string }
+	var moves []move
 	for i := range s.Tables {
 		t := &s.Tables[i]
 		key := shardKey(s, t)
 		if key == "" {
 			continue
 		}
-		if err := d.distributeTable(ctx, tx, t.Name, key); err != nil {
+		def, err := d.columnDefs(ctx, tx, t.Name)
+		if err != nil {
 			return fmt.Errorf("table %s: %w", t.Name, err)
+		}
+		var rnd [6]byte
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return err
+		}
+		moves = append(moves, move{t.Name, key, def, hex.EncodeToString(rnd[:])})
+	}
+	for i, srv := range d.shards {
+		ddl := remote[srv]
+		if len(moves) > 0 {
+			ddl = append(ddl, "CREATE SCHEMA IF NOT EXISTS "+d.ident(d.schema))
+		}
+		for _, m := range moves {
+			ddl = append(ddl, "CREATE TABLE "+d.ident(d.schema)+"."+d.ident(partName(m.token, i))+" ("+m.def+")")
+		}
+		if len(ddl) == 0 {
+			continue
+		}
+		if err := d.remote(ctx, tx, srv, strings.Join(ddl, "; ")); err != nil {
+			return err
+		}
+	}
+	for _, m := range moves {
+		if err := d.distributeTable(ctx, tx, m.name, m.key, m.def, m.token); err != nil {
+			return fmt.Errorf("table %s: %w", m.name, err)
 		}
 	}
 	return nil
 }
 
-// distributeTable moves the engine table name to the shards, partitioned
-// by hash of column key.
-func (d shardedPostgres) distributeTable(ctx context.Context, tx querier, name, key string) error {
-	// Column definitions as the coordinator has them, collations included.
+// partName is the name of the foreign table of the i-th shard's partition
+// of a distributed relation, and of its remote table: names of the
+// engine's own, as the relation's name may be long or odd.
+func partName(token string, i int) string {
+	return fmt.Sprintf("%spart_%s_%d", ReservedPrefix, token, i)
+}
+
+// columnDefs returns the column definitions of the engine table name as
+// the coordinator has them, collations included.
+func (d shardedPostgres) columnDefs(ctx context.Context, tx querier, name string) (string, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT quote_ident(a.attname) || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod) ||
   CASE WHEN a.attcollation <> 0 AND a.attcollation <> t.typcollation THEN ' COLLATE ' || quote_ident(k.collname) ELSE '' END
 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
@@ -268,46 +306,36 @@ LEFT JOIN pg_catalog.pg_collation k ON k.oid = a.attcollation
 WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
 		d.ident(d.schema)+"."+d.ident(name))
 	if err != nil {
-		return fmt.Errorf("columns: %w", err)
+		return "", fmt.Errorf("columns: %w", err)
 	}
+	defer rows.Close()
 	var cols []string
 	for rows.Next() {
 		var c string
 		if err := rows.Scan(&c); err != nil {
-			rows.Close()
-			return fmt.Errorf("columns: %w", err)
+			return "", fmt.Errorf("columns: %w", err)
 		}
 		cols = append(cols, c)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("columns: %w", err)
+		return "", fmt.Errorf("columns: %w", err)
 	}
 	if len(cols) == 0 {
-		return fmt.Errorf("no engine table %q", name)
+		return "", fmt.Errorf("no engine table %q", name)
 	}
-	var rnd [6]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return err
-	}
-	token := hex.EncodeToString(rnd[:])
-	def := strings.Join(cols, ", ")
-	// The new table, its partitions and their remote tables have names of
-	// the engine's own: the relation's name may be long or odd.
+	return strings.Join(cols, ", "), nil
+}
+
+// distributeTable replaces the engine table name by a table partitioned
+// by hash of column key whose partitions are foreign tables on the
+// shards, on the remote tables distribute created, and moves the rows.
+func (d shardedPostgres) distributeTable(ctx context.Context, tx querier, name, key, def, token string) error {
 	parent := ReservedPrefix + "dist_" + token
 	n := len(d.shards)
-	for i, srv := range d.shards {
-		remote := fmt.Sprintf("%spart_%s_%d", ReservedPrefix, token, i)
-		if err := d.remote(ctx, tx, srv, "CREATE SCHEMA IF NOT EXISTS "+d.ident(d.schema)+"; CREATE TABLE "+
-			d.ident(d.schema)+"."+d.ident(remote)+" ("+def+")"); err != nil {
-			return err
-		}
-	}
 	stmts := []string{"CREATE TABLE " + d.ident(parent) + " (" + def + ") PARTITION BY HASH (" + d.ident(key) + ")"}
 	for i, srv := range d.shards {
-		remote := fmt.Sprintf("%spart_%s_%d", ReservedPrefix, token, i)
 		stmts = append(stmts, fmt.Sprintf("CREATE FOREIGN TABLE %s PARTITION OF %s FOR VALUES WITH (MODULUS %d, REMAINDER %d) SERVER %s OPTIONS (schema_name %s, table_name %s, use_remote_estimate 'true')",
-			d.ident(remote), d.ident(parent), n, i, d.ident(srv), d.str(d.schema), d.str(remote)))
+			d.ident(partName(token, i)), d.ident(parent), n, i, d.ident(srv), d.str(d.schema), d.str(partName(token, i))))
 	}
 	// The foreign tables have no statistics on the coordinator (ANALYZE
 	// would fetch every row once more), and the remote tables are not
@@ -336,31 +364,34 @@ WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 AND NOT a.attisdr
 // that commits or rolls back with tx: once the load commits no private
 // row of a replaced relation stays on a shard, and a failed load leaves
 // the old ones in place. They are dropped by the next load or by Close.
-func (d shardedPostgres) dropOrphans(ctx context.Context, tx querier) error {
+// dropOrphans returns, per shard, the statements dropping the orphans, for
+// distribute to run with its own remote DDL.
+func (d shardedPostgres) dropOrphans(ctx context.Context, tx querier) (map[string][]string, error) {
 	var refs [2]map[[2]string]bool
 	for k, q := range []querier{tx, d.db} {
 		refs[k] = map[[2]string]bool{}
 		rows, err := q.QueryContext(ctx, foreignTablesSQL)
 		if err != nil {
-			return fmt.Errorf("listing foreign tables: %w", err)
+			return nil, fmt.Errorf("listing foreign tables: %w", err)
 		}
 		for rows.Next() {
 			var srv, table string
 			if err := rows.Scan(&srv, &table); err != nil {
 				rows.Close()
-				return fmt.Errorf("listing foreign tables: %w", err)
+				return nil, fmt.Errorf("listing foreign tables: %w", err)
 			}
 			refs[k][[2]string{srv, table}] = true
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("listing foreign tables: %w", err)
+			return nil, fmt.Errorf("listing foreign tables: %w", err)
 		}
 	}
+	out := map[string][]string{}
 	for _, srv := range d.shards {
 		names, err := d.remoteStrings(ctx, tx, srv, "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = "+d.str(d.schema))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var drop []string
 		for _, n := range names {
@@ -376,7 +407,7 @@ func (d shardedPostgres) dropOrphans(ctx context.Context, tx querier) error {
 					"DROP FOREIGN TABLE " + ft,
 				} {
 					if _, err := tx.ExecContext(ctx, q); err != nil {
-						return fmt.Errorf("shard %s: emptying the replaced table %s: %w", srv, n, err)
+						return nil, fmt.Errorf("shard %s: emptying the replaced table %s: %w", srv, n, err)
 					}
 				}
 			default:
@@ -384,12 +415,10 @@ func (d shardedPostgres) dropOrphans(ctx context.Context, tx querier) error {
 			}
 		}
 		if len(drop) > 0 {
-			if err := d.remote(ctx, tx, srv, "DROP TABLE IF EXISTS "+strings.Join(drop, ", ")); err != nil {
-				return err
-			}
+			out[srv] = []string{"DROP TABLE IF EXISTS " + strings.Join(drop, ", ")}
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // dropRemote drops the engine's schema on every shard (at Close).

@@ -26,6 +26,10 @@ const (
 	benchOutEnv   = "SYNTH_BENCH_OUT"     // file the markdown table is written to
 	benchChildEnv = "SYNTH_BENCH_CHILD"   // set in the child process: JSON of one run
 	pgEnv         = "SYNTH_TEST_POSTGRES" // PostgreSQL URL; without it only DuckDB runs
+	// clusterEnv is the coordinator URL of a sharded PostgreSQL cluster
+	// (scripts/pg-cluster.sh start DIR prints it); without it the cluster
+	// does not run.
+	clusterEnv = "SYNTH_TEST_POSTGRES_CLUSTER"
 )
 
 // stageTimes are one release's wall times per stage, from its progress
@@ -46,7 +50,8 @@ type childRun struct {
 // TestReleaseScale is the release benchmark of issue 16: a seeded release
 // of examples/tpch/synth.yaml (customer ⋈ orders ⋈ lineitem, join-as-one)
 // on TPC-H-shaped data at each scale factor, on embedded DuckDB and, with
-// SYNTH_TEST_POSTGRES, on PostgreSQL. Each run is a fresh process (the
+// SYNTH_TEST_POSTGRES, on PostgreSQL and, with SYNTH_TEST_POSTGRES_CLUSTER,
+// on a sharded PostgreSQL cluster. Each run is a fresh process (the
 // test binary re-executed) so that its peak RSS is its own. It prints a
 // markdown table (and writes it to SYNTH_BENCH_OUT). Gated by
 // SYNTH_BENCH_RELEASE=1: minutes at SF 1.
@@ -80,6 +85,14 @@ func TestReleaseScale(t *testing.T) {
 	engines := []struct{ name, dsn string }{{"DuckDB (embedded)", "duckdb"}}
 	if u := os.Getenv(pgEnv); u != "" {
 		engines = append(engines, struct{ name, dsn string }{"PostgreSQL 15", u})
+	}
+	if u := os.Getenv(clusterEnv); u != "" {
+		n := 0
+		if _, v, ok := strings.Cut(u, "synth_shards="); ok {
+			v, _, _ = strings.Cut(v, "&")
+			n = len(strings.Split(v, ","))
+		}
+		engines = append(engines, struct{ name, dsn string }{fmt.Sprintf("PostgreSQL 15, %d shards (postgres_fdw)", n), u})
 	}
 	specPath, err := filepath.Abs("../../examples/tpch/synth.yaml")
 	if err != nil {
