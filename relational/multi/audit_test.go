@@ -86,10 +86,23 @@ func TestAuditRadius(t *testing.T) {
 	}
 }
 
-// answerPair is a neighbouring pair for the whole of Alg. 1: 150 units with
-// S_i = (3, 4) (norm 5) — more than |T| = (60/ε)·ln 40 ≈ 111 at ε = 2, so
-// the SVT passes the radii below 5 and stops near r̃ = 8 — and one unit
-// with S_i = (600, 800) (norm 1000) in I, which I′ lacks: clipped to
+// tightPair is the neighbouring pair on which Alg. 1's Gaussian step is
+// tight: I′ is empty and I has one unit with S = (4, 0). On both, every
+// Count(I, r) − N ≥ −1 lies far above the SVT threshold
+// T = −(60/ε)·ln 40 ≈ −111 (ε = 2), so the SVT stops at ℓ = 1, r̃ = 1,
+// except with probability ≈ e^{−5} from its noise; the unit is clipped to
+// (1, 0), a vector of norm exactly r̃ on one coordinate, and coordinate 0
+// is N_ℤ(0, σ²) on I′ and 1 + N_ℤ(0, σ²) on I with σ ≈ 2.08 grid steps —
+// the worst case the proof allows. Mutants that double the sensitivity
+// (σ halved, clipping at 2r̃) or do not clip shift it further.
+func tightPair() (d, dPrime []Entry) {
+	return []Entry{{Unit: 0, Coord: 0, Psi: 4}}, nil
+}
+
+// answerPair is a neighbouring pair where the radius matters: 150 units
+// with S_i = (3, 4) (norm 5) — more than |T| ≈ 111 at ε = 2, so the SVT
+// passes the radii below 5 and stops near r̃ = 8 — and one unit with
+// S_i = (600, 800) (norm 1000) in I, which I′ lacks: clipped to about
 // (4, 6), it moves the sum by about half a noise σ.
 func answerPair() (d, dPrime []Entry) {
 	for u := 0; u < 150; u++ {
@@ -99,42 +112,85 @@ func answerPair() (d, dPrime []Entry) {
 	return d, dPrime
 }
 
-// TestAuditAnswer audits Alg. 1 end to end at its claimed (ε, δ) = (2, 10⁻⁴)
-// on [answerPair], through the sum of the released vector (the direction
-// the clipped unit moves it), and checks that the audit catches
-// the planted bug "no clipping" (the big unit's (600, 800) passes whole).
-// False failure probability ≤ 10⁻⁶.
+// TestAuditAnswer audits Alg. 1 end to end ([Run] with the jump start) at
+// its claimed (ε, δ) = (2, 10⁻⁴). On [tightPair] (coordinate 0, N runs
+// per input; N = 200 000, or 20 000 with -short) the honest mechanism
+// must stay at or below ε = 2 and each planted bug must be caught — its
+// ε lower bound above 2:
+//
+//   - σ halved (the same as the sensitivity doubled);
+//   - clipping at 2r̃ instead of r̃;
+//   - no clipping.
+//
+// On [answerPair] (through the sum of the two coordinates, the direction
+// the clipped unit moves it) the honest mechanism must stay below ε and
+// "no clipping" must be caught. Each audit holds with confidence 1 − 10⁻⁶
+// and is seeded, so the run is deterministic; a false failure of an honest
+// check has probability ≤ 10⁻⁶. With -short the mutants are still run but
+// only reported (20 000 runs cannot resolve ε above 2 at δ = 10⁻⁴).
 func TestAuditAnswer(t *testing.T) {
-	const eps, delta = 2.0, 1e-4
-	d, dPrime := answerPair()
-	for name, view := range map[string]func([]int64) float64{
-		"sum": func(v []int64) float64 { return float64(v[0] + v[1]) },
-	} {
-		res := answerAudit(t, d, dPrime, view, false)
-		t.Logf("%s: %+v", name, res)
-		if res.EpsilonLowerBound > eps {
-			t.Errorf("%s: empirical ε lower bound %v > claimed ε = %v (event %s)", name, res.EpsilonLowerBound, eps, res.Event)
-		}
+	const eps = 2.0
+	type mutant struct {
+		name string
+		cfg  Config
 	}
-	mut := answerAudit(t, d, dPrime, func(v []int64) float64 { return float64(v[0] + v[1]) }, true)
-	t.Logf("no clipping: %+v", mut)
-	if mut.EpsilonLowerBound <= eps {
-		t.Errorf("the audit did not catch Alg. 1 without clipping: ε lower bound %v ≤ %v", mut.EpsilonLowerBound, eps)
+	honest := Config{}
+	cases := []struct {
+		pair    func() ([]Entry, []Entry)
+		view    func([]int64) float64
+		n       int
+		mutants []mutant
+	}{
+		{tightPair, func(v []int64) float64 { return float64(v[0]) }, 200_000, []mutant{
+			{"σ halved", Config{noiseFactor: 0.5}},
+			{"clip at 2r̃", Config{clipFactor: 2}},
+			{"no clipping", Config{noClip: true}},
+		}},
+		{answerPair, func(v []int64) float64 { return float64(v[0] + v[1]) }, 20_000, []mutant{
+			{"no clipping", Config{noClip: true}},
+		}},
+	}
+	for i, c := range cases {
+		d, dPrime := c.pair()
+		n := c.n
+		if testing.Short() {
+			n /= 10
+		}
+		res := answerAudit(t, d, dPrime, c.view, honest, n)
+		t.Logf("pair %d honest: %+v", i, res)
+		if res.EpsilonLowerBound > eps {
+			t.Errorf("pair %d: empirical ε lower bound %v > claimed ε = %v (event %s)", i, res.EpsilonLowerBound, eps, res.Event)
+		}
+		for _, m := range c.mutants {
+			mut := answerAudit(t, d, dPrime, c.view, m.cfg, n)
+			t.Logf("pair %d %s: %+v", i, m.name, mut)
+			if mut.EpsilonLowerBound <= eps && !testing.Short() {
+				t.Errorf("pair %d: the audit did not catch %q: ε lower bound %v ≤ %v", i, m.name, mut.EpsilonLowerBound, eps)
+			}
+		}
 	}
 }
 
-func answerAudit(t *testing.T, d, dPrime []Entry, view func([]int64) float64, noClip bool) audit.Result {
+// answerAudit audits [Run] at (ε, δ) = (2, 10⁻⁴) on the pair, with the
+// mutation knobs of mut, through view, n runs per input.
+func answerAudit(t *testing.T, d, dPrime []Entry, view func([]int64) float64, mut Config, n int) audit.Result {
+	t.Helper()
 	const eps, delta = 2.0, 1e-4
-	{
-		mech := func(es []Entry) audit.Mechanism[float64] {
-			return func(src dp.Source) float64 {
-				r, err := Run(context.Background(), src, es, 2, Config{Epsilon: eps, Delta: delta, GS: 1 << 12, JumpStart: true, noClip: noClip})
-				if err != nil {
-					panic(err)
-				}
-				return view(r.Values)
+	mech := func(es []Entry) audit.Mechanism[float64] {
+		cfg := mut
+		cfg.Epsilon, cfg.Delta, cfg.GS, cfg.JumpStart = eps, delta, 1<<12, true
+		return func(src dp.Source) float64 {
+			r, err := Run(context.Background(), src, es, 2, cfg)
+			if err != nil {
+				panic(err)
 			}
+			return view(r.Values)
 		}
-		return audit.MustRunScalar(t, mech(d), mech(dPrime), auditRuns(8_000), delta)
 	}
+	res, err := audit.RunScalar(context.Background(), mech(d), mech(dPrime),
+		audit.Options{N: n, Delta: delta, Confidence: 1 - 1e-6, Seed: 16, Thresholds: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -1,9 +1,11 @@
 package multi
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"math/big"
+	"math/bits"
 	"slices"
 
 	"github.com/synth-dp/synth/dp"
@@ -238,9 +240,8 @@ type coord struct {
 }
 
 // unitVectors groups the entries by unit (sparse vectors, coordinates
-// merged) and checks them.
+// merged and sorted, units in increasing id order) and checks them.
 func unitVectors(entries []Entry, d int) ([][]coord, error) {
-	byUnit := map[int]map[int]float64{}
 	for _, e := range entries {
 		if e.Coord < 0 || e.Coord >= d {
 			return nil, invalid("entry for coordinate %d of %d", e.Coord, d)
@@ -248,24 +249,28 @@ func unitVectors(entries []Entry, d int) ([][]coord, error) {
 		if !(e.Psi >= 0) || math.IsInf(e.Psi, 0) || e.Psi != math.Trunc(e.Psi) || e.Psi > 1<<53 {
 			return nil, invalid("contribution ψ = %v grid steps, want a whole number in [0, 2⁵³]", e.Psi)
 		}
-		m := byUnit[e.Unit]
-		if m == nil {
-			m = map[int]float64{}
-			byUnit[e.Unit] = m
-		}
-		m[e.Coord] += e.Psi
 	}
-	units := make([]int, 0, len(byUnit))
-	for u := range byUnit {
-		units = append(units, u)
-	}
-	slices.Sort(units)
-	out := make([][]coord, len(units))
-	for i, u := range units {
-		for k, psi := range byUnit[u] {
-			out[i] = append(out[i], coord{k, psi})
+	// A stable sort keeps the input order within a (unit, coordinate), so
+	// the sums add up in the same order as the entries come.
+	es := slices.Clone(entries)
+	slices.SortStableFunc(es, func(a, b Entry) int {
+		if a.Unit != b.Unit {
+			return cmp.Compare(a.Unit, b.Unit)
 		}
-		slices.SortFunc(out[i], func(a, b coord) int { return a.k - b.k })
+		return a.Coord - b.Coord
+	})
+	var out [][]coord
+	for i := 0; i < len(es); {
+		u := es[i].Unit
+		var v []coord
+		for ; i < len(es) && es[i].Unit == u; i++ {
+			if n := len(v); n > 0 && v[n-1].k == es[i].Coord {
+				v[n-1].psi += es[i].Psi
+			} else {
+				v = append(v, coord{es[i].Coord, es[i].Psi})
+			}
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -302,10 +307,24 @@ func clippedSum(vecs [][]coord, r float64, d int) []int64 {
 		lhs.Mul(lhs, n2)
 		return lhs.Cmp(s2r2) <= 0
 	}
+	r2small, r2fits := uint64(0), r2.IsUint64()
+	if r2fits {
+		r2small = r2.Uint64()
+	}
+	x := []int64{}
 	for _, v := range vecs {
-		x := make([]int64, len(v))
-		for j, c := range v {
-			x[j] = int64(c.psi)
+		x = x[:0]
+		for _, c := range v {
+			x = append(x, int64(c.psi))
+		}
+		// Fast path, exact: ‖x‖² in 128 bits (no overflow for entries
+		// ≤ 2⁵³ and fewer than 2²⁰ coordinates) against r² when it fits
+		// in 64 bits.
+		if hi, lo, ok := normSq128(x); ok && r2fits && hi == 0 && lo <= r2small {
+			for j, c := range v {
+				sum[c.k] += x[j]
+			}
+			continue
 		}
 		n2 := normSq(x)
 		if n2.Cmp(r2) > 0 {
@@ -334,6 +353,24 @@ func clippedSum(vecs [][]coord, r float64, d int) []int64 {
 		}
 	}
 	return sum
+}
+
+// normSq128 returns Σ x_j² as a 128-bit number (hi, lo), ok = false if
+// it might overflow (entries must be ≥ 0).
+func normSq128(x []int64) (hi, lo uint64, ok bool) {
+	if len(x) >= 1<<20 {
+		return 0, 0, false
+	}
+	for _, v := range x {
+		if v < 0 || v > 1<<53 {
+			return 0, 0, false
+		}
+		h, l := bits.Mul64(uint64(v), uint64(v))
+		var c uint64
+		lo, c = bits.Add64(lo, l, 0)
+		hi += h + c
+	}
+	return hi, lo, true
 }
 
 func normSq(x []int64) *big.Int {
