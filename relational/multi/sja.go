@@ -54,7 +54,8 @@ type Config struct {
 }
 
 // Result is the output of [Run]: the d DP answers and the public
-// parameters behind them (DP outputs and functions of public values only).
+// parameters behind them (DP outputs and functions of public values only),
+// except Trace, which is not DP.
 type Result struct {
 	// Values are the d answers, integers.
 	Values []int64
@@ -69,7 +70,10 @@ type Result struct {
 	ErrorBound95 float64
 	// Rungs is n, the number of radii.
 	Rungs int
-	// Trace says which Count(I, 2^ℓ) the SVT computed.
+	// Trace says which Count(I, 2^ℓ) the SVT computed. NOT differentially
+	// private: the jump start's guess is DS_Q(I) itself, so the indices
+	// evaluated and skipped reveal it. For the data custodian's diagnostics
+	// only; never publish it or print it into the answers' output.
 	Trace SVTTrace
 }
 

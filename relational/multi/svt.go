@@ -7,6 +7,12 @@ import (
 )
 
 // SVTTrace records which queries an [SVT] run evaluated.
+//
+// NOT differentially private: with the jump start the walk begins at a
+// guess k that may be computed from the private data (Alg. 3), and which
+// f(ℓ) were computed depends on the unnoised values. Only the index [SVT]
+// returns is DP. A trace is for the data custodian's diagnostics and tests
+// only; never publish it.
 type SVTTrace struct {
 	// Evaluated lists the indices ℓ whose f(ℓ) was computed, in order.
 	Evaluated []int
