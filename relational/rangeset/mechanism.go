@@ -13,24 +13,28 @@ import (
 )
 
 // Neighbours selects the neighbouring relation the sensitivity is for.
+// The zero value is [AddRemove], the neighbours of DESIGN.md §3 that the
+// ledger and synth answer account under.
 type Neighbours int
 
 const (
-	// Replace is Inan et al.'s Def. 1: a neighbour replaces one record by
-	// another. The removed and the added record each change at most
-	// MaxDepth queries by one, so S_L1 ≤ min(|Q|, 2·MaxDepth) (their
-	// Thm. 6 and 7). It also bounds add/remove neighbours. The default.
-	Replace Neighbours = iota
 	// AddRemove is the tuple-level DP of DESIGN.md §3: a neighbour adds or
 	// removes one record, which changes at most MaxDepth queries by one
 	// (and exactly that many for a record at a deepest point): S_L1 =
-	// MaxDepth.
-	AddRemove
+	// MaxDepth. The default (zero value).
+	AddRemove Neighbours = iota
+	// Replace is Inan et al.'s Def. 1: a neighbour replaces one record by
+	// another. The removed and the added record each change at most
+	// MaxDepth queries by one, so S_L1 ≤ min(|Q|, 2·MaxDepth) (their
+	// Thm. 6 and 7). It also bounds add/remove neighbours, at up to twice
+	// the noise.
+	Replace
 )
 
 // Sensitivity returns the L1 sensitivity bound of the range-count queries
-// boxes under nb and the maximum depth it is computed from: min(|Q|, 2D)
-// for [Replace], D for [AddRemove]. It reads no data.
+// boxes under nb and the maximum depth it is computed from: D for
+// [AddRemove], min(|Q|, 2D) for [Replace] and for any other value (the
+// larger bound, valid under both). It reads no data.
 func Sensitivity(boxes []Box, nb Neighbours) (sens, depth int) {
 	depth = MaxDepth(boxes)
 	if nb == AddRemove {

@@ -268,3 +268,25 @@ func median(x []float64) float64 {
 	}
 	return (y[(len(y)-1)/2] + y[len(y)/2]) / 2
 }
+
+// TestDefaultNeighboursAddRemove: the zero Neighbours is AddRemove, the
+// neighbours the ledger and synth answer account under (DESIGN.md §3), so
+// a caller that does not choose gets S = max depth, not Inan et al.'s
+// replace-one bound min(|Q|, 2·depth) (the old default, twice the noise).
+// Unknown values fall back to the replace-one bound, valid under both.
+func TestDefaultNeighboursAddRemove(t *testing.T) {
+	boxes, _, _ := auditPair()
+	var nb Neighbours
+	if nb != AddRemove {
+		t.Fatalf("zero Neighbours = %d, want AddRemove (%d)", nb, AddRemove)
+	}
+	cases := []struct {
+		nb   Neighbours
+		want int
+	}{{nb, 4}, {AddRemove, 4}, {Replace, min(len(boxes), 8)}, {Neighbours(7), min(len(boxes), 8)}}
+	for _, c := range cases {
+		if sens, depth := Sensitivity(boxes, c.nb); sens != c.want || depth != 4 {
+			t.Errorf("Sensitivity(nb = %d) = %d (depth %d), want %d (depth 4)", c.nb, sens, depth, c.want)
+		}
+	}
+}
