@@ -32,8 +32,17 @@
 // Alg. 2, replaces Count by the value F̂(I, r) of a convex QCQP per radius
 // (join results merged by their unit sets, [JoinGroups]), solved by Ipopt
 // (build tag ipopt, package relational/ipopt); the jump start skips most
-// programs. Without the tag such queries fail with [ErrNeedsIpopt] before
-// any data is read.
+// programs. Ipopt's answer is not trusted: every point is made exactly
+// feasible in Go before F̂ and Q̂ are computed from it, and a failed solve
+// is repaired the same way instead of ending the run after the budget is
+// charged ([ProgramReport], not DP). Without the tag such queries fail
+// with [ErrNeedsIpopt] before any data is read.
+//
+// # Diagnostics are not DP
+//
+// [Result].Trace, [SelfJoinResult].Programs, SolveTime, Trace and Reports
+// depend on the private instance. They are for the data custodian only;
+// [Answer] returns none of them, and nothing may publish them.
 //
 // # Not implemented
 //

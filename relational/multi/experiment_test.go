@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,8 @@ func experimentQueries(family string, d int) []string {
 // the median over 10 runs of
 // the relative ℓ2 error ‖Q̃ − Q‖/‖Q‖ and the median mechanism time
 // (contributions are computed once by SQL; their time is reported
-// separately). Set SYNTH_MULTI_EXPERIMENTS=1 to run it.
+// separately). Set SYNTH_MULTI_EXPERIMENTS=1 to run it;
+// SYNTH_MULTI_EPS=2 (a comma-separated list) restricts ε.
 func TestExperimentVsComposition(t *testing.T) {
 	if os.Getenv("SYNTH_MULTI_EXPERIMENTS") == "" {
 		t.Skip("set SYNTH_MULTI_EXPERIMENTS=1 to run the experiment")
@@ -99,7 +101,7 @@ func TestExperimentVsComposition(t *testing.T) {
 				}
 				return math.Sqrt(s) / tn
 			}
-			for _, eps := range []float64{2, 4, 8} {
+			for _, eps := range experimentEpsilons(t) {
 				var ours, comp, per, tOurs, tComp []float64
 				for r := 0; r < runs; r++ {
 					seed++
@@ -192,6 +194,23 @@ func experimentData(t *testing.T) (*engine.Engine, *spec.Spec, string) {
 		t.Fatal(err)
 	}
 	return e, s, "from " + dir
+}
+
+// experimentEpsilons is ε ∈ {2, 4, 8}, or the list in SYNTH_MULTI_EPS.
+func experimentEpsilons(t *testing.T) []float64 {
+	env := os.Getenv("SYNTH_MULTI_EPS")
+	if env == "" {
+		return []float64{2, 4, 8}
+	}
+	var out []float64
+	for _, f := range strings.Split(env, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v > 0) {
+			t.Fatalf("SYNTH_MULTI_EPS: %q is not a number > 0", f)
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func median(x []float64) float64 {
