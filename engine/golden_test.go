@@ -55,9 +55,22 @@ func goldenCases() []goldenCase {
 	return []goldenCase{
 		{name: "tpch3", about: "customer ⋈ orders ⋈ lineitem with the primary keys of examples/tpch/synth.yaml (plain joins)", spec: three},
 		{name: "tpch3_nokeys", about: "customer ⋈ orders ⋈ lineitem with no primary key declared (variable elimination)", spec: withoutKeys(three)},
+		{name: "tpch3_custkey", about: "customer ⋈ orders ⋈ lineitem with customer's primary key only (variable elimination, customer not pre-aggregated)", spec: customerKeyOnly(three)},
 		{name: "tpch2_text", about: "orders ⋈ lineitem with primary keys; the order key compared as text (as when its columns have different SQL types)",
 			spec: two, mixed: map[string]bool{"lineitem.l_orderkey": true}},
 	}
+}
+
+// customerKeyOnly is a copy of s declaring the primary key of customer
+// only.
+func customerKeyOnly(s *spec.Spec) *spec.Spec {
+	c := withoutKeys(s)
+	for i := range c.Tables {
+		if c.Tables[i].Name == "customer" {
+			c.Tables[i].PrimaryKey = []string{"c_custkey"}
+		}
+	}
+	return c
 }
 
 // TestGoldenStatisticsSQL renders the statistics statements — degrees,

@@ -1,22 +1,21 @@
 package engine
 
 import (
-	"runtime"
-	"sync"
-
 	"context"
 	"fmt"
-	"github.com/synth-dp/synth/spec"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/spec"
 )
 
 // A count plan computes the size of the natural join of a set E of
 // relations grouped by some of its variables (join attributes and binned
-// columns). It takes one of two forms, chosen per query ([choosePlan]):
+// columns). It takes one of two forms, chosen per query by [buildPlan]:
 //
 // The plain join: when every relation of E but one (the root) joins the
 // relations before it on attributes covering a declared primary key of its
@@ -77,7 +76,7 @@ type planVar struct {
 // add up.
 type factor struct {
 	name    string
-	vars    []int // indices into plan.vars, increasing
+	vars    []int // indices into plan.vars
 	grouped bool
 }
 
@@ -86,7 +85,7 @@ type factor struct {
 type leaf struct {
 	rel   int
 	table string   // quoted table name
-	vars  []int    // increasing
+	vars  []int    // indices into plan.vars: its attributes (by name), then its binned columns
 	cols  []string // quoted column of vars[k]
 	text  []bool   // whether vars[k] is compared as text ([joinExpr])
 	attrs int      // vars[:attrs] are join attributes (NULL joins nothing), the rest binned columns

@@ -33,8 +33,10 @@ import (
 // Data: SYNTH_STATS_TPCH_DIR names a folder written by cmd/tpchgen (e.g.
 // go run ./cmd/tpchgen -sf 1 -out /tmp/sf1); otherwise tables at scale
 // factor SYNTH_STATS_SF (default 0.1) are generated into a temporary
-// folder. Run with -benchtime=5x or more: each iteration is one run of
-// every statement.
+// folder. SYNTH_STATS_ENGINE names the engine (a DSN of [Open]; default
+// in-memory DuckDB), e.g. the URL of a throwaway PostgreSQL server. Run
+// with -benchtime=5x or more: each iteration is one run of every
+// statement.
 func BenchmarkStatsPlans(b *testing.B) {
 	ctx := context.Background()
 	dir := os.Getenv("SYNTH_STATS_TPCH_DIR")
@@ -52,7 +54,11 @@ func BenchmarkStatsPlans(b *testing.B) {
 		}
 	}
 	s := tpchKeyedSpec(dir)
-	e := openTest(b)
+	e, err := Open(ctx, os.Getenv("SYNTH_STATS_ENGINE"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
 	if err := e.Load(ctx, s); err != nil {
 		b.Fatal(err)
 	}
