@@ -768,3 +768,52 @@ func TestWriterRowGroups(t *testing.T) {
 		t.Errorf("count %d, last-cell rows %d, first cells' rows %d; want %d, 1, %d", n, last, firstTen, rowGroupRows+1, 10*104_857)
 	}
 }
+
+// TestWriterStatistics: every column chunk carries its min and max (what
+// DuckDB prunes row groups with) and every column a page index, although
+// the data page headers carry none.
+func TestWriterStatistics(t *testing.T) {
+	db := openDuckDB(t)
+	path := writeFixture(t, t.TempDir(), 2)
+	rs, err := db.Query(`SELECT CAST(path_in_schema AS VARCHAR), CAST(stats_min_value AS VARCHAR), CAST(stats_max_value AS VARCHAR)
+		FROM parquet_metadata(` + sqlString(path) + `) ORDER BY column_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	var got []string
+	for rs.Next() {
+		var col string
+		var lo, hi sql.NullString
+		if err := rs.Scan(&col, &lo, &hi); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, col+" "+lo.String+" "+hi.String)
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"region it's süd", "active false true", "qty 3 8", "price 1.25 8.75", "day 2023-11-15 2024-02-01"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("column chunk statistics %q, want %q", got, want)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, cc := range pf.RowGroups()[0].ColumnChunks() {
+		ci, err := cc.ColumnIndex()
+		if err != nil || ci.NumPages() == 0 {
+			t.Errorf("column %d: page index %v, %v", j, ci, err)
+		}
+	}
+}
