@@ -62,7 +62,10 @@ type Options struct {
 	Rounds int
 	// MaxRounds caps the automatic T; 0 means DefaultMaxRounds.
 	MaxRounds int
-	// MemoryCap bounds PMW's universe arrays in bytes; 0 means the default.
+	// MemoryCap bounds PMW's arrays in bytes — the universe's dense cells
+	// and every workload family's tables and arrays (pmw.CheckMemory),
+	// checked before any data is read — and each measure's numerical
+	// universe; 0 means the defaults (pmw.DefaultMemoryCap for PMW).
 	MemoryCap int64
 	// Overwrite allows replacing a previous release in the output folder;
 	// without it such a folder is refused before any data is read (a rerun
