@@ -29,10 +29,14 @@ const ShardsParam = "synth_shards"
 // coordinator, distribute replaces each relation that has a join attribute
 // by a table hash-partitioned on that attribute whose partitions are
 // foreign tables, one per shard. The statistics' SQL is unchanged: the
-// coordinator's planner pushes scans, and with partitionwise aggregation
-// and join (set on the engine's sessions) the group-bys and joins on the
-// partition key, down to the shards, which it scans concurrently
-// (asynchronous Append; async_capable on the foreign servers).
+// coordinator's planner pushes the scans down to the shards and, with
+// partitionwise aggregation (set on the engine's sessions), whole
+// group-bys on the partition key, scanning the shards concurrently
+// (asynchronous Append; async_capable on the foreign servers); with
+// partitionwise join, joins on the partition key run partition by
+// partition. Other group-bys aggregate partially on the coordinator, and
+// the joins run there too: PostgreSQL 15's postgres_fdw pushes down
+// neither partial aggregates nor, under its cost estimates, joins.
 //
 // The shards need nothing but PostgreSQL: the coordinator creates the
 // remote tables through dblink with the foreign servers' user mappings, in
@@ -46,8 +50,7 @@ const ShardsParam = "synth_shards"
 // attribute in declaration order that is part of its primary key, else its
 // first join attribute. On TPC-H: customer by c_custkey, orders by
 // o_orderkey, lineitem by l_orderkey, so that orders ⋈ lineitem — the
-// largest join — is co-located and pushed down to the shards partition by
-// partition. Public relations and relations with no join attribute stay on
+// largest join — is co-located and joins partition by partition. Public relations and relations with no join attribute stay on
 // the coordinator (they are small, or have no key to co-locate by).
 //
 // Remote DDL is not transactional: the remote tables are created by dblink
