@@ -65,6 +65,8 @@ func randomInstance(t *testing.T, r *rand.Rand, dir string) *instance {
 			d = append(d, "k")
 		case 1:
 			d = append(d, "01")
+		case 2:
+			d = append(d, "") // NULL: joins nothing
 		}
 		return d
 	}
@@ -175,6 +177,12 @@ func (in *instance) enumerate(set hypergraph.Set, f func(pick []int, val map[str
 			var added []string
 			for a, col := range attrs {
 				v := tu[col]
+				if v == "" { // NULL joins nothing
+					for _, x := range added {
+						delete(val, x)
+					}
+					continue tuples
+				}
 				if old, ok := val[a]; ok {
 					if old != v {
 						for _, x := range added {
@@ -253,7 +261,9 @@ func statisticsOracle(t *testing.T, e *Engine) {
 				col := h.Relation(ad.Relation).Attrs[ad.Attr]
 				want := map[string]int64{}
 				for _, tu := range in.rows[ad.Relation] {
-					want[tu[col]]++
+					if tu[col] != "" { // NULL: left out
+						want[tu[col]]++
+					}
 				}
 				got := map[string]int64{}
 				for _, dg := range ad.Degrees {
@@ -278,9 +288,13 @@ func statisticsOracle(t *testing.T, e *Engine) {
 				})
 				want := map[string]int64{}
 				var max int64
+			values:
 				for _, tu := range in.rows[i] {
 					var key []string
 					for _, a := range attrs {
+						if tu[rel.Attrs[a]] == "" {
+							continue values // NULL: left out
+						}
 						key = append(key, tu[rel.Attrs[a]])
 					}
 					k := strings.Join(key, "\x00")

@@ -271,6 +271,15 @@ func (p *plan) statement(kept []int) string {
 func (p *plan) plainJoin(kept []int) string {
 	d := p.d
 	owner := map[int]string{} // variable -> its value on the first leaf holding it
+	// A join attribute of two leaves or more is compared by = in ON, which
+	// no NULL passes; one of a single leaf (a grouped boundary attribute)
+	// needs IS NOT NULL.
+	leaves := map[int]int{}
+	for _, lf := range p.leaves {
+		for _, v := range lf.vars[:lf.attrs] {
+			leaves[v]++
+		}
+	}
 	var from strings.Builder
 	var conds []string
 	for k, li := range p.order {
@@ -285,7 +294,11 @@ func (p *plan) plainJoin(kept []int) string {
 				owner[v] = x
 			}
 		}
-		conds = append(conds, lf.conds(t)...)
+		for j, c := range lf.conds(t) {
+			if leaves[lf.vars[j]] == 1 {
+				conds = append(conds, c)
+			}
+		}
 		switch {
 		case k == 0:
 			from.WriteString(lf.table + " AS " + t)

@@ -16,7 +16,7 @@ SELECT CAST(`v0` AS STRING), c FROM (SELECT CAST(`l_orderkey` AS STRING) AS `v0`
 SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT CAST(`l_orderkey` AS STRING) AS `v0`, count(*) AS c FROM `lineitem` WHERE `l_orderkey` IS NOT NULL GROUP BY 1) AS g;
 
 -- JoinSize
-SELECT CAST(COALESCE(c, 0) AS BIGINT) FROM (SELECT count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON CAST(t1.`o_orderkey` AS STRING) = CAST(t0.`l_orderkey` AS STRING) WHERE t0.`l_orderkey` IS NOT NULL AND t1.`o_orderkey` IS NOT NULL) AS j;
+SELECT CAST(COALESCE(c, 0) AS BIGINT) FROM (SELECT count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON CAST(t1.`o_orderkey` AS STRING) = CAST(t0.`l_orderkey` AS STRING)) AS j;
 
 -- MaxBoundaryCount([orders]), boundary [lineitem.l_orderkey]
 SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT CAST(t0.`o_orderkey` AS STRING) AS v0, count(*) AS c FROM `orders` AS t0 WHERE t0.`o_orderkey` IS NOT NULL GROUP BY 1) AS j;
@@ -25,8 +25,8 @@ SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT CAST(t0.`o_orderkey` AS 
 SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT CAST(t0.`l_orderkey` AS STRING) AS v0, count(*) AS c FROM `lineitem` AS t0 WHERE t0.`l_orderkey` IS NOT NULL GROUP BY 1) AS j;
 
 -- MaxBoundaryCount([orders lineitem]), boundary []
-SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON CAST(t1.`o_orderkey` AS STRING) = CAST(t0.`l_orderkey` AS STRING) WHERE t0.`l_orderkey` IS NOT NULL AND t1.`o_orderkey` IS NOT NULL) AS j;
+SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON CAST(t1.`o_orderkey` AS STRING) = CAST(t0.`l_orderkey` AS STRING)) AS j;
 
 -- Histogram([orders.o_orderpriority lineitem.l_returnflag lineitem.l_quantity]), sizes [5 3 10]
-SELECT CASE WHEN v0 < 0 OR v0 >= 5 OR v1 < 0 OR v1 >= 3 OR v2 < 0 OR v2 >= 10 THEN -1 ELSE ((CAST(v0 AS BIGINT) * 3 + v1) * 10 + v2) END AS i, CAST(c AS BIGINT) FROM (SELECT t1.`_synth_bin_o_orderpriority` AS v0, t0.`_synth_bin_l_returnflag` AS v1, t0.`_synth_bin_l_quantity` AS v2, count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON CAST(t1.`o_orderkey` AS STRING) = CAST(t0.`l_orderkey` AS STRING) WHERE t0.`l_orderkey` IS NOT NULL AND t1.`o_orderkey` IS NOT NULL GROUP BY 1, 2, 3) AS j ORDER BY i;
+SELECT CASE WHEN v0 < 0 OR v0 >= 5 OR v1 < 0 OR v1 >= 3 OR v2 < 0 OR v2 >= 10 THEN -1 ELSE ((CAST(v0 AS BIGINT) * 3 + v1) * 10 + v2) END AS i, CAST(c AS BIGINT) FROM (SELECT t1.`_synth_bin_o_orderpriority` AS v0, t0.`_synth_bin_l_returnflag` AS v1, t0.`_synth_bin_l_quantity` AS v2, count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON CAST(t1.`o_orderkey` AS STRING) = CAST(t0.`l_orderkey` AS STRING) GROUP BY 1, 2, 3) AS j ORDER BY i;
 

@@ -34,7 +34,7 @@ SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t0.`c_custkey` AS v0, co
 SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t0.`o_custkey` AS v0, t0.`o_orderkey` AS v1, count(*) AS c FROM `orders` AS t0 WHERE t0.`o_custkey` IS NOT NULL AND t0.`o_orderkey` IS NOT NULL GROUP BY 1, 2) AS j;
 
 -- MaxBoundaryCount([customer orders]), boundary [lineitem.l_orderkey]
-SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t0.`o_orderkey` AS v0, count(*) AS c FROM `orders` AS t0 JOIN `customer` AS t1 ON t1.`c_custkey` = t0.`o_custkey` WHERE t0.`o_custkey` IS NOT NULL AND t0.`o_orderkey` IS NOT NULL AND t1.`c_custkey` IS NOT NULL GROUP BY 1) AS j;
+SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t0.`o_orderkey` AS v0, count(*) AS c FROM `orders` AS t0 JOIN `customer` AS t1 ON t1.`c_custkey` = t0.`o_custkey` WHERE t0.`o_orderkey` IS NOT NULL GROUP BY 1) AS j;
 
 -- MaxBoundaryCount([lineitem]), boundary [lineitem.l_orderkey]
 SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t0.`l_orderkey` AS v0, count(*) AS c FROM `lineitem` AS t0 WHERE t0.`l_orderkey` IS NOT NULL GROUP BY 1) AS j;

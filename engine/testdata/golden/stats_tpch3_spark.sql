@@ -25,7 +25,7 @@ SELECT CAST(`v0` AS STRING), c FROM (SELECT `l_orderkey` AS `v0`, count(*) AS c 
 SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT `l_orderkey` AS `v0`, count(*) AS c FROM `lineitem` WHERE `l_orderkey` IS NOT NULL GROUP BY 1) AS g;
 
 -- JoinSize
-SELECT CAST(COALESCE(c, 0) AS BIGINT) FROM (SELECT count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON t1.`o_orderkey` = t0.`l_orderkey` JOIN `customer` AS t2 ON t2.`c_custkey` = t1.`o_custkey` WHERE t0.`l_orderkey` IS NOT NULL AND t1.`o_custkey` IS NOT NULL AND t1.`o_orderkey` IS NOT NULL AND t2.`c_custkey` IS NOT NULL) AS j;
+SELECT CAST(COALESCE(c, 0) AS BIGINT) FROM (SELECT count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON t1.`o_orderkey` = t0.`l_orderkey` JOIN `customer` AS t2 ON t2.`c_custkey` = t1.`o_custkey`) AS j;
 
 -- MaxBoundaryCount([customer]), boundary [customer.c_custkey]
 SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t0.`c_custkey` AS v0, count(*) AS c FROM `customer` AS t0 WHERE t0.`c_custkey` IS NOT NULL GROUP BY 1) AS j;
@@ -34,17 +34,17 @@ SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t0.`c_custkey` AS v0, co
 SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t0.`o_custkey` AS v0, t0.`o_orderkey` AS v1, count(*) AS c FROM `orders` AS t0 WHERE t0.`o_custkey` IS NOT NULL AND t0.`o_orderkey` IS NOT NULL GROUP BY 1, 2) AS j;
 
 -- MaxBoundaryCount([customer orders]), boundary [lineitem.l_orderkey]
-SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t0.`o_orderkey` AS v0, count(*) AS c FROM `orders` AS t0 JOIN `customer` AS t1 ON t1.`c_custkey` = t0.`o_custkey` WHERE t0.`o_custkey` IS NOT NULL AND t0.`o_orderkey` IS NOT NULL AND t1.`c_custkey` IS NOT NULL GROUP BY 1) AS j;
+SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t0.`o_orderkey` AS v0, count(*) AS c FROM `orders` AS t0 JOIN `customer` AS t1 ON t1.`c_custkey` = t0.`o_custkey` WHERE t0.`o_orderkey` IS NOT NULL GROUP BY 1) AS j;
 
 -- MaxBoundaryCount([lineitem]), boundary [lineitem.l_orderkey]
 SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t0.`l_orderkey` AS v0, count(*) AS c FROM `lineitem` AS t0 WHERE t0.`l_orderkey` IS NOT NULL GROUP BY 1) AS j;
 
 -- MaxBoundaryCount([orders lineitem]), boundary [customer.c_custkey]
-SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t1.`o_custkey` AS v0, count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON t1.`o_orderkey` = t0.`l_orderkey` WHERE t0.`l_orderkey` IS NOT NULL AND t1.`o_custkey` IS NOT NULL AND t1.`o_orderkey` IS NOT NULL GROUP BY 1) AS j;
+SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT t1.`o_custkey` AS v0, count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON t1.`o_orderkey` = t0.`l_orderkey` WHERE t1.`o_custkey` IS NOT NULL GROUP BY 1) AS j;
 
 -- MaxBoundaryCount([customer orders lineitem]), boundary []
-SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON t1.`o_orderkey` = t0.`l_orderkey` JOIN `customer` AS t2 ON t2.`c_custkey` = t1.`o_custkey` WHERE t0.`l_orderkey` IS NOT NULL AND t1.`o_custkey` IS NOT NULL AND t1.`o_orderkey` IS NOT NULL AND t2.`c_custkey` IS NOT NULL) AS j;
+SELECT CAST(COALESCE(MAX(c), 0) AS BIGINT) FROM (SELECT count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON t1.`o_orderkey` = t0.`l_orderkey` JOIN `customer` AS t2 ON t2.`c_custkey` = t1.`o_custkey`) AS j;
 
 -- Histogram([customer.c_mktsegment orders.o_orderpriority lineitem.l_returnflag lineitem.l_quantity orders.o_orderdate]), sizes [5 5 3 10 7]
-SELECT CASE WHEN v0 < 0 OR v0 >= 5 OR v1 < 0 OR v1 >= 5 OR v2 < 0 OR v2 >= 3 OR v3 < 0 OR v3 >= 10 OR v4 < 0 OR v4 >= 7 THEN -1 ELSE ((((CAST(v0 AS BIGINT) * 5 + v1) * 3 + v2) * 10 + v3) * 7 + v4) END AS i, CAST(c AS BIGINT) FROM (SELECT t2.`_synth_bin_c_mktsegment` AS v0, t1.`_synth_bin_o_orderpriority` AS v1, t0.`_synth_bin_l_returnflag` AS v2, t0.`_synth_bin_l_quantity` AS v3, t1.`_synth_bin_o_orderdate` AS v4, count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON t1.`o_orderkey` = t0.`l_orderkey` JOIN `customer` AS t2 ON t2.`c_custkey` = t1.`o_custkey` WHERE t0.`l_orderkey` IS NOT NULL AND t1.`o_custkey` IS NOT NULL AND t1.`o_orderkey` IS NOT NULL AND t2.`c_custkey` IS NOT NULL GROUP BY 1, 2, 3, 4, 5) AS j ORDER BY i;
+SELECT CASE WHEN v0 < 0 OR v0 >= 5 OR v1 < 0 OR v1 >= 5 OR v2 < 0 OR v2 >= 3 OR v3 < 0 OR v3 >= 10 OR v4 < 0 OR v4 >= 7 THEN -1 ELSE ((((CAST(v0 AS BIGINT) * 5 + v1) * 3 + v2) * 10 + v3) * 7 + v4) END AS i, CAST(c AS BIGINT) FROM (SELECT t2.`_synth_bin_c_mktsegment` AS v0, t1.`_synth_bin_o_orderpriority` AS v1, t0.`_synth_bin_l_returnflag` AS v2, t0.`_synth_bin_l_quantity` AS v3, t1.`_synth_bin_o_orderdate` AS v4, count(*) AS c FROM `lineitem` AS t0 JOIN `orders` AS t1 ON t1.`o_orderkey` = t0.`l_orderkey` JOIN `customer` AS t2 ON t2.`c_custkey` = t1.`o_custkey` GROUP BY 1, 2, 3, 4, 5) AS j ORDER BY i;
 
