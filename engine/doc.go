@@ -8,8 +8,9 @@
 //
 // # Engines
 //
-// [Open] connects to DuckDB, embedded through database/sql, in memory or in
-// a database file, or to a PostgreSQL server (postgres://…, through
+// [Open] connects to DuckDB, embedded through database/sql, in a temporary
+// database file (the default), in a database file of the user's or in
+// memory, or to a PostgreSQL server (postgres://…, through
 // github.com/jackc/pgx/v5). DuckDB extensions are never installed or loaded
 // automatically, so the engine never reaches the network beyond the
 // server it is given. Everything engine-specific — identifier quoting, the
@@ -52,6 +53,30 @@
 // holds [RowColumn], the key columns, the typed non-key columns and, per
 // non-key column, [BinColumn] with its cell index in [0, Size()), equal to
 // what [spec.Column.Bin] returns for the same value.
+//
+// On DuckDB each source is read once: one CREATE TABLE AS SELECT reads the
+// file, checks every value, types it and computes its cell, storing beside
+// them a flag per row (a value failing the load) and per key value (a
+// canonical integer); one aggregate over those flags then finds the first
+// failing row and decides the key types. The engine table is a view of
+// that data table selecting the row number (its row id plus one: the scan
+// is stored in file order), the declared columns and the cells, without
+// the rows a drop column removes. Only when a value fails is the source
+// read again, as text, to name the file, row, column, value and domain in
+// the error. The PostgreSQL dialect stages every source as text first (see
+// below) and builds its tables from the staging tables.
+//
+// # Memory
+//
+// An embedded DuckDB engine's buffers are bounded by DuckDB's memory_limit:
+// the environment variable SYNTH_DUCKDB_MEMORY_LIMIT ([MemoryLimitEnv],
+// e.g. 512MB or 4GiB; "max" for DuckDB's default of 80% of the machine's
+// memory), [DefaultMemoryLimit] (1 GB) when unset. The default engine keeps
+// its database in a file, compressed, in a private folder of the temporary
+// directory (os.TempDir, e.g. $TMPDIR) that [Engine.Close] removes, and
+// spills what does not fit the limit there: the memory synth needs does not
+// grow with the data, only the disk it uses. A process killed before Close
+// leaves the folder (synth-duckdb-*) and the private rows in it behind.
 //
 // # Statistics
 //

@@ -34,6 +34,15 @@ type Engine struct {
 	closed bool
 	tables map[string]map[string]string // table -> column -> SQL type, cached
 	sizes  map[string]map[string]int    // table -> non-key column -> declared Size(), from Load
+	// data maps a loaded table's name, in lower case, to the table holding
+	// its rows when the engine table is a view of it (DuckDB; see
+	// [Engine.loadScanned]); loads numbers the loads, naming their tables.
+	data  map[string]string
+	loads int64
+	// scratch is an embedded engine's temporary folder, removed by Close;
+	// tempDB is set when the database file is in it.
+	scratch *duckDBScratch
+	tempDB  bool
 
 	// release, when set, frees what the engine holds besides db once the
 	// schema is dropped (the PostgreSQL engine's lock connection and SQL
@@ -46,20 +55,32 @@ type Engine struct {
 	parseErr  error
 }
 
-// Open connects to an engine. The DSN is "" or "duckdb" for an in-memory
-// DuckDB database, "duckdb:PATH" for a DuckDB database file (created when
-// missing), or a PostgreSQL URL "postgres://…" or "postgresql://…" (see
+// Open connects to an engine. The DSN is "" or "duckdb" for an embedded
+// DuckDB database in a temporary file, "duckdb:PATH" for a DuckDB database
+// file (created when missing; "duckdb::memory:" keeps the database in
+// memory), or a PostgreSQL URL "postgres://…" or "postgresql://…" (see
 // [openPostgres] for what synth does on the server). Any other scheme
 // returns an error wrapping [ErrUnsupported].
+//
+// An embedded engine's memory is bounded: DuckDB's memory_limit is
+// [MemoryLimitEnv] ([DefaultMemoryLimit] when unset), and what does not
+// fit spills to a private folder in [os.TempDir] (mode 0700), which holds
+// the database file of the default DSN too and which [Engine.Close]
+// removes. The default DSN's file holds the loaded tables, compressed, so
+// that the memory synth needs does not grow with the data: DuckDB reads
+// the blocks it needs through its buffers. A crash leaves the folder
+// (synth-duckdb-* in the temporary directory, e.g. /tmp), with the private
+// rows in it: remove it.
 //
 // Everything the engine creates — the loaded tables, the views of [Engine.Fold]
 // and [Buckets], the tables of [Buckets] — lives in a schema of its own,
 // named [WorkSchemaPrefix] followed by 16 random hexadecimal digits, which
 // every connection of the engine uses as its only schema (SET schema): no
 // name the engine creates can collide with, replace or read an object of
-// the database file, whose own tables are never touched. The staging
-// tables of [Engine.Load] are TEMP tables, which never reach the file.
-// [Engine.Close] drops the schema.
+// the database file, whose own tables are never touched. The tables
+// holding the loaded rows are in that schema too; the text staging tables
+// of [Engine.Load]'s error path are TEMP tables. [Engine.Close] drops the
+// schema.
 //
 // After a crash (the process killed before Close) the schema and the
 // private rows in it stay in the file. The next Open of that file drops
@@ -89,8 +110,27 @@ func Open(ctx context.Context, dsn string) (*Engine, error) {
 	if strings.Contains(path, "?") {
 		return nil, fmt.Errorf("engine: open %q: options in the DSN: %w", dsn, ErrUnsupported)
 	}
+	limit, err := memoryLimit()
+	if err != nil {
+		return nil, fmt.Errorf("engine: open %q: %w", dsn, err)
+	}
+	// A database file given in the DSN spills next to itself (DuckDB's
+	// PATH.tmp; two engines on one file must have the same options); the
+	// default database and an in-memory one get a private folder.
+	var scratch *duckDBScratch
+	spill := ""
+	if path == "" || path == ":memory:" {
+		if scratch, err = newDuckDBScratch(); err != nil {
+			return nil, fmt.Errorf("engine: open %q: %w", dsn, err)
+		}
+		spill = scratch.spill()
+		if path == "" {
+			path = scratch.database()
+		}
+	}
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
+		scratch.remove()
 		return nil, fmt.Errorf("engine: open %q: %w", dsn, err)
 	}
 	d := duckDB{}
@@ -109,15 +149,17 @@ func Open(ctx context.Context, dsn string) (*Engine, error) {
 		}
 		return nil
 	}
-	conn, err := duckdb.NewConnector(path+"?"+duckDBOptions, init)
+	conn, err := duckdb.NewConnector(path+"?"+duckDBConfig(spill, limit), init)
 	if err != nil {
+		scratch.remove()
 		return nil, fmt.Errorf("engine: open %q: %w", dsn, err)
 	}
 	db := sql.OpenDB(conn) // closes conn when closed
 	liveSchemas.Lock()
 	liveSchemas.m[schema] = true
 	liveSchemas.Unlock()
-	e := &Engine{db: db, d: d, schema: schema, tables: map[string]map[string]string{}, sizes: map[string]map[string]int{}}
+	e := &Engine{db: db, d: d, schema: schema, tables: map[string]map[string]string{}, sizes: map[string]map[string]int{},
+		scratch: scratch, tempDB: scratch != nil && path == scratch.database()}
 	fail := func(err error) (*Engine, error) {
 		e.Close()
 		return nil, fmt.Errorf("engine: open %q: %w", dsn, err)
@@ -199,7 +241,7 @@ func (e *Engine) Close() error {
 	}
 	ctx := context.Background()
 	_, err := e.db.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+e.d.ident(e.schema)+" CASCADE")
-	if cp := e.d.checkpoint(); err == nil && cp != "" {
+	if cp := e.d.checkpoint(); err == nil && cp != "" && !e.tempDB {
 		// Write the drop to the file now rather than leave it in the WAL.
 		_, err = e.db.ExecContext(ctx, cp)
 	}
@@ -211,6 +253,11 @@ func (e *Engine) Close() error {
 	liveSchemas.Unlock()
 	if cerr := e.db.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
+	}
+	if e.scratch != nil {
+		if rerr := e.scratch.remove(); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("engine: close: %w", err)

@@ -99,11 +99,12 @@ func (e *fileError) Unwrap() []error {
 // join are also equal as text and fall into one degree group (see
 // canonicalNumber for why the privacy argument needs this).
 //
-// Sources are read and checked first, into temporary tables private to the
-// load; the engine tables are then created in one transaction, replacing
-// tables of the same names. On error the engine is left as it was. The
-// file's row numbers rely on DuckDB keeping the file order when it stores
-// a scan (preserve_insertion_order, set by [Open]).
+// Sources are read and checked first, into tables private to the load
+// (on DuckDB in one scan per source, see [Engine.loadScanned]); the engine
+// tables are then created in one transaction, replacing tables of the same
+// names. On error the engine is left as it was. The file's row numbers
+// rely on DuckDB keeping the file order when it stores a scan
+// (preserve_insertion_order, set by [Open]).
 func (e *Engine) Load(ctx context.Context, s *spec.Spec) error {
 	if s == nil || len(s.Tables) == 0 {
 		return errors.New("engine: load: the spec has no tables")
@@ -127,15 +128,47 @@ func (e *Engine) Load(ctx context.Context, s *spec.Spec) error {
 			return &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
 		}
 	}
-	// The staging tables are created outside the transaction, committed,
-	// so that their row ids are the file order (rows appended inside an
-	// open transaction get provisional row ids); they are temporary,
-	// private to this connection, and dropped at the end.
 	conn, err := e.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("engine: load: %w", err)
 	}
 	defer conn.Close()
+	loaded := make([]string, len(s.Tables))
+	for i := range s.Tables {
+		loaded[i] = s.Tables[i].Name
+	}
+	defer e.forget(loaded...)
+	if _, ok := e.d.(stager); ok {
+		err = e.loadStaged(ctx, conn, s)
+	} else {
+		err = e.loadScanned(ctx, conn, s)
+	}
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	for _, t := range s.Tables {
+		sz := map[string]int{}
+		for i := range t.Columns {
+			if c := &t.Columns[i]; c.Type != spec.Key {
+				sz[c.Name] = c.Size()
+			}
+		}
+		e.sizes[t.Name] = sz
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// loadStaged is Load on an engine that cannot read the files itself (a
+// [stager]): every source is streamed into a text staging table, checked,
+// and the engine tables are built from the staging tables in one
+// transaction.
+func (e *Engine) loadStaged(ctx context.Context, conn *sql.Conn, s *spec.Spec) error {
+	// The staging tables are created outside the transaction, committed,
+	// so that their row ids are the file order (rows appended inside an
+	// open transaction get provisional row ids); they are temporary,
+	// private to this connection, and dropped at the end.
 	builds := make([]string, len(s.Tables))
 	defer func() {
 		for i := range s.Tables {
@@ -146,11 +179,17 @@ func (e *Engine) Load(ctx context.Context, s *spec.Spec) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("engine: load: %w", err)
 		}
+		var err error
 		if builds[i], err = e.stageTable(ctx, conn, &s.Tables[i], stageName(i)); err != nil {
 			return err
 		}
 	}
-	defer e.forget(slices.Collect(maps.Keys(names))...)
+	return e.commitTables(ctx, conn, s, builds)
+}
+
+// commitTables runs the statements creating the engine tables of s and the
+// dialect's distribution in one transaction.
+func (e *Engine) commitTables(ctx context.Context, conn *sql.Conn, s *spec.Spec, builds []string) error {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("engine: load: %w", err)
@@ -170,17 +209,6 @@ func (e *Engine) Load(ctx context.Context, s *spec.Spec) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("engine: load: commit: %w", err)
 	}
-	e.mu.Lock()
-	for _, t := range s.Tables {
-		sz := map[string]int{}
-		for i := range t.Columns {
-			if c := &t.Columns[i]; c.Type != spec.Key {
-				sz[c.Name] = c.Size()
-			}
-		}
-		e.sizes[t.Name] = sz
-	}
-	e.mu.Unlock()
 	return nil
 }
 
@@ -287,58 +315,90 @@ type stager interface {
 		declared func(kinds map[string]string) ([]string, error)) (row string, err error)
 }
 
+// declaredColumns returns the declared columns of t in declaration order,
+// or the error naming one the file lacks; kinds maps the file's columns to
+// their types.
+func declaredColumns(t *spec.Table, kinds map[string]string) ([]string, error) {
+	cols := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		if _, ok := kinds[c.Name]; !ok {
+			have := slices.Sorted(maps.Keys(kinds))
+			return nil, &fileError{table: t.Name, file: t.Source,
+				msg: fmt.Sprintf("declared column %q is missing (the file has %s)", c.Name, strings.Join(have, ", "))}
+		}
+		cols[i] = c.Name
+	}
+	return cols, nil
+}
+
+// csvKinds reads a CSV source's header (read here, not guessed by the
+// engine) and maps every column to text; it returns nil, nil for a
+// Parquet source.
+func csvKinds(d dialect, t *spec.Table) ([]string, map[string]string, error) {
+	if format(t) != "csv" {
+		return nil, nil, nil
+	}
+	header, err := csvHeader(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	kinds := map[string]string{}
+	for _, h := range header {
+		kinds[h] = d.text()
+	}
+	return header, kinds, nil
+}
+
+// sourceSelect is the dialect's SELECT reading t's declared columns as
+// text in file order, with the expression of the 1-based data row and the
+// CSV header (nil for Parquet).
+func (e *Engine) sourceSelect(ctx context.Context, q querier, t *spec.Table) (sel, row string, header, cols []string, err error) {
+	header, kinds, err := csvKinds(e.d, t)
+	if err != nil {
+		return "", "", nil, nil, err
+	}
+	if header == nil {
+		if kinds, err = fileColumns(ctx, q, e.d, t); err != nil {
+			return "", "", nil, nil, err
+		}
+	}
+	if cols, err = declaredColumns(t, kinds); err != nil {
+		return "", "", nil, nil, err
+	}
+	sel, row = e.d.source(t, header, cols, kinds)
+	return sel, row, header, cols, nil
+}
+
+// readError is the error of the engine failing to read t's source.
+func readError(t *spec.Table, header, cols []string, err error) error {
+	if header != nil {
+		return csvReadError(t.Source, header, cols, err)
+	}
+	return &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
+}
+
 // stageTable reads one table into the staging table stage and checks it;
 // it returns the statement building the engine table from the staging table.
 func (e *Engine) stageTable(ctx context.Context, q *sql.Conn, t *spec.Table, stage string) (string, error) {
 	d := e.d
-	var header []string
-	var kinds map[string]string
-	var err error
-	declared := func(kinds map[string]string) ([]string, error) {
-		cols := make([]string, len(t.Columns))
-		for i, c := range t.Columns {
-			if _, ok := kinds[c.Name]; !ok {
-				have := slices.Sorted(maps.Keys(kinds))
-				return nil, &fileError{table: t.Name, file: t.Source,
-					msg: fmt.Sprintf("declared column %q is missing (the file has %s)", c.Name, strings.Join(have, ", "))}
-			}
-			cols[i] = c.Name
-		}
-		return cols, nil
-	}
-	if format(t) == "csv" {
-		// The header is read here, not guessed by the engine; every column
-		// is text.
-		if header, err = csvHeader(t); err != nil {
-			return "", err
-		}
-		kinds = map[string]string{}
-		for _, h := range header {
-			kinds[h] = d.text()
-		}
-	}
 	var row string
 	if st, ok := d.(stager); ok {
+		header, _, err := csvKinds(d, t)
+		if err != nil {
+			return "", err
+		}
+		declared := func(kinds map[string]string) ([]string, error) { return declaredColumns(t, kinds) }
 		if row, err = st.stage(ctx, q, t, header, stage, declared); err != nil {
 			return "", err
 		}
 	} else {
-		if header == nil {
-			if kinds, err = fileColumns(ctx, q, d, t); err != nil {
-				return "", err
-			}
-		}
-		cols, err := declared(kinds)
+		sel, r, header, cols, err := e.sourceSelect(ctx, q, t)
 		if err != nil {
 			return "", err
 		}
-		var sel string
-		sel, row = d.source(t, header, cols, kinds)
+		row = r
 		if _, err := q.ExecContext(ctx, d.replaceTable(stage, sel, true)); err != nil {
-			if header != nil {
-				return "", csvReadError(t.Source, header, cols, err)
-			}
-			return "", &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
+			return "", readError(t, header, cols, err)
 		}
 	}
 	if err := e.checkDomains(ctx, q, t, stage, row); err != nil {
@@ -385,13 +445,24 @@ func fileColumns(ctx context.Context, tx querier, d dialect, t *spec.Table) (map
 // column's domain, NULL when the value is inside. With inRange false the
 // range test is left out (for clamped columns).
 func reason(d dialect, c *spec.Column, v string, inRange bool) string {
+	return reasonExpr(d, c, v, inRange, false)
+}
+
+// reasonExpr is [reason]; with fast set, the pattern tests are skipped for
+// values whose text is what the engine prints for the value it parses
+// (see [syntaxOK]), which gives the same codes at a fraction of the cost.
+func reasonExpr(d dialect, c *spec.Column, v string, inRange, fast bool) string {
 	var b strings.Builder
 	b.WriteString("CASE WHEN " + v + " IS NULL OR " + v + " = '' THEN " + d.str(codeEmpty))
 	when := func(cond, code string) { b.WriteString(" WHEN " + cond + " THEN " + d.str(code)) }
 	switch c.Type {
 	case spec.Integer, spec.Numeric:
 		x := d.toDouble(v)
-		when("NOT COALESCE("+d.matches(v, numberRE)+" AND "+d.finite(x)+", FALSE)", codeNumber)
+		syntax := d.matches(v, numberRE)
+		if fast {
+			syntax = syntaxOK(d, v, syntax, d.toText(x), printedInteger(d, x))
+		}
+		when("NOT COALESCE("+syntax+" AND "+d.finite(x)+", FALSE)", codeNumber)
 		if c.Type == spec.Integer {
 			when(x+" <> floor("+x+")", codeInteger)
 		}
@@ -404,12 +475,46 @@ func reason(d dialect, c *spec.Column, v string, inRange bool) string {
 		when("lower("+v+") NOT IN ("+strList(d, append(slices.Clone(booleanTrue), booleanFalse...))+")", codeBoolean)
 	case spec.Date:
 		x := d.toDate(v)
-		when("NOT COALESCE("+d.matches(v, dateRE)+" AND "+x+" IS NOT NULL, FALSE)", codeDate)
+		syntax := d.matches(v, dateRE)
+		if fast {
+			// Years before 1 or after 9999 print otherwise (“(BC)”, five
+			// digits): only a 10-character text can be the pattern's.
+			syntax = syntaxOK(d, v, syntax, "CASE WHEN length("+v+") = 10 THEN "+d.toText(x)+" END")
+		}
+		when("NOT COALESCE("+syntax+" AND "+x+" IS NOT NULL, FALSE)", codeDate)
 		if inRange {
 			when(x+" < "+d.date(c.DateMin)+" OR "+x+" > "+d.date(c.DateMax), codeRange)
 		}
 	}
 	b.WriteString(" END")
+	return b.String()
+}
+
+// maxExact is 2^53: every integer of smaller magnitude is a DOUBLE exactly.
+const maxExact = 1 << 53
+
+// printedInteger is the text of the integer DOUBLE x as a BIGINT, NULL
+// when x is not a number of magnitude below 2^53 (where the conversion is
+// exact and cannot overflow).
+func printedInteger(d dialect, x string) string {
+	return "CASE WHEN abs(" + x + ") < " + d.float(maxExact) + " THEN " + d.toText(d.toBigint(x)) + " END"
+}
+
+// syntaxOK is a test equal to the full-match pattern test re of the text v
+// that runs the pattern only when v is none of the texts printed: a value
+// spelled exactly as the engine prints the number or date it parses to
+// matches the pattern (DuckDB prints a finite DOUBLE as digits with a
+// point and perhaps an exponent, a BIGINT as canonical digits, a DATE of
+// years 1–9999 as YYYY-MM-DD; "inf" and "nan" are printed too, but fail
+// the finiteness test that goes with the pattern), and any other text is
+// tested by the pattern itself.
+func syntaxOK(d dialect, v, re string, printed ...string) string {
+	var b strings.Builder
+	b.WriteString("CASE")
+	for _, p := range printed {
+		b.WriteString(" WHEN " + p + " = " + v + " THEN TRUE")
+	}
+	b.WriteString(" ELSE " + re + " END")
 	return b.String()
 }
 
@@ -667,4 +772,293 @@ func binExpr(d dialect, c *spec.Column, v string) string {
 	i0 := fmt.Sprintf("least(greatest(%s, 0), %d)", d.floorInt("("+x+" - "+d.float(lo)+") / "+w+" * "+kf), k-1)
 	i1 := fmt.Sprintf("(%s - CASE WHEN %s > 0 AND %s < %s THEN 1 ELSE 0 END)", i0, i0, x, edge(i0))
 	return fmt.Sprintf("(%s + CASE WHEN %s < %d AND %s >= %s THEN 1 ELSE 0 END)", i1, i1, k-1, x, edge(i1+" + 1"))
+}
+
+// Names of the columns of a scanned table (see [Engine.loadScanned]) that
+// its view hides.
+const (
+	dataPrefix  = ReservedPrefix + "data_"  // the tables holding loaded rows
+	badColumn   = ReservedPrefix + "bad"    // a value fails the load
+	keepColumn  = ReservedPrefix + "keep"   // no drop column is outside its domain
+	canonPrefix = ReservedPrefix + "canon_" // the key value is a canonical integer or empty
+	valPrefix   = ReservedPrefix + "val_"   // the text of a value, in the scan
+	whyPrefix   = ReservedPrefix + "why_"   // the reason code of a value, in the scan
+	sniffRows   = 1000                      // rows read to guess the key types
+)
+
+// loadScanned is Load on an engine that reads the files itself (DuckDB):
+// each source is scanned once by one statement that checks every value,
+// types it and computes its cell, storing the result in a data table of a
+// name used once ([dataPrefix]); a small aggregate over the stored flags
+// then finds the first row failing the load and decides the key types. On
+// success the engine table is a view of its data table that selects the
+// row number, the declared columns and the cells (and leaves out the
+// dropped rows): the views are created in one transaction, and the data
+// tables they replace are dropped afterwards. On error the new data tables
+// are dropped and the engine is as it was.
+//
+// The row number of a CSV record is the row id of its data table plus one:
+// the data table is created by one committed statement, which with
+// preserve_insertion_order stores the rows in file order.
+func (e *Engine) loadScanned(ctx context.Context, conn *sql.Conn, s *spec.Spec) error {
+	d := e.d
+	e.mu.Lock()
+	e.loads++
+	seq := e.loads
+	e.mu.Unlock()
+	data := make([]string, len(s.Tables))
+	views := make([]string, len(s.Tables))
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		for _, t := range data {
+			if t != "" {
+				conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+d.ident(t))
+			}
+		}
+	}()
+	for i := range s.Tables {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("engine: load: %w", err)
+		}
+		data[i] = fmt.Sprintf("%s%d_%d", dataPrefix, seq, i)
+		view, err := e.scanTable(ctx, conn, &s.Tables[i], data[i])
+		if err != nil {
+			return err
+		}
+		views[i] = d.replaceView(s.Tables[i].Name, view)
+	}
+	if err := e.commitTables(ctx, conn, s, views); err != nil {
+		return err
+	}
+	done = true
+	// The data tables the new views replace are no longer read.
+	var old []string
+	e.mu.Lock()
+	if e.data == nil {
+		e.data = map[string]string{}
+	}
+	for i, t := range s.Tables {
+		k := strings.ToLower(t.Name)
+		if prev, ok := e.data[k]; ok {
+			old = append(old, prev)
+		}
+		e.data[k] = data[i]
+	}
+	e.mu.Unlock()
+	for _, t := range old {
+		if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+d.ident(t)); err != nil {
+			return fmt.Errorf("engine: load: dropping the replaced table %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// scanTable reads, checks and types t's source into the data table data
+// in one scan, and returns the SELECT of the engine table's view. A value
+// failing the load is reported by [Engine.domainError].
+func (e *Engine) scanTable(ctx context.Context, conn *sql.Conn, t *spec.Table, data string) (string, error) {
+	d := e.d
+	sel, row, header, cols, err := e.sourceSelect(ctx, conn, t)
+	if err != nil {
+		return "", err
+	}
+	var keys []string
+	for _, c := range t.Columns {
+		if c.Type == spec.Key {
+			keys = append(keys, c.Name)
+		}
+	}
+	// Key columns are stored as BIGINT when all their values are canonical
+	// integers (see keyTypes). The scan stores the type the first rows
+	// suggest and the check tells whether it was right; when it was not,
+	// the table is scanned again with the right types.
+	bigint, err := e.sniffKeys(ctx, conn, t, sel, keys)
+	if err != nil {
+		return "", err
+	}
+	for range 2 {
+		if _, err := conn.ExecContext(ctx, d.replaceTable(data, scanSelect(d, t, sel, row, bigint), false)); err != nil {
+			return "", readError(t, header, cols, err)
+		}
+		bad, canon, err := e.scanCheck(ctx, conn, t, data, row, keys)
+		if err != nil {
+			return "", err
+		}
+		if bad.Valid {
+			return "", e.domainError(ctx, conn, t, bad.Int64)
+		}
+		again := false
+		for i, k := range keys {
+			if bigint[k] != canon[i] {
+				bigint[k], again = canon[i], true
+			}
+		}
+		if !again {
+			return viewSelect(d, t, data, row), nil
+		}
+	}
+	return "", fmt.Errorf("engine: load: table %s: the key types changed between two scans of the source", t.Name)
+}
+
+// canonKey is true when the key text v is empty or a canonical integer
+// (see keyTypes), a cheaper test equal to matching canonIntRE: below 2^53
+// in magnitude, v is canonical exactly when it is the text of the integer
+// it parses to; larger numbers and any other text are matched.
+func canonKey(d dialect, v string) string {
+	return "(" + v + " IS NULL OR " + v + " = '' OR " + syntaxOK(d, v, d.matches(v, canonIntRE), printedInteger(d, d.toDouble(v))) + ")"
+}
+
+// sniffKeys guesses from the first rows of the source which key columns
+// hold canonical integers only. A source the engine cannot read is
+// reported by the scan, not here.
+func (e *Engine) sniffKeys(ctx context.Context, q querier, t *spec.Table, sel string, keys []string) (map[string]bool, error) {
+	d := e.d
+	out := map[string]bool{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	agg := make([]string, len(keys))
+	for i, k := range keys {
+		agg[i] = "COALESCE(bool_and(" + canonKey(d, d.ident(k)) + "), TRUE)"
+	}
+	ok := make([]bool, len(keys))
+	dst := make([]any, len(keys))
+	for i := range ok {
+		dst[i] = &ok[i]
+	}
+	err := q.QueryRowContext(ctx, fmt.Sprintf("SELECT %s FROM (SELECT * FROM (%s) AS s LIMIT %d) AS s",
+		strings.Join(agg, ", "), sel, sniffRows)).Scan(dst...)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("engine: load: %w", err)
+	}
+	for i, k := range keys {
+		out[k] = err != nil || ok[i]
+	}
+	return out, nil
+}
+
+// scanSelect is the one scan of a source: the SELECT storing the row
+// number (when the source gives it), every declared column typed — keys
+// as BIGINT or text as bigint says, a non-key value outside its domain as
+// NULL —, the cell of every non-key column, and the flags
+// [Engine.scanCheck] reads: [badColumn] (a value of an error column is
+// outside its domain, or a value of a clamp column does not parse),
+// [keepColumn] (no value of a drop column is outside its domain; only when
+// t has drop columns) and, per key, whether its value is a canonical
+// integer. The checks are [reason]'s, as in [Engine.checkDomains].
+func scanSelect(d dialect, t *spec.Table, sel, row string, bigint map[string]bool) string {
+	// Level 1: the text of each value and its reason code.
+	var l1, l2, l3, bad, keep []string
+	if row == d.ident(rowColumn) {
+		l1 = append(l1, row)
+		l2 = append(l2, row)
+	}
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		v := d.ident(c.Name)
+		val := d.ident(fmt.Sprintf("%s%d", valPrefix, i))
+		why := d.ident(fmt.Sprintf("%s%d", whyPrefix, i))
+		canon := d.ident(fmt.Sprintf("%s%d", canonPrefix, i))
+		if c.Type == spec.Key {
+			l1 = append(l1, v+" AS "+val, canonKey(d, v)+" AS "+canon)
+			x := "NULLIF(" + val + ", '')"
+			if bigint[c.Name] {
+				x = "CASE WHEN " + canon + " THEN " + d.toBigint(x) + " END"
+			}
+			l2 = append(l2, x+" AS "+v, canon)
+			l3 = append(l3, v, canon)
+			continue
+		}
+		p := policy(c)
+		l1 = append(l1, v+" AS "+val, reasonExpr(d, c, v, p != spec.OutOfDomainClamp, true)+" AS "+why)
+		l2 = append(l2, "CASE WHEN "+why+" IS NULL THEN "+typed(d, c, val)+" END AS "+v)
+		l3 = append(l3, v, binExpr(d, c, v)+" AS "+d.ident(BinColumn(c.Name)))
+		if p == spec.OutOfDomainDrop {
+			keep = append(keep, why+" IS NULL")
+		} else {
+			bad = append(bad, why+" IS NOT NULL")
+		}
+	}
+	if len(bad) == 0 {
+		bad = []string{"FALSE"}
+	}
+	l2 = append(l2, "("+strings.Join(bad, " OR ")+") AS "+d.ident(badColumn))
+	l3 = append(l3, d.ident(badColumn))
+	if len(keep) > 0 {
+		l2 = append(l2, "("+strings.Join(keep, " AND ")+") AS "+d.ident(keepColumn))
+		l3 = append(l3, d.ident(keepColumn))
+	}
+	if row == d.ident(rowColumn) {
+		l3 = append([]string{row}, l3...)
+	}
+	return "SELECT " + strings.Join(l3, ", ") + " FROM (SELECT " + strings.Join(l2, ", ") +
+		" FROM (SELECT " + strings.Join(l1, ", ") + " FROM (" + sel + ") AS s) AS s1) AS s2"
+}
+
+// scanCheck reads the flags of a data table: the first data row holding a
+// value that fails the load (NULL when there is none) and, per key,
+// whether all its values are canonical integers.
+func (e *Engine) scanCheck(ctx context.Context, q querier, t *spec.Table, data, row string, keys []string) (sql.NullInt64, []bool, error) {
+	d := e.d
+	sel := []string{"min(" + row + ") FILTER (WHERE " + d.ident(badColumn) + ")"}
+	for i, c := range t.Columns {
+		if c.Type == spec.Key {
+			sel = append(sel, "COALESCE(bool_and("+d.ident(fmt.Sprintf("%s%d", canonPrefix, i))+"), TRUE)")
+		}
+	}
+	var bad sql.NullInt64
+	canon := make([]bool, len(keys))
+	dst := []any{&bad}
+	for i := range canon {
+		dst = append(dst, &canon[i])
+	}
+	if err := q.QueryRowContext(ctx, "SELECT "+strings.Join(sel, ", ")+" FROM "+d.ident(data)).Scan(dst...); err != nil {
+		return bad, nil, &fileError{table: t.Name, file: t.Source, msg: "checking the declared domains", err: err}
+	}
+	return bad, canon, nil
+}
+
+// domainError reports the value failing the load that the scan found in
+// the given data row. It is the error path and may be slow: the source is
+// read again into a staging table of text, whose first failing value
+// [Engine.checkDomains] reports with the file, row, column, value and
+// domain.
+func (e *Engine) domainError(ctx context.Context, conn *sql.Conn, t *spec.Table, row int64) error {
+	stage := stagePrefix + "error"
+	defer conn.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+e.d.ident(stage))
+	sel, r, header, cols, err := e.sourceSelect(ctx, conn, t)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, e.d.replaceTable(stage, sel, true)); err != nil {
+		return readError(t, header, cols, err)
+	}
+	if err := e.checkDomains(ctx, conn, t, stage, r); err != nil {
+		return err
+	}
+	return fmt.Errorf("engine: table %s: row %d failed a domain check that names no column", t.Name, row)
+}
+
+// viewSelect is the SELECT of the engine table over its data table: the
+// row number, the declared columns and their cells, without the rows a
+// drop column removes.
+func viewSelect(d dialect, t *spec.Table, data, row string) string {
+	sel := []string{row + " AS " + d.ident(rowColumn)}
+	drop := false
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		sel = append(sel, d.ident(c.Name))
+		if c.Type != spec.Key {
+			sel = append(sel, d.ident(BinColumn(c.Name)))
+			drop = drop || policy(c) == spec.OutOfDomainDrop
+		}
+	}
+	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + d.ident(data)
+	if drop {
+		q += " WHERE " + d.ident(keepColumn)
+	}
+	return q
 }

@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// MemoryLimitEnv is the environment variable setting the memory an
+// embedded DuckDB engine may use for its buffers (DuckDB's memory_limit:
+// the tables' blocks, hash tables, sorts), e.g. "512MB" or "4GiB"; "max"
+// leaves DuckDB's own default (80% of the machine's memory). Beyond the
+// limit DuckDB evicts blocks of the database file and spills intermediate
+// results to a temporary directory that [Engine.Close] removes. Process
+// memory beyond the buffers (the Go side, DuckDB's own structures) comes
+// on top of it.
+const MemoryLimitEnv = "SYNTH_DUCKDB_MEMORY_LIMIT"
+
+// DefaultMemoryLimit is DuckDB's memory_limit when [MemoryLimitEnv] is
+// unset or empty.
+const DefaultMemoryLimit = "1GB"
+
+// memoryLimitRE is the syntax [MemoryLimitEnv] accepts: a number and a
+// unit, as DuckDB reads them.
+var memoryLimitRE = regexp.MustCompile(`^(?i)[0-9]+(\.[0-9]+)?\s*(b|bytes|kb|mb|gb|tb|kib|mib|gib|tib)$`)
+
+// memoryLimit returns the memory_limit to give DuckDB, "" for DuckDB's
+// default, or an error naming the variable.
+func memoryLimit() (string, error) {
+	v := strings.TrimSpace(os.Getenv(MemoryLimitEnv))
+	switch {
+	case v == "":
+		return DefaultMemoryLimit, nil
+	case strings.EqualFold(v, "max"):
+		return "", nil
+	case memoryLimitRE.MatchString(v):
+		return v, nil
+	}
+	return "", fmt.Errorf("%s=%q: want a size such as 512MB or 4GiB, or max", MemoryLimitEnv, v)
+}
+
+// duckDBScratch is what an embedded engine keeps on disk besides a
+// database file it was given: a private folder (mode 0700) in
+// [os.TempDir] holding DuckDB's spill files and, for the default DSN, the
+// database file itself. Close removes it.
+type duckDBScratch struct {
+	dir string
+}
+
+// newDuckDBScratch creates the folder.
+func newDuckDBScratch() (*duckDBScratch, error) {
+	dir, err := os.MkdirTemp("", "synth-duckdb-")
+	if err != nil {
+		return nil, fmt.Errorf("creating a temporary folder for DuckDB: %w", err)
+	}
+	return &duckDBScratch{dir: dir}, nil
+}
+
+// database is the path of the default engine's database file.
+func (s *duckDBScratch) database() string { return filepath.Join(s.dir, "engine.duckdb") }
+
+// spill is the folder DuckDB spills to.
+func (s *duckDBScratch) spill() string { return filepath.Join(s.dir, "spill") }
+
+// remove deletes the folder and everything in it; a nil scratch has
+// nothing to remove.
+func (s *duckDBScratch) remove() error {
+	if s == nil {
+		return nil
+	}
+	return os.RemoveAll(s.dir)
+}
+
+// duckDBConfig is the query string of the DuckDB connector: the fixed
+// options ([duckDBOptions]), the spill folder (DuckDB's default when "")
+// and the memory limit (DuckDB's default when "").
+func duckDBConfig(spill, limit string) string {
+	q := duckDBOptions
+	if spill != "" {
+		q += "&temp_directory=" + url.QueryEscape(spill)
+	}
+	if limit != "" {
+		q += "&memory_limit=" + url.QueryEscape(limit)
+	}
+	return q
+}

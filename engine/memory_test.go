@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOpenScratch checks that the default engine keeps its database in a
+// private temporary folder that Close removes, and an in-memory engine
+// spills to one.
+func TestOpenScratch(t *testing.T) {
+	ctx := context.Background()
+	for _, dsn := range []string{"", "duckdb", "duckdb::memory:"} {
+		e, err := Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := e.scratch.dir
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%q: scratch folder %s: %v, %v; want mode 0700", dsn, dir, fi, err)
+		}
+		var db, spill string
+		if err := e.db.QueryRow("SELECT COALESCE((SELECT path FROM duckdb_databases() WHERE database_name = current_database()), ''), current_setting('temp_directory')").Scan(&db, &spill); err != nil {
+			t.Fatal(err)
+		}
+		if spill != e.scratch.spill() {
+			t.Errorf("%q: temp_directory %q, want %q", dsn, spill, e.scratch.spill())
+		}
+		if dsn == "duckdb::memory:" {
+			if db != "" {
+				t.Errorf("%q: database file %q, want none", dsn, db)
+			}
+		} else if db != e.scratch.database() {
+			t.Errorf("%q: database file %q, want %q", dsn, db, e.scratch.database())
+		}
+		src := writeCSV(t, t.TempDir(), "orders.csv", ordersHeader, ordersRows())
+		if err := e.Load(ctx, ordersSpec(src, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%q: scratch folder %s after Close: %v, want it removed", dsn, dir, err)
+		}
+	}
+	// A database file of the user's spills next to it: two engines on one
+	// file must agree on the options.
+	path := filepath.Join(t.TempDir(), "x.duckdb")
+	e, err := Open(ctx, "duckdb:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.scratch != nil {
+		t.Errorf("duckdb:PATH: scratch folder %s, want none", e.scratch.dir)
+	}
+}
+
+// TestMemoryLimit checks the memory limit the engine gives DuckDB.
+func TestMemoryLimit(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		env, want string // want: current_setting('memory_limit'), "" for DuckDB's default
+		bad       bool
+	}{
+		{env: "", want: "953.6 MiB"},
+		{env: "256MB", want: "244.1 MiB"},
+		{env: " 2GiB ", want: "2.0 GiB"},
+		{env: "max"},
+		{env: "lots", bad: true},
+		{env: "-1GB", bad: true},
+		{env: "1GB; DROP", bad: true},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(MemoryLimitEnv, tc.env)
+			e, err := Open(ctx, "")
+			if tc.bad {
+				if err == nil {
+					e.Close()
+					t.Fatalf("Open with %s=%q succeeded", MemoryLimitEnv, tc.env)
+				}
+				if !strings.Contains(err.Error(), MemoryLimitEnv) {
+					t.Errorf("error %q does not name %s", err, MemoryLimitEnv)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			var got string
+			if err := e.db.QueryRow("SELECT current_setting('memory_limit')").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if tc.want != "" && got != tc.want {
+				t.Errorf("memory_limit %q, want %q", got, tc.want)
+			}
+			if tc.want == "" && (got == "953.6 MiB" || got == "") {
+				t.Errorf("memory_limit %q, want DuckDB's default", got)
+			}
+		})
+	}
+}
