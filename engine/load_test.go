@@ -2,12 +2,16 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -447,5 +451,165 @@ func testLoadParquetTyped(t *testing.T, openTest func(testing.TB) *Engine) {
 	var de *DataError
 	if err := e.Load(ctx, s); !errors.As(err, &de) || de.Row != 1 || de.Column != "ts" || !strings.HasPrefix(de.Value, "2020-03-04 10:30") {
 		t.Errorf("Load = %v, want a DataError at row 1, column ts", err)
+	}
+}
+
+// TestScanPatternShortcuts checks, on a few thousand tricky spellings, that
+// the one-scan load's shortcuts give exactly the pattern tests' answers:
+// the reason codes of integer, numeric and date columns with and without
+// the shortcut (syntaxOK), and canonKey against the canonIntRE pattern.
+// A shortcut that accepted a spelling the pattern rejects ("10000-01-01",
+// a BC date, "1_000", "+5", "-0") would change what loads.
+func TestScanPatternShortcuts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 1))
+	vals := []string{"", "0", "-0", "00", "01", "+1", "1", "-1", "1.0", "1.", ".5", "1e3", "1E3", "1e+3", "1e-3", " 1", "1 ",
+		"1_000", "0x10", "inf", "-inf", "nan", "NaN", "Infinity", "1e400", "-1e400", "1e-400", "9007199254740991",
+		"9007199254740992", "9007199254740993", "-9007199254740993", "999999999999999999", "1000000000000000000",
+		"-999999999999999999", "9223372036854775807", "9223372036854775808", "12345678901234567890", "17", "50", "51",
+		"13946.52", "50742.30", "0.06", "600000", "1e+20", "1.5e-07", "-0.0", "2020-01-01", "2020-1-01", "2020-02-30",
+		"0999-01-01", "0044-03-15 (BC)", "10000-01-01", "2020-01-01 ", " 2020-01-01", "2020-01-01T00:00:00", "99999-01-01",
+		"2020/01/01", "20200101", "1-01-01", "0001-01-01", "9999-12-31"}
+	alphabet := "0123456789000111-+.eE _x(BC)Tinfa"
+	for range 3000 {
+		n := 1 + rng.IntN(22)
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		vals = append(vals, string(b))
+	}
+	for range 500 { // well-formed dates and numbers of every size
+		vals = append(vals, fmt.Sprintf("%04d-%02d-%02d", rng.IntN(10001), 1+rng.IntN(12), 1+rng.IntN(31)),
+			strconv.FormatInt(rng.Int64()>>rng.IntN(63), 10), strconv.FormatFloat(rng.NormFloat64()*math.Pow(10, float64(rng.IntN(40)-20)), 'g', -1, 64))
+	}
+	e := openTest(t)
+	d := e.d
+	if _, err := e.db.Exec("CREATE TABLE vals (v VARCHAR)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(vals); i += 500 {
+		q := make([]string, 0, 500)
+		for _, v := range vals[i:min(i+500, len(vals))] {
+			q = append(q, "("+d.str(v)+")")
+		}
+		if _, err := e.db.Exec("INSERT INTO vals VALUES " + strings.Join(q, ", ")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := d.ident("v")
+	cols := []spec.Column{
+		{Name: "i", Type: spec.Integer, Min: -1e18, Max: 1e18},
+		{Name: "n", Type: spec.Numeric, Min: -1e300, Max: 1e300},
+		{Name: "d", Type: spec.Date, DateMin: day("0001-01-01"), DateMax: day("9999-12-31")},
+	}
+	for _, c := range cols {
+		for _, inRange := range []bool{true, false} {
+			q := fmt.Sprintf("SELECT v, COALESCE(%s, 'in'), COALESCE(%s, 'in') FROM vals", reasonExpr(d, &c, v, inRange, false), reasonExpr(d, &c, v, inRange, true))
+			checkPairs(t, e, q, c.Name)
+		}
+	}
+	checkPairs(t, e, fmt.Sprintf("SELECT v, CAST(%s AS VARCHAR), CAST(%s AS VARCHAR) FROM vals",
+		"("+v+" IS NULL OR "+v+" = '' OR "+d.matches(v, canonIntRE)+")", canonKey(d, v)), "key")
+}
+
+// checkPairs runs q, whose rows are (value, want, got), and reports the
+// rows where got differs from want.
+func checkPairs(t *testing.T, e *Engine, q, what string) {
+	t.Helper()
+	rows, err := e.db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n, bad := 0, 0
+	for rows.Next() {
+		var v, want, got string
+		if err := rows.Scan(&v, &want, &got); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if want != got && bad < 10 {
+			bad++
+			t.Errorf("%s: %q: pattern says %s, shortcut %s", what, v, want, got)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatalf("%s: no rows", what)
+	}
+}
+
+// TestLoadKeyTypesOneScan checks the key types the one-scan load decides
+// when its guess from the first rows is wrong (a non-canonical key after
+// them: the source is scanned again) or right, that the rows keep their
+// file order and row numbers, and that reloading leaves one data table per
+// engine table.
+func TestLoadKeyTypesOneScan(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const n = 3 * sniffRows
+	for _, tc := range []struct {
+		name string
+		at   int    // 1-based row whose key is odd
+		key  string // its key
+		want string // the key column's type
+	}{
+		{"all canonical", 0, "", "BIGINT"},
+		{"late leading zero", n - 1, "007", "VARCHAR"},
+		{"late minus zero", sniffRows + 1, "-0", "VARCHAR"},
+		{"early text", 2, "x2", "VARCHAR"},
+		{"late empty", n, "", "BIGINT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := make([][]string, n)
+			for i := range rows {
+				rows[i] = []string{strconv.Itoa(i + 1), strconv.Itoa(i % 10)}
+				if i+1 == tc.at {
+					rows[i][0] = tc.key
+				}
+			}
+			src := writeCSV(t, dir, strings.ReplaceAll(tc.name, " ", "_")+".csv", []string{"k", "v"}, rows)
+			s := &spec.Spec{Tables: []spec.Table{{Name: "t", Source: src, Columns: []spec.Column{
+				{Name: "k", Type: spec.Key}, {Name: "v", Type: spec.Integer, Min: 0, Max: 9}}}}}
+			e := openTest(t)
+			for range 3 {
+				if err := e.Load(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			types, err := e.columnTypes(ctx, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if types["k"] != tc.want {
+				t.Errorf("key type %s, want %s", types["k"], tc.want)
+			}
+			var wrong int64
+			if err := e.db.QueryRow(`SELECT count(*) FROM t WHERE _synth_row IS DISTINCT FROM TRY_CAST(k AS BIGINT) AND k IS NOT NULL AND _synth_row <> ` +
+				strconv.Itoa(tc.at) + ` OR v <> (_synth_row - 1) % 10`).Scan(&wrong); err != nil {
+				t.Fatal(err)
+			}
+			if wrong != 0 {
+				t.Errorf("%d rows out of file order", wrong)
+			}
+			if tc.at > 0 {
+				var k sql.NullString
+				if err := e.db.QueryRow(`SELECT CAST(k AS VARCHAR) FROM t WHERE _synth_row = ` + strconv.Itoa(tc.at)).Scan(&k); err != nil {
+					t.Fatal(err)
+				}
+				if want := (sql.NullString{String: tc.key, Valid: tc.key != ""}); k != want {
+					t.Errorf("key of row %d = %v, want %v", tc.at, k, want)
+				}
+			}
+			var tables int
+			if err := e.db.QueryRow("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND starts_with(table_name, $1)", dataPrefix).Scan(&tables); err != nil {
+				t.Fatal(err)
+			}
+			if tables != 1 {
+				t.Errorf("%d data tables after three loads, want 1", tables)
+			}
+		})
 	}
 }
