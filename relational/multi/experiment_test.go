@@ -57,7 +57,9 @@ func TestExperimentVsComposition(t *testing.T) {
 	if os.Getenv("SYNTH_MULTI_EXPERIMENTS") == "" {
 		t.Skip("set SYNTH_MULTI_EXPERIMENTS=1 to run the experiment")
 	}
+	t0 := time.Now()
 	e, s, scale := experimentData(t)
+	t.Logf("data loaded in %v", time.Since(t0))
 	ctx := context.Background()
 	const runs = 10
 	var table strings.Builder
@@ -144,8 +146,10 @@ func TestExperimentVsComposition(t *testing.T) {
 					per = append(per, relErr(v))
 				}
 				mo, mc, mp := median(ours), median(comp), median(per)
-				fmt.Fprintf(&table, "| %s | %d | %g | %.4g | %.4f | %.4f | %.1f× | %.4f | %.1f× | %.1f ms | %.1f ms | %.0f ms |\n",
+				row := fmt.Sprintf("| %s | %d | %g | %.4g | %.4f | %.4f | %.1f× | %.4f | %.1f× | %.1f ms | %.1f ms | %.0f ms |\n",
 					family, d, eps, tn, mo, mc, mc/mo, mp, mp/mo, 1e3*median(tOurs), 1e3*median(tComp), 1e3*sqlTime.Seconds())
+				table.WriteString(row)
+				t.Log(row) // as it comes: a long run cut short keeps its rows
 				if mo >= mc || mo >= mp {
 					t.Errorf("%s d=%d ε=%g: Alg. 1 error %v ≥ composition (R2T %v, per-query %v)", family, d, eps, mo, mc, mp)
 				}
