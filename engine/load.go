@@ -445,24 +445,30 @@ func fileColumns(ctx context.Context, tx querier, d dialect, t *spec.Table) (map
 // column's domain, NULL when the value is inside. With inRange false the
 // range test is left out (for clamped columns).
 func reason(d dialect, c *spec.Column, v string, inRange bool) string {
-	return reasonExpr(d, c, v, inRange, false)
+	return reasonOf(d, c, v, parsed(d, c, v), inRange)
 }
 
-// reasonExpr is [reason]; with fast set, the pattern tests are skipped for
-// values whose text is what the engine prints for the value it parses
-// (see [syntaxOK]), which gives the same codes at a fraction of the cost.
-func reasonExpr(d dialect, c *spec.Column, v string, inRange, fast bool) string {
+// parsed is the number or date the text v of a numeric, integer or date
+// column parses to (NULL when it does not), v itself for other columns.
+func parsed(d dialect, c *spec.Column, v string) string {
+	switch c.Type {
+	case spec.Integer, spec.Numeric:
+		return d.toDouble(v)
+	case spec.Date:
+		return d.toDate(v)
+	}
+	return v
+}
+
+// reasonOf is [reason] with x the value v parses to ([parsed]), which the
+// one-scan load computes once for the check and the typed value.
+func reasonOf(d dialect, c *spec.Column, v, x string, inRange bool) string {
 	var b strings.Builder
 	b.WriteString("CASE WHEN " + v + " IS NULL OR " + v + " = '' THEN " + d.str(codeEmpty))
 	when := func(cond, code string) { b.WriteString(" WHEN " + cond + " THEN " + d.str(code)) }
 	switch c.Type {
 	case spec.Integer, spec.Numeric:
-		x := d.toDouble(v)
-		syntax := d.matches(v, numberRE)
-		if fast {
-			syntax = syntaxOK(d, v, syntax, d.toText(x), printedInteger(d, x))
-		}
-		when("NOT COALESCE("+syntax+" AND "+d.finite(x)+", FALSE)", codeNumber)
+		when("NOT COALESCE("+d.matches(v, numberRE)+" AND "+d.finite(x)+", FALSE)", codeNumber)
 		if c.Type == spec.Integer {
 			when(x+" <> floor("+x+")", codeInteger)
 		}
@@ -474,47 +480,12 @@ func reasonExpr(d dialect, c *spec.Column, v string, inRange, fast bool) string 
 	case spec.Boolean:
 		when("lower("+v+") NOT IN ("+strList(d, append(slices.Clone(booleanTrue), booleanFalse...))+")", codeBoolean)
 	case spec.Date:
-		x := d.toDate(v)
-		syntax := d.matches(v, dateRE)
-		if fast {
-			// Years before 1 or after 9999 print otherwise (“(BC)”, five
-			// digits): only a 10-character text can be the pattern's.
-			syntax = syntaxOK(d, v, syntax, "CASE WHEN length("+v+") = 10 THEN "+d.toText(x)+" END")
-		}
-		when("NOT COALESCE("+syntax+" AND "+x+" IS NOT NULL, FALSE)", codeDate)
+		when("NOT COALESCE("+d.matches(v, dateRE)+" AND "+x+" IS NOT NULL, FALSE)", codeDate)
 		if inRange {
 			when(x+" < "+d.date(c.DateMin)+" OR "+x+" > "+d.date(c.DateMax), codeRange)
 		}
 	}
 	b.WriteString(" END")
-	return b.String()
-}
-
-// maxExact is 2^53: every integer of smaller magnitude is a DOUBLE exactly.
-const maxExact = 1 << 53
-
-// printedInteger is the text of the integer DOUBLE x as a BIGINT, NULL
-// when x is not a number of magnitude below 2^53 (where the conversion is
-// exact and cannot overflow).
-func printedInteger(d dialect, x string) string {
-	return "CASE WHEN abs(" + x + ") < " + d.float(maxExact) + " THEN " + d.toText(d.toBigint(x)) + " END"
-}
-
-// syntaxOK is a test equal to the full-match pattern test re of the text v
-// that runs the pattern only when v is none of the texts printed: a value
-// spelled exactly as the engine prints the number or date it parses to
-// matches the pattern (DuckDB prints a finite DOUBLE as digits with a
-// point and perhaps an exponent, a BIGINT as canonical digits, a DATE of
-// years 1–9999 as YYYY-MM-DD; "inf" and "nan" are printed too, but fail
-// the finiteness test that goes with the pattern), and any other text is
-// tested by the pattern itself.
-func syntaxOK(d dialect, v, re string, printed ...string) string {
-	var b strings.Builder
-	b.WriteString("CASE")
-	for _, p := range printed {
-		b.WriteString(" WHEN " + p + " = " + v + " THEN TRUE")
-	}
-	b.WriteString(" ELSE " + re + " END")
 	return b.String()
 }
 
@@ -676,10 +647,14 @@ func (e *Engine) buildTable(t *spec.Table, stage, row string, keyTypes map[strin
 // typed converts a checked text value to the column's SQL type, clamping it
 // into range under the clamp policy.
 func typed(d dialect, c *spec.Column, v string) string {
+	return typedOf(d, c, v, parsed(d, c, v))
+}
+
+// typedOf is [typed] with x the value v parses to ([parsed]).
+func typedOf(d dialect, c *spec.Column, v, x string) string {
 	clamp := policy(c) == spec.OutOfDomainClamp
 	switch c.Type {
 	case spec.Integer, spec.Numeric:
-		x := d.toDouble(v)
 		if clamp {
 			x = "least(greatest(" + x + ", " + d.float(c.Min) + "), " + d.float(c.Max) + ")"
 		}
@@ -688,7 +663,6 @@ func typed(d dialect, c *spec.Column, v string) string {
 		}
 		return canonicalNumber(d, x)
 	case spec.Date:
-		x := d.toDate(v)
 		if clamp {
 			x = "least(greatest(" + x + ", " + d.date(c.DateMin) + "), " + d.date(c.DateMax) + ")"
 		}
@@ -777,13 +751,14 @@ func binExpr(d dialect, c *spec.Column, v string) string {
 // Names of the columns of a scanned table (see [Engine.loadScanned]) that
 // its view hides.
 const (
-	dataPrefix  = ReservedPrefix + "data_"  // the tables holding loaded rows
-	badColumn   = ReservedPrefix + "bad"    // a value fails the load
-	keepColumn  = ReservedPrefix + "keep"   // no drop column is outside its domain
-	canonPrefix = ReservedPrefix + "canon_" // the key value is a canonical integer or empty
-	valPrefix   = ReservedPrefix + "val_"   // the text of a value, in the scan
-	whyPrefix   = ReservedPrefix + "why_"   // the reason code of a value, in the scan
-	sniffRows   = 1000                      // rows read to guess the key types
+	dataPrefix   = ReservedPrefix + "data_"   // the tables holding loaded rows
+	badColumn    = ReservedPrefix + "bad"     // a value fails the load
+	keepColumn   = ReservedPrefix + "keep"    // no drop column is outside its domain
+	canonPrefix  = ReservedPrefix + "canon_"  // the key value is a canonical integer or empty
+	valPrefix    = ReservedPrefix + "val_"    // the text of a value, in the scan
+	whyPrefix    = ReservedPrefix + "why_"    // the reason code of a value, in the scan
+	parsedPrefix = ReservedPrefix + "parsed_" // the number or date a value parses to, in the scan
+	sniffRows    = 1000                       // rows read to guess the key types
 )
 
 // loadScanned is Load on an engine that reads the files itself (DuckDB):
@@ -904,11 +879,9 @@ func (e *Engine) scanTable(ctx context.Context, conn *sql.Conn, t *spec.Table, d
 }
 
 // canonKey is true when the key text v is empty or a canonical integer
-// (see keyTypes), a cheaper test equal to matching canonIntRE: below 2^53
-// in magnitude, v is canonical exactly when it is the text of the integer
-// it parses to; larger numbers and any other text are matched.
+// (see keyTypes).
 func canonKey(d dialect, v string) string {
-	return "(" + v + " IS NULL OR " + v + " = '' OR " + syntaxOK(d, v, d.matches(v, canonIntRE), printedInteger(d, d.toDouble(v))) + ")"
+	return "(" + v + " IS NULL OR " + v + " = '' OR " + d.matches(v, canonIntRE) + ")"
 }
 
 // sniffKeys guesses from the first rows of the source which key columns
@@ -950,8 +923,10 @@ func (e *Engine) sniffKeys(ctx context.Context, q querier, t *spec.Table, sel st
 // t has drop columns) and, per key, whether its value is a canonical
 // integer. The checks are [reason]'s, as in [Engine.checkDomains].
 func scanSelect(d dialect, t *spec.Table, sel, row string, bigint map[string]bool) string {
-	// Level 1: the text of each value and its reason code.
-	var l1, l2, l3, bad, keep []string
+	// Level 0 parses numbers and dates, level 1 computes the reason codes
+	// and key flags, level 2 the typed values and the row flags, level 3
+	// the cells.
+	var l0, l1, l2, l3, bad, keep []string
 	if row == d.ident(rowColumn) {
 		l1 = append(l1, row)
 		l2 = append(l2, row)
@@ -973,8 +948,15 @@ func scanSelect(d dialect, t *spec.Table, sel, row string, bigint map[string]boo
 			continue
 		}
 		p := policy(c)
-		l1 = append(l1, v+" AS "+val, reasonExpr(d, c, v, p != spec.OutOfDomainClamp, true)+" AS "+why)
-		l2 = append(l2, "CASE WHEN "+why+" IS NULL THEN "+typed(d, c, val)+" END AS "+v)
+		// The number or date is parsed once, for the check and the value.
+		x := v
+		if px := parsed(d, c, v); px != v {
+			x = d.ident(fmt.Sprintf("%s%d", parsedPrefix, i))
+			l0 = append(l0, px+" AS "+x)
+			l1 = append(l1, x)
+		}
+		l1 = append(l1, v+" AS "+val, reasonOf(d, c, v, x, p != spec.OutOfDomainClamp)+" AS "+why)
+		l2 = append(l2, "CASE WHEN "+why+" IS NULL THEN "+typedOf(d, c, val, x)+" END AS "+v)
 		l3 = append(l3, v, binExpr(d, c, v)+" AS "+d.ident(BinColumn(c.Name)))
 		if p == spec.OutOfDomainDrop {
 			keep = append(keep, why+" IS NULL")
@@ -994,8 +976,12 @@ func scanSelect(d dialect, t *spec.Table, sel, row string, bigint map[string]boo
 	if row == d.ident(rowColumn) {
 		l3 = append([]string{row}, l3...)
 	}
+	from := "(" + sel + ") AS s"
+	if len(l0) > 0 {
+		from = "(SELECT *, " + strings.Join(l0, ", ") + " FROM " + from + ") AS s0"
+	}
 	return "SELECT " + strings.Join(l3, ", ") + " FROM (SELECT " + strings.Join(l2, ", ") +
-		" FROM (SELECT " + strings.Join(l1, ", ") + " FROM (" + sel + ") AS s) AS s1) AS s2"
+		" FROM (SELECT " + strings.Join(l1, ", ") + " FROM " + from + ") AS s1) AS s2"
 }
 
 // scanCheck reads the flags of a data table: the first data row holding a
