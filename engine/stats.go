@@ -81,8 +81,8 @@ func degreeSQL(d dialect, h *hypergraph.Hypergraph, rel int, attrs []string, mix
 	for k := range attrs {
 		labels[k] = d.toText(d.ident(fmt.Sprintf("v%d", k)))
 	}
-	// Sorted by the labels in the engine, which sorts faster than Go; text
-	// orders byte by byte there as in Go (toText), and Degrees checks it.
+	// Sorted by the labels in the engine (in parallel there); text orders
+	// byte by byte as in Go (toText), and Degrees checks the order.
 	return "SELECT " + strings.Join(labels, ", ") + ", c FROM (" + g + ") AS g ORDER BY " + strings.Join(seq(len(attrs)), ", "), nil
 }
 
