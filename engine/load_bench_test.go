@@ -28,7 +28,16 @@ const loadBenchDirEnv = "SYNTH_BENCH_LOAD_DIR"
 // the least noisy) and their ratio:
 //
 //	SYNTH_BENCH_LOAD_DIR=/tmp/sf1 go test ./engine/ -run '^$' -bench LoadSF -benchtime 3x
+//
+// It runs on the default engine (a temporary database file) and on an
+// in-memory one.
 func BenchmarkLoadSF(b *testing.B) {
+	for _, eng := range []struct{ name, dsn string }{{"file", ""}, {"memory", "duckdb::memory:"}} {
+		b.Run(eng.name, func(b *testing.B) { benchmarkLoad(b, eng.dsn) })
+	}
+}
+
+func benchmarkLoad(b *testing.B, dsn string) {
 	ctx := context.Background()
 	dir := os.Getenv(loadBenchDirEnv)
 	if dir == "" {
@@ -44,7 +53,7 @@ func BenchmarkLoadSF(b *testing.B) {
 	for i := range s.Tables {
 		s.Tables[i].Source = filepath.Join(dir, s.Tables[i].Name+".csv")
 	}
-	e, err := Open(ctx, "")
+	e, err := Open(ctx, dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
