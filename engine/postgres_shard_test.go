@@ -448,3 +448,21 @@ func TestShardedLeftovers(t *testing.T) {
 		d.remote(ctx, e.db, srv, "DROP SCHEMA IF EXISTS "+held+" CASCADE")
 	}
 }
+
+// TestShardedOpenErrors: a URL naming a foreign server the coordinator
+// lacks fails Open with an error naming it and the fix.
+func TestShardedOpenErrors(t *testing.T) {
+	url := clusterURL(t)
+	base, _, err := splitShards(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	_, err = Open(context.Background(), base+sep+ShardsParam+"=shard_1,no_such_shard")
+	if err == nil || !strings.Contains(err.Error(), `no foreign server "no_such_shard"`) || !strings.Contains(err.Error(), "pg-cluster.sh") {
+		t.Errorf("Open with an unknown shard: %v", err)
+	}
+}
