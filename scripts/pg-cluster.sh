@@ -66,13 +66,13 @@ start)
   chmod 755 "$dir"
   # On failure, stop whatever started.
   ok=
-  trap '[ -n "$ok" ] || "$0" stop "$dir" >/dev/null 2>&1 || true' EXIT
-  coord=$("$throwaway" start "$dir/coord")
+  trap '[ -n "$ok" ] || bash "$0" stop "$dir" >/dev/null 2>&1 || true' EXIT
+  coord=$(bash "$throwaway" start "$dir/coord")
   psql=$(psql_bin)
   sql="CREATE EXTENSION IF NOT EXISTS postgres_fdw; CREATE EXTENSION IF NOT EXISTS dblink;"
   shards=
   for i in $(seq 1 "$n"); do
-    url=$("$throwaway" start "$dir/shard_$i")
+    url=$(bash "$throwaway" start "$dir/shard_$i")
     read -r host port <<<"$(hostport "$url")"
     # fetch_size: rows per round trip when the coordinator reads a shard
     # (postgres_fdw's default, 100, costs a round trip per 100 rows);
@@ -88,7 +88,7 @@ start)
 stop)
   if [ -d "$dir" ]; then
     for d in "$dir"/coord "$dir"/shard_*; do
-      if [ -d "$d" ]; then "$throwaway" stop "$d"; fi
+      if [ -d "$d" ]; then bash "$throwaway" stop "$d"; fi
     done
     rm -rf "$dir"
   fi
