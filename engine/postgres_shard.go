@@ -82,8 +82,8 @@ var shardNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
 // shardSession are the session settings of a sharded engine's
 // connections, unless the URL sets them: aggregate and join partition by
-// partition, so that group-bys and joins on the partition key run on the
-// shards.
+// partition, so that group-bys on the partition key run on the shards and
+// joins on it pair partitions instead of whole tables.
 var shardSession = map[string]string{
 	"enable_partitionwise_aggregate": "on",
 	"enable_partitionwise_join":      "on",
