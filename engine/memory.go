@@ -21,7 +21,7 @@ const MemoryLimitEnv = "SYNTH_DUCKDB_MEMORY_LIMIT"
 
 // DefaultMemoryLimit is DuckDB's memory_limit when [MemoryLimitEnv] is
 // unset or empty.
-const DefaultMemoryLimit = "1GB"
+const DefaultMemoryLimit = "512MB"
 
 // memoryLimitRE is the syntax [MemoryLimitEnv] accepts: a number and a
 // unit, as DuckDB reads them.

@@ -69,7 +69,7 @@ func TestMemoryLimit(t *testing.T) {
 		env, want string // want: current_setting('memory_limit'), "" for DuckDB's default
 		bad       bool
 	}{
-		{env: "", want: "953.6 MiB"},
+		{env: "", want: "488.2 MiB"},
 		{env: "256MB", want: "244.1 MiB"},
 		{env: " 2GiB ", want: "2.0 GiB"},
 		{env: "max"},
@@ -101,7 +101,7 @@ func TestMemoryLimit(t *testing.T) {
 			if tc.want != "" && got != tc.want {
 				t.Errorf("memory_limit %q, want %q", got, tc.want)
 			}
-			if tc.want == "" && (got == "953.6 MiB" || got == "") {
+			if tc.want == "" && (got == "488.2 MiB" || got == "") {
 				t.Errorf("memory_limit %q, want DuckDB's default", got)
 			}
 		})
