@@ -3,7 +3,6 @@ module github.com/synth-dp/synth
 go 1.26.8
 
 require (
-	github.com/apache/arrow/go/v15 v15.0.2
 	// DuckDB 1.5.5. Pinned: later duckdb-go releases cannot be downloaded in
 	// our build environment, so do not upgrade without checking the proxy.
 	github.com/duckdb/duckdb-go/v2 v2.10505.0
@@ -52,6 +51,7 @@ require (
 	github.com/parquet-go/jsonlite v1.0.0 // indirect
 	github.com/pierrec/lz4/v4 v4.1.25 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	github.com/rogpeppe/go-internal v1.9.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/twpayne/go-geom v1.6.1 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect
