@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -50,13 +51,38 @@ type duckDBScratch struct {
 	dir string
 }
 
-// newDuckDBScratch creates the folder.
+// scratchPrefix starts the name of a scratch folder, followed by the
+// process id of its owner, "-" and random digits.
+const scratchPrefix = "synth-duckdb-"
+
+// newDuckDBScratch removes the scratch folders that processes no longer
+// running left behind (a synth killed before Close: the folders hold
+// private rows) and creates the folder.
 func newDuckDBScratch() (*duckDBScratch, error) {
-	dir, err := os.MkdirTemp("", "synth-duckdb-")
+	removeStaleScratch()
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", scratchPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("creating a temporary folder for DuckDB: %w", err)
 	}
 	return &duckDBScratch{dir: dir}, nil
+}
+
+// removeStaleScratch removes the scratch folders in [os.TempDir] whose
+// owner process is known not to run ([processGone]). Folders it cannot
+// read or remove are left alone.
+func removeStaleScratch() {
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), scratchPrefix+"*-*"))
+	for _, m := range matches {
+		pid, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(m), scratchPrefix), "-")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(pid)
+		if err != nil || n <= 0 || n == os.Getpid() || !processGone(n) {
+			continue
+		}
+		os.RemoveAll(m)
+	}
 }
 
 // database is the path of the default engine's database file.

@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,5 +107,49 @@ func TestMemoryLimit(t *testing.T) {
 				t.Errorf("memory_limit %q, want DuckDB's default", got)
 			}
 		})
+	}
+}
+
+// TestStaleScratchRemoved checks that Open removes the scratch folders of
+// processes that no longer run (a synth killed before Close) and keeps
+// those of running processes and folders that are not scratch folders.
+func TestStaleScratchRemoved(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := osexec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skipf("cannot run a short-lived process: %v", err)
+	}
+	if !processGone(dead.Process.Pid) {
+		t.Skipf("process %d still reported running", dead.Process.Pid)
+	}
+	mk := func(name string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "engine.duckdb"), []byte("private"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stale := mk(fmt.Sprintf("%s%d-123", scratchPrefix, dead.Process.Pid))
+	live := mk(fmt.Sprintf("%s%d-456", scratchPrefix, os.Getppid()))
+	other := mk(scratchPrefix + "notapid-789")
+	e, err := Open(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("stale folder %s: %v, want it removed", stale, err)
+	}
+	for _, p := range []string{live, other} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("folder %s: %v, want it kept", p, err)
+		}
+	}
+	if !strings.HasPrefix(e.scratch.dir, filepath.Join(tmp, fmt.Sprintf("%s%d-", scratchPrefix, os.Getpid()))) {
+		t.Errorf("scratch folder %s, want it in %s named after pid %d", e.scratch.dir, tmp, os.Getpid())
 	}
 }
