@@ -34,6 +34,9 @@ type Engine struct {
 	closed bool
 	tables map[string]map[string]string // table -> column -> SQL type, cached
 	sizes  map[string]map[string]int    // table -> non-key column -> declared Size(), from Load
+	// keys maps a loaded table or derived view to its declared primary key
+	// (public, from the spec; see [Engine.declareKeys]).
+	keys map[string][]string
 	// data maps a loaded table's name, in lower case, to the table holding
 	// its rows when the engine table is a view of it (DuckDB; see
 	// [Engine.loadScanned]); loads numbers the loads, naming their tables.

@@ -157,6 +157,7 @@ func (e *Engine) Load(ctx context.Context, s *spec.Spec) error {
 		e.sizes[t.Name] = sz
 	}
 	e.mu.Unlock()
+	e.declareKeys(s) // public: they only choose the count plans' form
 	return nil
 }
 

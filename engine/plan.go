@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/spec"
@@ -537,38 +535,26 @@ func (e *Engine) mixedAttrs(ctx context.Context, h *hypergraph.Hypergraph) (map[
 	return mixed, nil
 }
 
-// declaredKeys holds, per engine (by work schema), the primary key columns
+// The engine's declared keys ([Engine].keys) are the primary key columns
 // the spec declares for each loaded table and for the views derived from
 // it. Keys are public (they come from the spec, never from the data) and
 // serve only to choose a count plan's form: they are not checked against
 // the data, and a plan's result does not depend on them.
-var declaredKeys = struct {
-	sync.Mutex
-	m map[string]map[string][]string
-}{m: map[string]map[string][]string{}}
 
 // declareKeys records the declared primary keys of the tables of s (a
 // table without one has none), replacing what earlier loads of the same
 // names declared. [Engine.Load] calls it once the tables are loaded.
 func (e *Engine) declareKeys(s *spec.Spec) {
-	declaredKeys.Lock()
-	defer declaredKeys.Unlock()
-	m, ok := declaredKeys.m[e.schema]
-	if !ok {
-		m = map[string][]string{}
-		declaredKeys.m[e.schema] = m
-		// Forget the engine's keys once it is unreachable.
-		runtime.AddCleanup(e, func(schema string) {
-			declaredKeys.Lock()
-			delete(declaredKeys.m, schema)
-			declaredKeys.Unlock()
-		}, e.schema)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.keys == nil {
+		e.keys = map[string][]string{}
 	}
 	for _, t := range s.Tables {
 		if len(t.PrimaryKey) > 0 {
-			m[t.Name] = slices.Clone(t.PrimaryKey)
+			e.keys[t.Name] = slices.Clone(t.PrimaryKey)
 		} else {
-			delete(m, t.Name)
+			delete(e.keys, t.Name)
 		}
 	}
 }
@@ -577,15 +563,11 @@ func (e *Engine) declareKeys(s *spec.Spec) {
 // same column names): the view holds a subset of base's rows, or one row
 // per row of base, so a key of base is one of the view.
 func (e *Engine) inheritKeys(view, base string, rename func(string) string) {
-	declaredKeys.Lock()
-	defer declaredKeys.Unlock()
-	m := declaredKeys.m[e.schema]
-	if m == nil {
-		return
-	}
-	k, ok := m[base]
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k, ok := e.keys[base]
 	if !ok {
-		delete(m, view)
+		delete(e.keys, view)
 		return
 	}
 	k = slices.Clone(k)
@@ -594,26 +576,25 @@ func (e *Engine) inheritKeys(view, base string, rename func(string) string) {
 			k[i] = rename(k[i])
 		}
 	}
-	m[view] = k
+	e.keys[view] = k
 }
 
 // dropKeys forgets the keys of dropped views.
 func (e *Engine) dropKeys(views ...string) {
-	declaredKeys.Lock()
-	defer declaredKeys.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for _, v := range views {
-		delete(declaredKeys.m[e.schema], v)
+		delete(e.keys, v)
 	}
 }
 
 // keysOf returns the declared primary keys of the relations of h.
 func (e *Engine) keysOf(h *hypergraph.Hypergraph) map[string][]string {
-	declaredKeys.Lock()
-	defer declaredKeys.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	out := map[string][]string{}
-	m := declaredKeys.m[e.schema]
 	for _, r := range h.Relations() {
-		if k, ok := m[r.Name]; ok {
+		if k, ok := e.keys[r.Name]; ok {
 			out[r.Name] = k
 		}
 	}
