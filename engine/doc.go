@@ -83,11 +83,17 @@
 // The statistics methods take a [hypergraph.Hypergraph] whose relation
 // names are loaded tables and whose attributes map to their key columns.
 // Joins are natural joins with bag semantics; a NULL key joins nothing.
-// Counts of a join grouped by some variables are computed by sum-product
-// variable elimination in SQL: every relation is first aggregated by the
+// Counts of a join grouped by some variables are computed by one of two
+// plans, chosen per query from public information only (the join, the
+// grouped columns and the primary keys the spec declares; see plan.go):
+// when every relation but one joins the others on columns covering its
+// declared key, a plain JOIN … GROUP BY (pre-aggregating by a key would
+// not shrink the input); otherwise sum-product variable elimination in
+// SQL: every relation not joined on its key is first aggregated by the
 // variables that matter outside it, and attributes are then summed out one
 // by one, which on an acyclic join is Yannakakis-style bottom-up
-// aggregation.
+// aggregation. Both plans give the same numbers, also when the data breaks
+// a declared key (the oracle test checks both on every instance).
 //
 // # Equality of join values
 //
@@ -107,8 +113,11 @@
 //
 // # Not implemented
 //
-// Server engines other than PostgreSQL (Citus runs the same SQL; Trino and
-// Spark SQL would need dialects of their own); reading from URLs (the DuckDB httpfs
+// Server engines other than PostgreSQL and a postgres_fdw cluster of
+// PostgreSQL servers (Citus runs the same SQL, see docs/scale-out.md;
+// Trino and Spark SQL have dialects whose statistics SQL is checked
+// against golden files only, never run against a live engine, and no
+// loading path); reading from URLs (the DuckDB httpfs
 // extension is deliberately never loaded); CSV dialects other than
 // comma-separated with a header row and double quotes; glob patterns in
 // sources (a path holding *, ? or [ is read by DuckDB as a pattern).
