@@ -73,7 +73,9 @@ type Engine struct {
 // that the memory synth needs does not grow with the data: DuckDB reads
 // the blocks it needs through its buffers. A crash leaves the folder
 // (synth-duckdb-* in the temporary directory, e.g. /tmp), with the private
-// rows in it: remove it.
+// rows in it; on Unix the next Open removes it (the folder of a process
+// that no longer runs and whose lock nobody holds), elsewhere remove it
+// by hand.
 //
 // Everything the engine creates — the loaded tables, the views of [Engine.Fold]
 // and [Buckets], the tables of [Buckets] — lives in a schema of its own,

@@ -24,7 +24,8 @@ func testSeed(t *testing.T) uint64 {
 	return seed
 }
 
-// openTest opens an in-memory engine closed at the end of the test.
+// openTest opens an engine of the default DSN (embedded DuckDB in a
+// temporary file) closed at the end of the test.
 func openTest(t testing.TB) *Engine {
 	t.Helper()
 	e, err := Open(context.Background(), "")

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"os"
@@ -99,10 +100,12 @@ func (e *fileError) Unwrap() []error {
 // join are also equal as text and fall into one degree group (see
 // canonicalNumber for why the privacy argument needs this).
 //
-// Sources are read and checked first, into tables private to the load
-// (on DuckDB in one scan per source, see [Engine.loadScanned]); the engine
-// tables are then created in one transaction, replacing tables of the same
-// names. On error the engine is left as it was. The file's row numbers
+// Sources are read and checked first: on DuckDB in one scan per source into
+// a data table that becomes the engine table's storage (the engine table is
+// a view of it, see [Engine.loadScanned]), on a server into staging tables
+// private to the load; the engine tables are then created in one
+// transaction, replacing tables of the same names. On error the engine is
+// left as it was (once that transaction is committed, Load succeeds). The file's row numbers
 // rely on DuckDB keeping the file order when it stores a scan
 // (preserve_insertion_order, set by [Open]).
 func (e *Engine) Load(ctx context.Context, s *spec.Spec) error {
@@ -382,25 +385,18 @@ func readError(t *spec.Table, header, cols []string, err error) error {
 // it returns the statement building the engine table from the staging table.
 func (e *Engine) stageTable(ctx context.Context, q *sql.Conn, t *spec.Table, stage string) (string, error) {
 	d := e.d
-	var row string
-	if st, ok := d.(stager); ok {
-		header, _, err := csvKinds(d, t)
-		if err != nil {
-			return "", err
-		}
-		declared := func(kinds map[string]string) ([]string, error) { return declaredColumns(t, kinds) }
-		if row, err = st.stage(ctx, q, t, header, stage, declared); err != nil {
-			return "", err
-		}
-	} else {
-		sel, r, header, cols, err := e.sourceSelect(ctx, q, t)
-		if err != nil {
-			return "", err
-		}
-		row = r
-		if _, err := q.ExecContext(ctx, d.replaceTable(stage, sel, true)); err != nil {
-			return "", readError(t, header, cols, err)
-		}
+	st, ok := d.(stager)
+	if !ok {
+		return "", fmt.Errorf("engine: load: the %T dialect reads its sources itself (see loadScanned)", d)
+	}
+	header, _, err := csvKinds(d, t)
+	if err != nil {
+		return "", err
+	}
+	declared := func(kinds map[string]string) ([]string, error) { return declaredColumns(t, kinds) }
+	row, err := st.stage(ctx, q, t, header, stage, declared)
+	if err != nil {
+		return "", err
 	}
 	if err := e.checkDomains(ctx, q, t, stage, row); err != nil {
 		return "", err
@@ -587,7 +583,7 @@ func (e *Engine) keyTypes(ctx context.Context, tx querier, t *spec.Table, stage 
 		if c.Type == spec.Key {
 			v := d.ident(c.Name)
 			keys = append(keys, c.Name)
-			sel = append(sel, "COALESCE(bool_and("+v+" IS NULL OR "+v+" = '' OR "+d.matches(v, canonIntRE)+"), TRUE)")
+			sel = append(sel, "COALESCE(bool_and("+canonKey(d, v)+"), TRUE)")
 		}
 	}
 	out := map[string]string{}
@@ -824,9 +820,11 @@ func (e *Engine) loadScanned(ctx context.Context, conn *sql.Conn, s *spec.Spec) 
 		e.data[k] = data[i]
 	}
 	e.mu.Unlock()
+	// The load is committed: a table that cannot be dropped now is only
+	// space, dropped with the engine's schema at Close.
 	for _, t := range old {
 		if _, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+d.ident(t)); err != nil {
-			return fmt.Errorf("engine: load: dropping the replaced table %s: %w", t, err)
+			slog.Warn("engine: load: dropping a replaced data table failed; it is dropped at Close", "table", t, "err", err)
 		}
 	}
 	return nil

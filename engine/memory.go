@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -49,7 +50,14 @@ func memoryLimit() (string, error) {
 // database file itself. Close removes it.
 type duckDBScratch struct {
 	dir string
+	// unlock releases the folder's lock ([lockScratch]), held while the
+	// engine is open.
+	unlock func()
 }
+
+// lockName is the file in a scratch folder its owner holds an exclusive
+// lock on while the folder is in use.
+const lockName = "lock"
 
 // scratchPrefix starts the name of a scratch folder, followed by the
 // process id of its owner, "-" and random digits.
@@ -64,12 +72,25 @@ func newDuckDBScratch() (*duckDBScratch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating a temporary folder for DuckDB: %w", err)
 	}
-	return &duckDBScratch{dir: dir}, nil
+	unlock, ok, err := lockScratch(dir)
+	if err == nil && !ok {
+		err = errors.New("the folder is locked by another process")
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("locking the temporary folder %s for DuckDB: %w", dir, err)
+	}
+	return &duckDBScratch{dir: dir, unlock: unlock}, nil
 }
 
 // removeStaleScratch removes the scratch folders in [os.TempDir] whose
-// owner process is known not to run ([processGone]). Folders it cannot
-// read or remove are left alone.
+// owner process is known not to run ([processGone]) and whose lock
+// ([lockScratch]) nobody holds. The lock is what protects a live engine
+// whose process id means nothing here (another PID namespace or another
+// host sharing the folder: its id may look gone, or be reused); the
+// process test keeps the sweep off the folder of a live process that has
+// not taken its lock yet (between MkdirTemp and lockScratch). Folders it
+// cannot read, lock or remove are left alone.
 func removeStaleScratch() {
 	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), scratchPrefix+"*-*"))
 	for _, m := range matches {
@@ -81,7 +102,12 @@ func removeStaleScratch() {
 		if err != nil || n <= 0 || n == os.Getpid() || !processGone(n) {
 			continue
 		}
+		unlock, ok, err := lockScratch(m)
+		if err != nil || !ok {
+			continue
+		}
 		os.RemoveAll(m)
+		unlock()
 	}
 }
 
@@ -97,7 +123,12 @@ func (s *duckDBScratch) remove() error {
 	if s == nil {
 		return nil
 	}
-	return os.RemoveAll(s.dir)
+	err := os.RemoveAll(s.dir)
+	if s.unlock != nil {
+		s.unlock()
+		s.unlock = nil
+	}
+	return err
 }
 
 // duckDBConfig is the query string of the DuckDB connector: the fixed

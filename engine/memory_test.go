@@ -136,6 +136,14 @@ func TestStaleScratchRemoved(t *testing.T) {
 	stale := mk(fmt.Sprintf("%s%d-123", scratchPrefix, dead.Process.Pid))
 	live := mk(fmt.Sprintf("%s%d-456", scratchPrefix, os.Getppid()))
 	other := mk(scratchPrefix + "notapid-789")
+	// A live engine whose process id looks gone here (another PID
+	// namespace sharing the folder): its lock keeps the folder.
+	locked := mk(fmt.Sprintf("%s%d-321", scratchPrefix, dead.Process.Pid))
+	unlock, ok, err := lockScratch(locked)
+	if err != nil || !ok {
+		t.Fatalf("lockScratch(%s) = %v, %v", locked, ok, err)
+	}
+	defer unlock()
 	e, err := Open(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +152,7 @@ func TestStaleScratchRemoved(t *testing.T) {
 	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("stale folder %s: %v, want it removed", stale, err)
 	}
-	for _, p := range []string{live, other} {
+	for _, p := range []string{live, other, locked} {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("folder %s: %v, want it kept", p, err)
 		}

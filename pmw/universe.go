@@ -185,8 +185,10 @@ func (u *Universe) colNames(cols []int) string {
 // of array, in bytes. Every part is a function of the universe's column
 // sizes, the families and two public settings (variant and workers), so it
 // is known before any data is read: [PlanMemory] computes it and
-// [CheckMemory] refuses a run above the cap up front, with the same count
-// Run itself checks later. Not counted: the histogram handed to Run (16
+// [CheckMemory] refuses a run above the cap up front: the paper variant's
+// count is the one Run itself checks later, the mwem variant's that plus
+// the families' bound arrays (which Run's own check leaves out), so a run
+// CheckMemory passes is never refused by Run. Not counted: the histogram handed to Run (16
 // bytes a non-empty cell, at most |X| of them) and what the caller does with
 // the result.
 type Memory struct {
