@@ -137,14 +137,16 @@ func (p *program) feasible(x []float64, r float64) (y, z []float64, rep ProgramR
 	return y, z, rep
 }
 
-// sumY is Ê = Σ_i y_i, exact for y on the 2^−30 grid and fewer than 2^23
-// units.
+// sumY is Ê = Σ_i y_i for y on the 2^−30 grid, summed exactly in grid
+// steps (each y_i·2^30 ≤ 2^30 is a whole number, so up to 2^33 units fit
+// an int64) and rounded once to a float64: the result depends on the
+// multiset of y only, whatever the number of units.
 func sumY(y []float64) float64 {
-	e := 0.0
+	var steps int64
 	for _, v := range y {
-		e += v
+		steps += int64(v * yScale)
 	}
-	return e
+	return float64(steps) / yScale
 }
 
 // lowering returns the smallest s on the 2^−30 grid, 0 ≤ s ≤ y_u, such

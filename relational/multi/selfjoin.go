@@ -162,8 +162,8 @@ func (p *program) solve(ctx context.Context, r float64) (e float64, qhat []float
 // used. A failed solve is repaired the same way from Ipopt's last iterate
 // and recorded in [SelfJoinResult].Reports (not DP); it is never an error,
 // so after the budget is charged the only errors are parameter checks that
-// depend on the queries alone (d, the ladder, ψ whole numbers in [0, 2⁵³]
-// — JoinGroups' sums of grid steps), noise beyond the sampler's range (a
+// depend on the queries alone (d, the ladder, ψ whole numbers ≥ 0 —
+// JoinGroups' sums of grid steps, clamped at 2⁵³ by [clampPsi]), noise beyond the sampler's range (a
 // function of DP outputs), and ctx. Numerical caveat: F̂'s sensitivity 1
 // (Lemma 5.8, used by the SVT and by (20)) holds for the optimum; F̂ here
 // is the objective of a feasible point within Ipopt's tolerance
@@ -246,8 +246,9 @@ func normaliseGroups(groups []JoinGroup, d int) ([]JoinGroup, int, error) {
 		if g.Coord < 0 || g.Coord >= d || len(g.Units) == 0 || len(g.Units) > maxUnitsPerGroup {
 			return nil, 0, invalid("join group %+v (d = %d; 1 to %d units)", g, d, maxUnitsPerGroup)
 		}
-		if !(g.Psi >= 0) || g.Psi != math.Trunc(g.Psi) || g.Psi > 1<<53 {
-			return nil, 0, invalid("join group ψ = %v grid steps, want a whole number in [0, 2⁵³]", g.Psi)
+		psi := clampPsi(g.Psi)
+		if !(psi >= 0) || psi != math.Trunc(psi) {
+			return nil, 0, invalid("join group ψ = %v grid steps, want a whole number ≥ 0", g.Psi)
 		}
 		us := slices.Clone(g.Units)
 		slices.Sort(us)
@@ -256,7 +257,7 @@ func normaliseGroups(groups []JoinGroup, d int) ([]JoinGroup, int, error) {
 			return nil, 0, invalid("unit id %d", us[0])
 		}
 		n = max(n, us[len(us)-1]+1)
-		out[i] = JoinGroup{Coord: g.Coord, Units: us, Psi: g.Psi}
+		out[i] = JoinGroup{Coord: g.Coord, Units: us, Psi: psi}
 	}
 	return out, n, nil
 }

@@ -246,17 +246,18 @@ type coord struct {
 // unitVectors groups the entries by unit (sparse vectors, coordinates
 // merged and sorted, units in increasing id order) and checks them.
 func unitVectors(entries []Entry, d int) ([][]coord, error) {
-	for _, e := range entries {
+	es := slices.Clone(entries)
+	for i, e := range es {
 		if e.Coord < 0 || e.Coord >= d {
 			return nil, invalid("entry for coordinate %d of %d", e.Coord, d)
 		}
-		if !(e.Psi >= 0) || math.IsInf(e.Psi, 0) || e.Psi != math.Trunc(e.Psi) || e.Psi > 1<<53 {
-			return nil, invalid("contribution ψ = %v grid steps, want a whole number in [0, 2⁵³]", e.Psi)
+		es[i].Psi = clampPsi(e.Psi)
+		if !(es[i].Psi >= 0) || es[i].Psi != math.Trunc(es[i].Psi) {
+			return nil, invalid("contribution ψ = %v grid steps, want a whole number ≥ 0", e.Psi)
 		}
 	}
 	// A stable sort keeps the input order within a (unit, coordinate), so
 	// the sums add up in the same order as the entries come.
-	es := slices.Clone(entries)
 	slices.SortStableFunc(es, func(a, b Entry) int {
 		if a.Unit != b.Unit {
 			return cmp.Compare(a.Unit, b.Unit)
@@ -269,7 +270,7 @@ func unitVectors(entries []Entry, d int) ([][]coord, error) {
 		var v []coord
 		for ; i < len(es) && es[i].Unit == u; i++ {
 			if n := len(v); n > 0 && v[n-1].k == es[i].Coord {
-				v[n-1].psi += es[i].Psi
+				v[n-1].psi = clampPsi(v[n-1].psi + es[i].Psi)
 			} else {
 				v = append(v, coord{es[i].Coord, es[i].Psi})
 			}
@@ -277,6 +278,25 @@ func unitVectors(entries []Entry, d int) ([][]coord, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// maxPsi is the largest contribution, in grid steps, the mechanisms take:
+// every whole number up to it is exact in a float64.
+const maxPsi = 1 << 53
+
+// clampPsi returns min(psi, 2⁵³) (+Inf included). A contribution is a sum
+// over the data, so one tuple more can push it past 2⁵³; refusing it would
+// be an error after the charge whose occurrence depends on the data.
+// Clamping instead changes each unit's (or join group's) own contribution
+// only, as a function of that contribution, so the clipped-sum and QCQP
+// sensitivity arguments hold unchanged for the clamped queries. ψ below 0
+// or not whole cannot come from a query that passed the public domain
+// checks (non-negative summands in grid steps) and stays an error.
+func clampPsi(psi float64) float64 {
+	if psi > maxPsi {
+		return maxPsi
+	}
+	return psi
 }
 
 // upperBound is the number of elements ≤ x of a sorted slice.
