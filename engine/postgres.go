@@ -202,7 +202,17 @@ func (e *Engine) dropStalePostgres(ctx context.Context) error {
 // dropIfUnlocked drops schema s when no session holds its lock, holding
 // the lock meanwhile so that no engine can open it.
 func (e *Engine) dropIfUnlocked(ctx context.Context, s string, key int64) error {
-	conn, err := e.db.Conn(ctx)
+	return withAdvisoryLock(ctx, e.db, key, func(conn *sql.Conn) error {
+		_, err := conn.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+e.d.ident(s)+" CASCADE")
+		return err
+	})
+}
+
+// withAdvisoryLock runs f on a connection holding the advisory lock key
+// when no other session holds it (a live engine), and does nothing
+// otherwise; the lock is released when f returns.
+func withAdvisoryLock(ctx context.Context, db *sql.DB, key int64, f func(*sql.Conn) error) error {
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -215,8 +225,7 @@ func (e *Engine) dropIfUnlocked(ctx context.Context, s string, key int64) error 
 		return nil // a live engine elsewhere
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("SELECT pg_advisory_unlock(%d)", key))
-	_, err = conn.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+e.d.ident(s)+" CASCADE")
-	return err
+	return f(conn)
 }
 
 // pgTryFloat8 creates the work schema's function converting text to a

@@ -468,18 +468,7 @@ func (d shardedPostgres) dropStaleRemote(ctx context.Context) error {
 // dropRemoteIfUnlocked drops schema s on shard srv when no session of the
 // coordinator holds its lock, holding the lock meanwhile.
 func (d shardedPostgres) dropRemoteIfUnlocked(ctx context.Context, srv, s string, key int64) error {
-	conn, err := d.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	var got bool
-	if err := conn.QueryRowContext(ctx, fmt.Sprintf("SELECT pg_try_advisory_lock(%d)", key)).Scan(&got); err != nil {
-		return err
-	}
-	if !got {
-		return nil // a live engine
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("SELECT pg_advisory_unlock(%d)", key))
-	return d.remote(ctx, conn, srv, "DROP SCHEMA IF EXISTS "+d.ident(s)+" CASCADE")
+	return withAdvisoryLock(ctx, d.db, key, func(conn *sql.Conn) error {
+		return d.remote(ctx, conn, srv, "DROP SCHEMA IF EXISTS "+d.ident(s)+" CASCADE")
+	})
 }
