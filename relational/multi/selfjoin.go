@@ -188,9 +188,41 @@ func runSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, 
 	if d < 1 {
 		return SelfJoinResult{}, invalid("d = %d queries, want ≥ 1", d)
 	}
-	groups, n, err := normaliseGroups(groups, d)
+	groups, n, ds, err := selfJoinInstance(groups, d, cfg)
 	if err != nil {
 		return SelfJoinResult{}, err
+	}
+	p := newProgram(groups, n, d)
+	p.solver = solver
+	res := SelfJoinResult{}
+	cache := map[int]solved{}
+	at := func(l int) (solved, error) {
+		if s, ok := cache[l]; ok {
+			return s, nil
+		}
+		e, qhat, rep, err := p.solveRung(ctx, l, cfg)
+		if err != nil {
+			return solved{}, err // ctx only
+		}
+		res.SolveTime += rep.Time
+		res.Programs++
+		res.Reports = append(res.Reports, rep)
+		cache[l] = solved{e, qhat}
+		return cache[l], nil
+	}
+	if err := selfJoinNoise(src, at, n, d, ds, cfg, &res); err != nil {
+		return SelfJoinResult{}, err
+	}
+	return res, nil
+}
+
+// selfJoinInstance normalises the join groups ([normaliseGroups]) and
+// returns them with the number of units n and DS, the largest unit
+// contribution norm ‖S_i‖ in the query's units (grid steps × g).
+func selfJoinInstance(groups []JoinGroup, d int, cfg Config) ([]JoinGroup, int, float64, error) {
+	groups, n, err := normaliseGroups(groups, d)
+	if err != nil {
+		return nil, 0, 0, err
 	}
 	norms := map[int][]float64{}
 	for _, g := range groups {
@@ -209,30 +241,16 @@ func runSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, 
 		}
 		ds = math.Max(ds, math.Sqrt(s)*cfg.Quantum)
 	}
-	p := newProgram(groups, n, d)
-	p.solver = solver
-	res := SelfJoinResult{}
-	cache := map[int]solved{}
-	at := func(l int) (solved, error) {
-		if s, ok := cache[l]; ok {
-			return s, nil
-		}
-		r := math.Ldexp(1, l-1)
-		e, qhat, rep, err := p.solve(ctx, r/cfg.Quantum)
-		if err != nil {
-			return solved{}, err // ctx only
-		}
-		rep.Radius = r
-		res.SolveTime += rep.Time
-		res.Programs++
-		res.Reports = append(res.Reports, rep)
-		cache[l] = solved{e, qhat}
-		return cache[l], nil
-	}
-	if err := selfJoinNoise(src, at, n, d, ds, cfg, &res); err != nil {
-		return SelfJoinResult{}, err
-	}
-	return res, nil
+	return groups, n, ds, nil
+}
+
+// solveRung solves the program at rung l of the radius ladder, r = 2^(l−1)
+// in the query's units (r/g grid steps); the report carries r.
+func (p *program) solveRung(ctx context.Context, l int, cfg Config) (float64, []float64, ProgramReport, error) {
+	r := math.Ldexp(1, l-1)
+	e, qhat, rep, err := p.solve(ctx, r/cfg.Quantum)
+	rep.Radius = r
+	return e, qhat, rep, err
 }
 
 // normaliseGroups checks the join groups and returns copies with each

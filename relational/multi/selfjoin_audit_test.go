@@ -2,7 +2,6 @@ package multi
 
 import (
 	"context"
-	"math"
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
@@ -88,27 +87,16 @@ func selfJoinAudit(t *testing.T, d, dPrime []JoinGroup, gs float64, mut Config) 
 		t.Fatal(err)
 	}
 	mech := func(groups []JoinGroup) audit.Mechanism[float64] {
-		groups, n, err := normaliseGroups(groups, 2)
+		// As runSelfJoin, with every rung's program solved once up front
+		// (the solves are deterministic; the runs draw only the noise).
+		groups, n, ds, err := selfJoinInstance(groups, 2, cfg)
 		if err != nil {
 			t.Fatal(err)
-		}
-		ds := 0.0
-		vec := map[int][]float64{}
-		for _, g := range groups {
-			for _, u := range g.Units {
-				if vec[u] == nil {
-					vec[u] = make([]float64, 2)
-				}
-				vec[u][g.Coord] += g.Psi
-			}
-		}
-		for _, v := range vec {
-			ds = math.Max(ds, math.Hypot(v[0], v[1]))
 		}
 		p := newProgram(groups, n, 2)
 		table := map[int]solved{}
 		for l := 1; l <= Rungs(cfg.GS); l++ {
-			e, q, _, err := p.solve(context.Background(), math.Ldexp(1, l-1))
+			e, q, _, err := p.solveRung(context.Background(), l, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
