@@ -175,14 +175,23 @@ func (d duckDB) replaceTable(name, query string, temp bool) string {
 	if temp {
 		return "CREATE OR REPLACE TEMP TABLE " + d.ident(name) + " AS " + query
 	}
+	return orReplaceTable(d, name, query)
+}
+
+func (d duckDB) replaceTableDef(name, cols string) string { return orReplaceTableDef(d, name, cols) }
+func (d duckDB) replaceView(name, query string) string    { return orReplaceView(d, name, query) }
+
+// orReplaceTable, orReplaceTableDef and orReplaceView are the CREATE OR
+// REPLACE statements that DuckDB, Trino and Spark SQL spell alike.
+func orReplaceTable(d dialect, name, query string) string {
 	return "CREATE OR REPLACE TABLE " + d.ident(name) + " AS " + query
 }
 
-func (d duckDB) replaceTableDef(name, cols string) string {
+func orReplaceTableDef(d dialect, name, cols string) string {
 	return "CREATE OR REPLACE TABLE " + d.ident(name) + " (" + cols + ")"
 }
 
-func (d duckDB) replaceView(name, query string) string {
+func orReplaceView(d dialect, name, query string) string {
 	return "CREATE OR REPLACE VIEW " + d.ident(name) + " AS " + query
 }
 
@@ -204,19 +213,25 @@ func (duckDB) floorInt(expr string) string { return "CAST(floor(" + expr + ") AS
 // it to expr), whereas arithmetic such as expr + 0.0 is the kind of identity
 // an optimiser may drop; TestJoinEqualityNegativeZero fails if it is ever
 // folded away.
-func (d duckDB) plusZero(expr string) string {
+func (d duckDB) plusZero(expr string) string { return casePlusZero(d, expr) }
+
+// casePlusZero is the CASE mapping −0 to +0 (see duckDB.plusZero).
+func casePlusZero(d dialect, expr string) string {
 	return "CASE WHEN " + expr + " = 0 THEN CAST(0 AS " + d.double() + ") ELSE " + expr + " END"
 }
 
 func (d duckDB) categoryIndex(expr string, values []string) string {
-	lits := make([]string, len(values))
-	for i, v := range values {
-		lits[i] = d.str(v)
-	}
-	return "(list_position([" + strings.Join(lits, ", ") + "], " + expr + ") - 1)"
+	return "(list_position([" + strList(d, values) + "], " + expr + ") - 1)"
 }
 
 func (d duckDB) dateIndex(expr string, min time.Time, g spec.Granularity) string {
+	return calendarIndex(expr, min, g, "date_diff('day', "+d.date(min)+", "+expr+")")
+}
+
+// calendarIndex is [dialect.dateIndex] for engines with year() and
+// month(): whole months or years from min to expr, or days, the dialect's
+// own day difference.
+func calendarIndex(expr string, min time.Time, g spec.Granularity, days string) string {
 	min = min.UTC()
 	switch g {
 	case spec.Month:
@@ -224,7 +239,7 @@ func (d duckDB) dateIndex(expr string, min time.Time, g spec.Granularity) string
 	case spec.Year:
 		return fmt.Sprintf("(year(%s) - %d)", expr, min.Year())
 	default:
-		return "date_diff('day', " + d.date(min) + ", " + expr + ")"
+		return days
 	}
 }
 

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -64,17 +63,9 @@ func (d spark) columns(*spec.Table) string {
 
 // replaceTable has no TEMP form here: a temporary view would re-run its
 // query at every use.
-func (d spark) replaceTable(name, query string, _ bool) string {
-	return "CREATE OR REPLACE TABLE " + d.ident(name) + " AS " + query
-}
-
-func (d spark) replaceTableDef(name, cols string) string {
-	return "CREATE OR REPLACE TABLE " + d.ident(name) + " (" + cols + ")"
-}
-
-func (d spark) replaceView(name, query string) string {
-	return "CREATE OR REPLACE VIEW " + d.ident(name) + " AS " + query
-}
+func (d spark) replaceTable(name, query string, _ bool) string { return orReplaceTable(d, name, query) }
+func (d spark) replaceTableDef(name, cols string) string       { return orReplaceTableDef(d, name, cols) }
+func (d spark) replaceView(name, query string) string          { return orReplaceView(d, name, query) }
 
 func (spark) checkpoint() string { return "" }
 
@@ -95,9 +86,7 @@ func (spark) toBigint(expr string) string { return "CAST(" + expr + " AS BIGINT)
 func (spark) toText(expr string) string   { return "CAST(" + expr + " AS STRING)" }
 func (spark) floorInt(expr string) string { return "CAST(floor(" + expr + ") AS BIGINT)" }
 
-func (d spark) plusZero(expr string) string {
-	return "CASE WHEN " + expr + " = 0 THEN CAST(0 AS " + d.double() + ") ELSE " + expr + " END"
-}
+func (d spark) plusZero(expr string) string { return casePlusZero(d, expr) }
 
 // categoryIndex: array_position is 1-based and 0 when absent, which
 // NULLIF turns into NULL.
@@ -106,15 +95,7 @@ func (d spark) categoryIndex(expr string, values []string) string {
 }
 
 func (d spark) dateIndex(expr string, min time.Time, g spec.Granularity) string {
-	min = min.UTC()
-	switch g {
-	case spec.Month:
-		return fmt.Sprintf("((year(%s) - %d) * 12 + month(%s) - %d)", expr, min.Year(), expr, int(min.Month()))
-	case spec.Year:
-		return fmt.Sprintf("(year(%s) - %d)", expr, min.Year())
-	default:
-		return "datediff(" + expr + ", " + d.date(min) + ")"
-	}
+	return calendarIndex(expr, min, g, "datediff("+expr+", "+d.date(min)+")")
 }
 
 func (spark) bigint() string { return "BIGINT" }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -62,17 +61,9 @@ func (d trino) columns(*spec.Table) string {
 }
 
 // replaceTable has no TEMP form: Trino has no temporary tables.
-func (d trino) replaceTable(name, query string, _ bool) string {
-	return "CREATE OR REPLACE TABLE " + d.ident(name) + " AS " + query
-}
-
-func (d trino) replaceTableDef(name, cols string) string {
-	return "CREATE OR REPLACE TABLE " + d.ident(name) + " (" + cols + ")"
-}
-
-func (d trino) replaceView(name, query string) string {
-	return "CREATE OR REPLACE VIEW " + d.ident(name) + " AS " + query
-}
+func (d trino) replaceTable(name, query string, _ bool) string { return orReplaceTable(d, name, query) }
+func (d trino) replaceTableDef(name, cols string) string       { return orReplaceTableDef(d, name, cols) }
+func (d trino) replaceView(name, query string) string          { return orReplaceView(d, name, query) }
 
 func (trino) checkpoint() string { return "" }
 
@@ -101,15 +92,7 @@ func (d trino) categoryIndex(expr string, values []string) string {
 }
 
 func (d trino) dateIndex(expr string, min time.Time, g spec.Granularity) string {
-	min = min.UTC()
-	switch g {
-	case spec.Month:
-		return fmt.Sprintf("((year(%s) - %d) * 12 + month(%s) - %d)", expr, min.Year(), expr, int(min.Month()))
-	case spec.Year:
-		return fmt.Sprintf("(year(%s) - %d)", expr, min.Year())
-	default:
-		return "date_diff('day', " + d.date(min) + ", " + expr + ")"
-	}
+	return calendarIndex(expr, min, g, "date_diff('day', "+d.date(min)+", "+expr+")")
 }
 
 func (trino) bigint() string { return "BIGINT" }
