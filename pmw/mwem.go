@@ -223,19 +223,7 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 		}
 		m.iu = iu
 	}
-	inv := make([]int, d)
-	for i, c := range m.perm {
-		inv[c] = i
-	}
-	projs := make([]*projection, len(sets))
-	for j, cols := range sets {
-		ic := make([]int, len(cols))
-		for k, c := range cols {
-			ic[k] = inv[c]
-		}
-		slices.Sort(ic)
-		projs[j] = newProjection(m.iu, ic)
-	}
+	projs := permutedProjections(m.iu, m.perm, sets)
 	m.cols = sets
 	m.plan = newPassPlanMin(m.iu, projs, blockCells)
 	workers := cfg.workers()
@@ -924,6 +912,26 @@ func (m *mwem) result() *Result {
 	}
 	return &Result{Variant: VariantMWEM, Universe: m.u, NHat: m.nhat, Rows: int64(rows), RowsFloored: m.floored, Rounds: m.t,
 		Weights: w, Selections: m.sels, Seeded: m.src.Seeded()}
+}
+
+// permutedProjections returns the projections of iu, the universe in the
+// internal column order perm (iu's column i is the universe's perm[i]),
+// onto each column set of sets, given in the universe's columns.
+func permutedProjections(iu *Universe, perm []int, sets [][]int) []*projection {
+	inv := make([]int, len(perm))
+	for i, c := range perm {
+		inv[c] = i
+	}
+	projs := make([]*projection, len(sets))
+	for j, cols := range sets {
+		ic := make([]int, len(cols))
+		for k, c := range cols {
+			ic[k] = inv[c]
+		}
+		slices.Sort(ic)
+		projs[j] = newProjection(iu, ic)
+	}
+	return projs
 }
 
 // runMWEM is [Run] for [VariantMWEM]; see Run for the guarantee.

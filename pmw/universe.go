@@ -278,23 +278,12 @@ func PlanMemory(u *Universe, fams []Family, cfg Config) (Memory, error) {
 			m.Families = satAdd(m.Families, s.bind)
 		}
 		perm, block := passOrder(u.sizes, sets)
-		inv := make([]int, len(perm))
 		sizes := make([]int, len(perm))
 		for i, c := range perm {
-			inv[c] = i
 			sizes[i] = u.sizes[c]
 		}
 		iu := &Universe{sizes: sizes, size: u.size}
-		projs := make([]*projection, len(sets))
-		for j, cols := range sets {
-			ic := make([]int, len(cols))
-			for k, c := range cols {
-				ic[k] = inv[c]
-			}
-			slices.Sort(ic)
-			projs[j] = newProjection(iu, ic)
-		}
-		tableLen, offsets := passShape(iu, projs, block)
+		tableLen, offsets := passShape(iu, permutedProjections(iu, perm, sets), block)
 		m.Tables = satMul(satMul(workers+6, 8), tableLen)
 		m.Offsets = satMul(4, offsets)
 		return m, nil
