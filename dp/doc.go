@@ -23,7 +23,12 @@
 //   - [Gaussian] with [SigmaAnalytic] (Balle–Wang 2018) or [SigmaClassical]
 //     (Dwork–Roth Thm. A.1); (ε, δ)-DP for L2 sensitivity Δ; ρ-zCDP with
 //     [SigmaForRho].
-//   - [Exponential]: the exponential mechanism; ε-DP for score sensitivity Δ.
+//   - [Exponential]: the exponential mechanism; ε-DP for score sensitivity Δ
+//     (float64 Gumbel-max: tests and baselines only).
+//   - [ExponentialGrid]: the exponential mechanism on scores snapped to a
+//     public power-of-two grid, sampled exactly with integer arithmetic;
+//     ε-DP (and ε-bounded range) for score sensitivity Δ given a bound on
+//     the scores' float error. Mechanisms select with it.
 //   - [AboveThreshold] and [AboveThresholdJumpStart]: the sparse vector
 //     technique (Dong–Sun–Yi Lemma 3.8 and Alg. 3); ε-DP.
 //   - [DiscreteLaplace] / [NewDiscreteLaplace] and [DiscreteGaussian] /
