@@ -51,7 +51,14 @@
 // ([TruncatedDiscreteLaplace], [DiscreteLaplace], [DiscreteGaussian]),
 // multiplicative bounds with [LogPad], whose output is an integer grid
 // index. A float sampler may only feed values that are themselves never
-// published and whose published consequences are integers.
+// published and whose published consequences are integers. Since the
+// exact replacements (relational/multi's SVT and T̂ on integer grids,
+// PMW's measurement on a public grid, [ExponentialGrid] for every
+// selection) no production code outside this package calls a float
+// sampler, and TestNoFloatSamplerInProduction keeps it so. [Laplace],
+// [TLap], [Gaussian], [Exponential] and the float SVT ([AboveThreshold],
+// [AboveThresholdJumpStart]) stay for tests, audit baselines (the flawed
+// mechanisms the audits must catch) and analysis.
 //
 // # Composition and accounting
 //

@@ -9,8 +9,9 @@ import "math"
 // Floating-point safety: this sampler works on float64 and is NOT hardened
 // against the attack of Mironov (CCS 2012) on the low-order bits of the
 // output; use [DiscreteLaplace] for integer-valued releases where that
-// matters. It panics if b is not a finite positive number (programmer error;
-// mechanisms validate their parameters first).
+// matters. No mechanism calls it (tests, audit baselines and the float
+// [AboveThreshold] do). It panics if b is not a finite positive number
+// (programmer error).
 func Laplace(src Source, b float64) float64 {
 	if !(b > 0) || math.IsInf(b, 0) {
 		panic("dp: Laplace scale must be finite and > 0")

@@ -49,7 +49,7 @@ func radiusAudit(t *testing.T, noThresholdNoise bool) audit.Result {
 		}
 		f, n, k, threshold := radiusQueries(context.Background(), vecs, cfg)
 		return func(src dp.Source) float64 {
-			l, err := svt(src, f, n, k, threshold, cfg.Epsilon/10, nil, noThresholdNoise)
+			l, err := svt(src, f, n, k, threshold, cfg.Epsilon/10, countGrid, nil, noThresholdNoise)
 			if err != nil {
 				panic(err)
 			}

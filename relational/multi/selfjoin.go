@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/big"
 	"slices"
 	"time"
 
@@ -133,7 +134,8 @@ func (p *program) solve(ctx context.Context, r float64) (e float64, qhat []float
 //
 //  1. ĩ ← SVT(T = −(30/ε)·ln(6/β), ε/5, F̂(I, 2^0), F̂(I, 2^1), …) with the
 //     jump start of Alg. 3 (F̂ is non-decreasing in r), r̃ = 2^(ĩ−1);
-//  2. T = −2·F̂(I, r̃) + 2, T̂ = T + Lap(5/ε) + (5/ε)·ln(e^{3ε/5}/δ);
+//  2. T = −2·F̂(I, r̃) + 2, T̂ = T + Lap(5/ε) + (5/ε)·ln(e^{3ε/5}/δ), here
+//     with the exact discrete Laplace on the grid 1/1024 ([noisyBound]);
 //  3. output round(Q̂(I, r̃)/g) + N_ℤ(0, σ²)^d with
 //     σ = (T̂·r̃/g + √d)/√(2ρ), ρ the zCDP budget of (2ε/5, δ/(2e^{3ε/5})),
 //     scaled back by g and rounded to integers.
@@ -145,8 +147,9 @@ func (p *program) solve(ctx context.Context, r float64) (e float64, qhat []float
 // # Guarantee and proof sketch
 //
 // (ε, δ)-DP under user-level DP (Thm. 5.11): F̂ has sensitivity 1 (Lemma
-// 5.8), so step 1 is ε/5-DP and T (sensitivity 2) with Lap(5/ε) is
-// 2ε/5-DP; by the Laplace tail T̂ ≥ T with probability ≥ 1 − δ/(2e^{ε/5});
+// 5.8), so step 1 is ε/5-DP (the SVT compares integers on the grid 1/1024
+// with exact discrete Laplace noise, [svt]) and T (sensitivity 2) with
+// Lap(5/ε) is 2ε/5-DP (on the grid, [noisyBound]); by the Laplace tail T̂ ≥ T with probability ≥ 1 − δ/(2e^{ε/5});
 // Q̂(I, r̃) has local sensitivity ≤ T·r̃ (Lemma 5.10), rounding adds ≤ √d
 // grid steps in ℓ2, and the discrete Gaussian with that sensitivity is
 // ρ-zCDP (CKS Thm. 14), i.e. (2ε/5, δ/(2e^{3ε/5}))-DP; Lemma 3.7 (the
@@ -301,7 +304,7 @@ func selfJoinNoise(src dp.Source, at func(l int) (solved, error), n, d int, ds f
 		k++
 	}
 	eps1 := cfg.Epsilon / 5
-	idx, err := svt(src, f, nr, k, -(6/eps1)*math.Log(6/cfg.Failure), eps1, &res.Trace, cfg.noThresholdNoise)
+	idx, err := svt(src, f, nr, k, -(6/eps1)*math.Log(6/cfg.Failure), eps1, realGrid, &res.Trace, cfg.noThresholdNoise)
 	if err != nil {
 		return err
 	}
@@ -315,7 +318,10 @@ func selfJoinNoise(src dp.Source, at func(l int) (solved, error), n, d int, ds f
 	}
 	T := -2*(best.e-float64(n)) + 2
 	eps := cfg.Epsilon
-	That := T + dp.Laplace(src, 5/eps) + (5/eps)*math.Log(math.Exp(3*eps/5)/cfg.Delta)
+	That, err := noisyBound(src, T, eps, cfg.Delta)
+	if err != nil {
+		return err
+	}
 	if That <= 0 {
 		That = dp.MinDiscreteScale // a non-positive bound: keep the smallest noise (post-processing of T̂)
 	}
@@ -337,4 +343,53 @@ func selfJoinNoise(src dp.Source, at func(l int) (solved, error), n, d int, ds f
 		res.Values[i] = int64(math.Round(float64(int64(math.Round(q))+gauss.Sample(src)) * cfg.Quantum))
 	}
 	return nil
+}
+
+// tHatGrid is the public grid of T̂: T̂ is published to the noise scale as
+// an integer number of steps of 1/tHatGrid.
+const tHatGrid = 1024
+
+// noisyBound returns T̂ of Alg. 2 step 2, an upper bound of T (sensitivity
+// 2) with probability ≥ 1 − δ/(2e^{3ε/5}), as an integer multiple of
+// 1/[tHatGrid] drawn with integer arithmetic (DESIGN.md §3, inv. 6):
+//
+//	T̂ = (⌈G·T⌉ + X + s)/G,  X ~ Lap_ℤ(b),  b = 5(2G + 1)/(2ε),
+//	s = ⌈b·ln(e^{3ε/5}/δ)⌉,  G = tHatGrid.
+//
+// The paper's T + Lap(5/ε) + (5/ε)·ln(e^{3ε/5}/δ) is (2ε/5)-DP for T of
+// sensitivity 2 (Lemma 5.8: F̂ has sensitivity 1). Here ⌈G·T⌉ is an
+// integer of sensitivity ⌈2G⌉ = 2G in exact arithmetic (|⌈x⌉ − ⌈y⌉| ≤
+// ⌈|x − y|⌉), one more step for the float error of F̂ (below 2⁻¹⁰), so
+// Lap_ℤ with b = (2G + 1)/(2ε/5) makes it (2ε/5)-DP (the geometric
+// mechanism); s is public. The bound: ⌈G·T⌉ ≥ G·T, so T̂ < T needs
+// X ≤ −s − 1, of probability r^(s+1)/(1 + r) ≤ e^(−s/b)·r/(1 + r) <
+// δ/(2e^{3ε/5}) (r = e^{−1/b}) — the continuous version's tail, ½·δ/e^{3ε/5}.
+// In T's units the noise scale is b/G = (5/ε)·(1 + 1/(2G)).
+func noisyBound(src dp.Source, T, eps, delta float64) (float64, error) {
+	return noisyBoundScale(src, T, eps, delta, tHatScale(eps))
+}
+
+// tHatScale is b = 5(2G + 1)/(2ε) of [noisyBound], raised to the exact
+// sampler's smallest scale (more noise is still private).
+func tHatScale(eps float64) float64 {
+	return max(5*(2*tHatGrid+1)/(2*eps), dp.MinDiscreteScale)
+}
+
+// noisyBoundScale is [noisyBound] with the noise scale b as a parameter
+// (the statistical test plants a wrong one).
+func noisyBoundScale(src dp.Source, T, eps, delta, b float64) (float64, error) {
+	const g = tHatGrid
+	lap, err := dp.NewDiscreteLaplace(b)
+	if err != nil {
+		return 0, invalid("T̂ noise for ε = %v: %v", eps, err)
+	}
+	shift := math.Ceil(b * (3*eps/5 - math.Log(delta))) // b·ln(e^{3ε/5}/δ), without overflowing e^{3ε/5}
+	tg := math.Ceil(math.Max(-svtLimit, math.Min(svtLimit, g*T)))
+	// The exact integer ⌈G·T⌉ + X + s, then rounded once to float64: a
+	// function of the DP integer ⌈G·T⌉ + X and public values.
+	sum := big.NewInt(int64(tg))
+	sum.Add(sum, big.NewInt(int64(shift)))
+	sum.Add(sum, big.NewInt(lap.Sample(src)))
+	f, _ := new(big.Float).SetInt(sum).Float64()
+	return f / g, nil
 }

@@ -125,3 +125,53 @@ func TestSelfJoinJumpStart(t *testing.T) {
 		t.Fatalf("jump start solved %d programs, skipped %d; want few solved", res.Programs, res.Trace.Skipped)
 	}
 }
+
+// TestNoisyBoundDistribution: the noise of T̂ (Alg. 2 step 2) is exactly
+// the discrete Laplace of scale b = 5(2G + 1)/(2ε) on the grid 1/G, shifted
+// by the public s: 200 000 draws of G·T̂ − ⌈G·T⌉ − s against the
+// Lap_ℤ(b) pmf (values beyond ±40 folded into the end bins), chi-square at
+// level 10⁻⁶ (asymptotic; a false failure has probability about 10⁻⁶).
+// The same test rejects the planted bug b/2 (half the noise). T̂ is never
+// below T in these draws (its tail is below δ/(2e^{3ε/5}) = 5·10⁻⁸ here).
+func TestNoisyBoundDistribution(t *testing.T) {
+	const eps, delta, T = 5 * (2*tHatGrid + 1) / 6.0, 1e-7, 3.3 // b = 3 grid steps
+	b := tHatScale(eps)
+	shift := math.Ceil(b * (3*eps/5 - math.Log(delta)))
+	base := math.Ceil(tHatGrid*T) + shift
+	const L = 40
+	pmf := make([]float64, 2*L+1)
+	r := math.Exp(-1 / b)
+	for i := range pmf {
+		x := float64(i - L)
+		switch {
+		case i == 0:
+			pmf[i] = math.Pow(r, L) / (1 + r)
+		case i == 2*L:
+			pmf[i] = math.Pow(r, L) / (1 + r)
+		default:
+			pmf[i] = (1 - r) / (1 + r) * math.Pow(r, math.Abs(x))
+		}
+	}
+	run := func(scale float64) []int64 {
+		src := dp.NewSource()
+		obs := make([]int64, 2*L+1)
+		for range 200_000 {
+			th, err := noisyBoundScale(src, T, eps, delta, scale)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if th < T {
+				t.Fatalf("T̂ = %v below T = %v", th, T)
+			}
+			x := int64(th*tHatGrid - base)
+			obs[min(max(x, -L), L)+L]++
+		}
+		return obs
+	}
+	if stat, crit := chiSquare(run(b), pmf), chiSquareCrit(2*L, 1e-6); stat > crit {
+		t.Errorf("T̂ noise: χ² = %.1f > %.1f", stat, crit)
+	}
+	if stat, crit := chiSquare(run(b/2), pmf), chiSquareCrit(2*L, 1e-6); stat <= crit {
+		t.Errorf("the test did not reject T̂ with half the noise: χ² = %.1f ≤ %.1f", stat, crit)
+	}
+}

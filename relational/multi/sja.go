@@ -109,7 +109,10 @@ func Rungs(gs float64) int { return int(math.Ceil(math.Log2(math.Max(gs, 1)))) +
 //
 //  1. ĩ ← SVT(T = −(60/ε)·ln(4/β), ε/10, f(ℓ) = Count(I, 2^(ℓ−1)) − N,
 //     ℓ = 1..n), with the jump start of Alg. 3 when cfg.JumpStart; r̃ =
-//     2^(ĩ−1) (r̃ = 2^(n−1) when no ℓ qualifies).
+//     2^(ĩ−1) (r̃ = 2^(n−1) when no ℓ qualifies). Count − N is an integer
+//     of sensitivity 1, so the SVT compares integers with the exact
+//     discrete Laplace Lap_ℤ(2/ε₁), Lap_ℤ(4/ε₁) in place of the paper's
+//     continuous noise of the same scales ([svt] proves it ε₁-DP).
 //  2. Clip: x_i = ⌊min(1, r̃/‖S_i‖)·S_i⌋ (coordinatewise, in grid steps),
 //     so ‖x_i‖ ≤ r̃ exactly (checked in exact integer arithmetic).
 //  3. Output Σ_i x_i + Z, Z_k ~ N_ℤ(0, σ²) independent, σ = (r̃/g)/√(2ρ)
@@ -155,7 +158,7 @@ func Run(ctx context.Context, src dp.Source, entries []Entry, d int, cfg Config)
 	f, n, k, threshold := radiusQueries(ctx, vecs, cfg)
 	eps1 := cfg.Epsilon / 10
 	res := Result{Rungs: n}
-	idx, err := svt(src, f, n, k, threshold, eps1, &res.Trace, cfg.noThresholdNoise)
+	idx, err := svt(src, f, n, k, threshold, eps1, countGrid, &res.Trace, cfg.noThresholdNoise)
 	if err != nil {
 		return Result{}, err
 	}

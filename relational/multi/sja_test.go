@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/synth-dp/synth/dp"
 )
 
@@ -137,33 +139,145 @@ func TestRadiusBruteForce(t *testing.T) {
 	}
 }
 
-// TestSVTMatchesDP checks that [SVT] is the SVT of package dp: on the same
-// seeded source it returns the index of dp.AboveThreshold (k = 0) and of
-// dp.AboveThresholdJumpStart (any k), on random non-decreasing sequences.
-func TestSVTMatchesDP(t *testing.T) {
+// aboveThresholdRef is plain AboveThreshold on the grid, written the
+// simplest way: T̃ = ⌈scale·T⌉ + ρ, then for ℓ = 1, 2, … draw v_ℓ and stop
+// at the first ⌊scale·f(ℓ)⌋ + v_ℓ ≥ T̃. It draws in the order [svt] does.
+func aboveThresholdRef(src dp.Source, f func(int) float64, n int, threshold, eps float64, g svtGrid) int {
+	lapT, _ := dp.NewDiscreteLaplace(2 * float64(g.sens) / eps)
+	lapV, _ := dp.NewDiscreteLaplace(4 * float64(g.sens) / eps)
+	tt := int64(math.Ceil(g.scale*threshold)) + lapT.Sample(src)
+	for l := 1; l <= n; l++ {
+		v := lapV.Sample(src)
+		if int64(math.Floor(g.scale*f(l)))+v >= tt {
+			return l
+		}
+	}
+	return 0
+}
+
+// TestSVTMatchesReference checks that [SVT] (real grid) and Alg. 1's SVT
+// (count grid), with the jump start from any k, return on the same seeded
+// source the index of plain AboveThreshold written naively, on random
+// non-decreasing sequences: the jump start changes which f(ℓ) are
+// computed, never the output.
+func TestSVTMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(6, 7))
-	for trial := 0; trial < 500; trial++ {
+	for trial := 0; trial < 2000; trial++ {
 		n := 1 + r.IntN(20)
 		f := make([]float64, n+1)
 		for l := 1; l <= n; l++ {
 			f[l] = f[l-1] + float64(r.IntN(3))
+			if trial%2 == 1 {
+				f[l] += r.Float64() // real-valued for the real grid
+			}
+		}
+		g := countGrid
+		if trial%2 == 1 {
+			g = realGrid
 		}
 		fn := func(l int) (float64, error) { return f[l] - 10, nil }
 		k := r.IntN(n + 1)
 		seed := r.Uint64()
-		got, err := SVT(dp.NewSeededSource(seed), fn, n, k, -5, 1, nil)
+		var got int
+		var err error
+		if g == realGrid {
+			got, err = SVT(dp.NewSeededSource(seed), fn, n, k, -5.5, 1, nil)
+		} else {
+			got, err = svt(dp.NewSeededSource(seed), fn, n, k, -5.5, 1, g, nil, false)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := dp.AboveThresholdJumpStart(dp.NewSeededSource(seed), fn, n, k, -5, 1, 1)
-		plain, _ := dp.AboveThreshold(dp.NewSeededSource(seed), fn, n, -5, 1, 1)
+		want := aboveThresholdRef(dp.NewSeededSource(seed), func(l int) float64 { return f[l] - 10 }, n, -5.5, 1, g)
 		if got != want {
-			t.Fatalf("trial %d: SVT %d, dp jump start %d", trial, got, want)
-		}
-		if k == 0 && got != plain {
-			t.Fatalf("trial %d: SVT %d, dp.AboveThreshold %d", trial, got, plain)
+			t.Fatalf("trial %d (grid %+v, k = %d): SVT %d, reference %d", trial, g, k, got, want)
 		}
 	}
+}
+
+// svtPMF is the exact output distribution of plain AboveThreshold on the
+// grid g over the fixed values F (grid steps) and threshold t (grid
+// steps): a sum over the threshold noise ρ of the discrete Laplace pmf.
+func svtPMF(F []int64, t int64, eps float64, g svtGrid) []float64 {
+	bT, bV := 2*float64(g.sens)/eps, 4*float64(g.sens)/eps
+	pmf := func(b float64, x int64) float64 {
+		r := math.Exp(-1 / b)
+		return (1 - r) / (1 + r) * math.Pow(r, math.Abs(float64(x)))
+	}
+	geq := func(b float64, x int64) float64 { // P[v ≥ x]
+		r := math.Exp(-1 / b)
+		if x <= 0 {
+			return 1 - math.Pow(r, float64(-x+1))/(1+r)
+		}
+		return math.Pow(r, float64(x)) / (1 + r)
+	}
+	out := make([]float64, len(F)+1)
+	lim := int64(60*bT) + 60
+	for rho := -lim; rho <= lim; rho++ {
+		pr := pmf(bT, rho)
+		below := 1.0
+		for l, fl := range F {
+			p := geq(bV, t+rho-fl)
+			out[l+1] += pr * below * p
+			below *= 1 - p
+		}
+		out[0] += pr * below
+	}
+	return out
+}
+
+// TestSVTDistribution: 200 000 runs of the SVT on three fixed queries
+// (F = −4, 2, 2 grid steps of 1/4 against T = 0, scale 4 with K = 4 steps,
+// ε = 1) against the exact output pmf, chi-square at level 10⁻⁶ (the
+// asymptotic 1 − 10⁻⁶ quantile; the test fails falsely with probability
+// about 10⁻⁶). The same test rejects the planted bug "K halved" (the
+// noise at half its scale).
+func TestSVTDistribution(t *testing.T) {
+	honest, halved := svtGrid{scale: 4, sens: 4}, svtGrid{scale: 4, sens: 2}
+	vals := []float64{-1, 0.5, 0.5}
+	F := []int64{-4, 2, 2}
+	fn := func(l int) (float64, error) { return vals[l-1], nil }
+	want := svtPMF(F, 0, 1, honest)
+	run := func(g svtGrid) []int64 {
+		src := dp.NewSource()
+		obs := make([]int64, len(F)+1)
+		for range 200_000 {
+			l, err := svt(src, fn, len(F), 2, 0, 1, g, nil, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs[l]++
+		}
+		return obs
+	}
+	obs := run(honest)
+	if stat, crit := chiSquare(obs, want), chiSquareCrit(len(want)-1, 1e-6); stat > crit {
+		t.Errorf("SVT output counts %v, exact pmf %v: χ² = %.1f > %.1f", obs, want, stat, crit)
+	}
+	bad := run(halved)
+	if stat, crit := chiSquare(bad, want), chiSquareCrit(len(want)-1, 1e-6); stat <= crit {
+		t.Errorf("the test did not reject the SVT with K halved: counts %v, χ² = %.1f ≤ %.1f", bad, stat, crit)
+	}
+}
+
+// chiSquare is Pearson's statistic of counts against probabilities.
+func chiSquare(obs []int64, p []float64) float64 {
+	var n int64
+	for _, o := range obs {
+		n += o
+	}
+	s := 0.0
+	for i, o := range obs {
+		e := p[i] * float64(n)
+		s += (float64(o) - e) * (float64(o) - e) / e
+	}
+	return s
+}
+
+// chiSquareCrit is the 1 − alpha quantile of χ² with df degrees of
+// freedom.
+func chiSquareCrit(df int, alpha float64) float64 {
+	return distuv.ChiSquared{K: float64(df)}.Quantile(1 - alpha)
 }
 
 // TestJumpStartSkips shows the jump start at work: 200 units with
