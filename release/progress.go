@@ -29,8 +29,8 @@ const (
 
 // ProgressFunc receives a run's progress: done of total units of phase,
 // total −1 when it is not known in advance. It is called from the run's
-// goroutine and must return quickly (PhaseWrite calls it once per row).
-// Every number it receives is a public parameter or a DP output (round
+// goroutine and must return quickly (PhaseWrite calls it every 4,096
+// rows and at the last). Every number it receives is a public parameter or a DP output (round
 // counts, bucket counts, rows written), so showing it leaks nothing.
 type ProgressFunc func(phase Phase, done, total int64)
 

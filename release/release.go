@@ -217,7 +217,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	// queries and bound arrays — is counted from the spec alone and refused
 	// here, before any data is read, rather than after the load and the
 	// statistics (the count is the one pmw.Run checks, see pmw.CheckMemory).
-	mem, err := pmw.CheckMemory(u, fams, pmw.Config{Variant: variant})
+	mem, err := pmw.CheckMemory(u, fams, pmw.Config{Variant: variant, MergeCounts: method == spec.Uniformized})
 	if err != nil {
 		return nil, err
 	}
@@ -513,7 +513,11 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	log.Info("writing synthetic rows", "rows", rows, "sampling", string(mode), "folder", stage.Target())
 	// Progress every 10% on stderr (the log), for outputs large enough to
 	// take a moment.
-	const progressRows = 100_000
+	// The progress function hears of every progressEvery rows and of the
+	// last one.
+	const progressRows, progressEvery = 100_000, 4096
+	var decile int64 // of the rows, logged last
+	nextProgress := int64(progressEvery)
 	emit := func(cell int64) error {
 		if testHookAdd != nil {
 			testHookAdd(w.Rows())
@@ -521,8 +525,14 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		if err := w.AddRow(ctx, cell); err != nil {
 			return err
 		}
-		o.progress(PhaseWrite, w.Rows(), rows)
-		if n := w.Rows(); rows >= progressRows && n*10/rows != (n-1)*10/rows {
+		n := w.Rows()
+		if n < nextProgress && n < rows {
+			return nil
+		}
+		nextProgress = n + progressEvery
+		o.progress(PhaseWrite, n, rows)
+		if d := n * 10 / rows; rows >= progressRows && d > decile {
+			decile = d
 			log.Info("writing synthetic rows", "written", n, "of", rows, "percent", n*100/rows)
 		}
 		return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -22,6 +23,11 @@ const BatchRows = 64 << 10
 // flushed, so this bounds the writer's memory together with [BatchRows].
 const rowGroupRows = 1 << 20
 
+// binTableMax is the largest number of bins (cells × columns) the writer
+// tabulates, 4 MiB of them, rather than decoding every row's cell by
+// divisions.
+const binTableMax = 1 << 19
+
 // ErrCellOrder is wrapped by the error of [Writer.Add] when a cell does not
 // come after the previous one.
 var ErrCellOrder = errors.New("release: cells not in increasing order")
@@ -32,13 +38,18 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 
 // Writer writes the released table to a Parquet file, atomically.
 //
-// Counts arrive by [Writer.Add] in increasing cell order; each count n of a
-// cell becomes n identical rows holding the cell's representative values
-// ([Decoder.Value]). The writer is columnar: every bin of every column has
-// its Parquet value precomputed once, a row copies one value per column
-// into per-column buffers of [BatchRows] rows, and a full buffer goes to
-// Parquet column by column, in row groups of at most 2^20 rows, so memory
-// does not grow with the output.
+// Rows arrive by [Writer.Add] (counts in increasing cell order; each count
+// n of a cell becomes n identical rows holding the cell's representative
+// values, [Decoder.Value]) or by [Writer.AddRow] (one row of a cell, in any
+// order). The writer is columnar and parallel: the rows of one Parquet row
+// group (at most 2^20) are collected as cells, then a goroutine encodes
+// them — every bin of every column has its Parquet value precomputed once,
+// a row copies one value per column into per-column buffers of
+// [BatchRows] rows, and a full buffer goes to Parquet column by column —
+// while the next row group is collected. Up to GOMAXPROCS row groups are
+// encoded at once, and they are committed to the file in order, so the
+// file is the same whatever the number of goroutines. Memory is bounded by
+// that many row groups, not by the output.
 //
 // The file's columns are the released columns in release order, all
 // required (never null), with these types:
@@ -55,8 +66,12 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 // function of the row's bins (see [MeasureColumn]).
 //
 // Pages are compressed with zstd. Every column chunk carries its min and
-// max, and the file a page index (min and max per page); data page headers
-// carry no statistics. The file-level key-value metadata holds the pairs
+// max, and the file a page index (min and max per page), except the
+// categorical columns: a release's rows come by [Writer.AddRow] in a
+// uniformly random order, so every row group of a shuffled file holds
+// (nearly) the whole domain of a categorical column and its bounds would
+// prune nothing, while computing them by string comparisons was 40% of the
+// writer's CPU. Data page headers carry no statistics. The file-level key-value metadata holds the pairs
 // given to [NewWriter], among them [MetadataKey].
 //
 // The rows written depend only on the counts (DP outputs) and the public
@@ -73,18 +88,38 @@ type Writer struct {
 
 	// vals[j][b] is the Parquet value of bin b of released column j, its
 	// column index set: the only per-value work left is a copy.
-	vals [][]parquet.Value
-	// buf[j][:pending] holds the batch's values of column j (released
-	// columns, then measure columns).
-	buf       [][]parquet.Value
-	batch     int   // rows per batch
-	pending   int   // rows in buf
-	groupRows int64 // rows in the current row group, written to Parquet
-	bins      []int
-	last      int64 // last cell added, -1 before the first
+	vals  [][]parquet.Value
+	batch int // rows between two context checks, and rows per encoded batch
+
+	// binTab[c·m : (c+1)·m] are the m bins of cell c, for universes of at
+	// most binTableMax bins in all (nil otherwise: Decoder.Bins divides).
+	binTab []int
+
+	cur       *rowGroupJob   // the row group being collected
+	inflight  []*rowGroupJob // row groups being encoded, oldest first
+	free      []*rowGroupJob // committed jobs, for reuse
+	workers   int            // row groups encoded at once
+	groupRows int            // rows per row group: rowGroupRows but in tests
+
+	unchecked int   // rows added since the context was last checked
+	last      int64 // last cell added by Add, -1 before the first
 	total     int64
 	err       error // sticky: the first error, after which the file is gone
 	done      bool  // finished, closed or aborted
+}
+
+// rowGroupJob is one row group: its rows as cells (with run lengths for
+// rows added by [Writer.Add]), the Parquet row group they are encoded into,
+// and the encoder's buffers.
+type rowGroupJob struct {
+	cells  []int64
+	counts []int64 // counts[i] rows of cells[i]; nil: one row per cell
+	rows   int     // rows in the job
+	rg     *parquet.ConcurrentRowGroupWriter
+	buf    [][]parquet.Value // per output column, batch values
+	bins   []int
+	done   chan struct{} // closed when the encoder is done
+	err    error         // the encoder's error, read after done
 }
 
 // NewWriter creates the temporary file for path and prepares to write the
@@ -99,6 +134,9 @@ func NewWriter(path string, names []string, cols []*spec.Column, metadata map[st
 // MeasureColumn is a float64 column written after the released columns:
 // Value returns a row's value from its bins (one per released column), a
 // post-processing of DP outputs (see package doc, "Measures").
+//
+// Value is called from the writer's encoding goroutines, several at once,
+// and must not modify bins: it must be safe for concurrent use.
 type MeasureColumn struct {
 	Name  string
 	Value func(bins []int) float64
@@ -150,6 +188,12 @@ func newWriterWith(path string, names []string, cols []*spec.Column, extra []Mea
 		// scans of every page instead of one).
 		parquet.DataPageStatistics(false),
 	}
+	// No bounds for categorical columns (see [Writer]).
+	for j := range dec.NumColumns() {
+		if dec.Type(j) == spec.Categorical {
+			opts = append(opts, parquet.SkipPageBounds(dec.Name(j)))
+		}
+	}
 	keys := make([]string, 0, len(metadata))
 	for k := range metadata {
 		if k == "" {
@@ -173,22 +217,24 @@ func newWriterWith(path string, names []string, cols []*spec.Column, extra []Mea
 	if err != nil {
 		return nil, err
 	}
-	m := dec.NumColumns() + len(extra)
 	w := &Writer{
-		dec:   dec,
-		extra: extra,
-		file:  f,
-		pw:    parquet.NewGenericWriter[any](f, opts...),
-		vals:  columnValues(dec),
-		buf:   make([][]parquet.Value, m),
-		batch: batch,
-		last:  -1,
+		dec:       dec,
+		extra:     extra,
+		file:      f,
+		pw:        parquet.NewGenericWriter[any](f, opts...),
+		vals:      columnValues(dec),
+		batch:     batch,
+		workers:   max(1, runtime.GOMAXPROCS(0)),
+		groupRows: rowGroupRows,
+		last:      -1,
 	}
-	// One backing array for all columns' buffers: column j is
-	// all[j·batch : (j+1)·batch].
-	all := make([]parquet.Value, m*batch)
-	for j := range w.buf {
-		w.buf[j] = all[j*batch : (j+1)*batch : (j+1)*batch]
+	if m := int64(dec.NumColumns()); dec.Size() <= binTableMax/m {
+		w.binTab = make([]int, 0, dec.Size()*m)
+		var bins []int
+		for c := range dec.Size() {
+			bins, _ = dec.Bins(c, bins)
+			w.binTab = append(w.binTab, bins...)
+		}
 	}
 	return w, nil
 }
@@ -295,8 +341,8 @@ func (g orderedGroup) String() string {
 
 // Add appends count rows of cell. Cells must come in strictly increasing
 // order; a count of 0 writes nothing. Add checks ctx before it starts and
-// after every batch, so a cancelled context stops it within [BatchRows]
-// rows.
+// after every [BatchRows] rows, so a cancelled context stops it within
+// that many rows.
 //
 // On error (ctx done, a cell out of range or out of order, a negative
 // count, an I/O error) the writer is aborted: the temporary file is
@@ -315,38 +361,198 @@ func (w *Writer) Add(ctx context.Context, cell, count int64) error {
 	if count < 0 {
 		return w.fail(fmt.Errorf("release: cell %d has a negative count %d", cell, count))
 	}
-	bins, err := w.dec.Bins(cell, w.bins)
-	if err != nil {
+	if err := w.checkCell(cell); err != nil {
 		return w.fail(err)
 	}
 	if cell <= w.last {
 		return w.fail(fmt.Errorf("%w: cell %d after cell %d", ErrCellOrder, cell, w.last))
 	}
-	w.bins, w.last = bins, cell
+	w.last = cell
 	for count > 0 {
-		n := int(min(count, int64(w.batch-w.pending)))
-		count -= int64(n)
-		w.appendRows(n)
-		if err := w.batchDone(ctx); err != nil {
+		j, err := w.job()
+		if err != nil {
+			return err
+		}
+		n := min(count, int64(w.batch-w.unchecked), int64(w.groupRows-j.rows))
+		if j.counts == nil {
+			j.counts = make([]int64, len(j.cells), cap(j.cells))
+			for i := range j.counts {
+				j.counts[i] = 1
+			}
+		}
+		j.cells = append(j.cells, cell)
+		j.counts = append(j.counts, n)
+		count -= n
+		if err := w.added(ctx, int(n)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// appendRows appends n copies of the row of w.bins to the column buffers
-// (n must fit in the batch).
-func (w *Writer) appendRows(n int) {
-	lo, hi := w.pending, w.pending+n
-	for j, b := range w.bins {
-		fill(w.buf[j][lo:hi], w.vals[j][b])
+// checkCell returns an error wrapping [ErrCellRange] if cell is not a cell
+// of the universe.
+func (w *Writer) checkCell(cell int64) error {
+	if cell < 0 || cell >= w.dec.Size() {
+		return fmt.Errorf("%w: cell %d, universe of %d cells", ErrCellRange, cell, w.dec.Size())
 	}
-	for k, m := range w.extra {
-		j := len(w.bins) + k
-		fill(w.buf[j][lo:hi], parquet.DoubleValue(m.Value(w.bins)).Level(0, 0, j))
+	return nil
+}
+
+// job returns the row group being collected, after handing a full one to
+// an encoder.
+func (w *Writer) job() (*rowGroupJob, error) {
+	if w.cur != nil && w.cur.rows == w.groupRows {
+		if err := w.dispatch(); err != nil {
+			return nil, w.fail(err)
+		}
 	}
-	w.pending = hi
+	if w.cur == nil {
+		if n := len(w.free); n > 0 {
+			w.cur, w.free = w.free[n-1], w.free[:n-1]
+		} else {
+			w.cur = w.newJob()
+		}
+	}
+	return w.cur, nil
+}
+
+// newJob returns an empty row group with its encoder's buffers.
+func (w *Writer) newJob() *rowGroupJob {
+	m := w.dec.NumColumns() + len(w.extra)
+	j := &rowGroupJob{rg: w.pw.BeginRowGroup(), buf: make([][]parquet.Value, m)}
+	// One backing array for all columns' buffers: column k is
+	// all[k·batch : (k+1)·batch].
+	all := make([]parquet.Value, m*w.batch)
+	for k := range j.buf {
+		j.buf[k] = all[k*w.batch : (k+1)*w.batch : (k+1)*w.batch]
+	}
+	return j
+}
+
+// added counts n rows just added and checks ctx after every batch.
+func (w *Writer) added(ctx context.Context, n int) error {
+	w.cur.rows += n
 	w.total += int64(n)
+	w.unchecked += n
+	if w.unchecked < w.batch {
+		return nil
+	}
+	w.unchecked = 0
+	if err := ctx.Err(); err != nil {
+		return w.fail(fmt.Errorf("release: writing %s: %w", w.file.Path(), err))
+	}
+	return nil
+}
+
+// dispatch hands the collected row group to a new encoder goroutine,
+// after committing the oldest one if as many are in flight as there are
+// workers.
+func (w *Writer) dispatch() error {
+	j := w.cur
+	w.cur = nil
+	if j == nil || j.rows == 0 {
+		return nil
+	}
+	if len(w.inflight) == w.workers {
+		if err := w.commitOldest(); err != nil {
+			return err
+		}
+	}
+	j.done = make(chan struct{})
+	w.inflight = append(w.inflight, j)
+	go func() {
+		defer close(j.done)
+		j.err = w.encode(j)
+	}()
+	return nil
+}
+
+// commitOldest waits for the oldest row group in flight and commits it to
+// the file.
+func (w *Writer) commitOldest() error {
+	j := w.inflight[0]
+	w.inflight = w.inflight[1:]
+	<-j.done
+	if j.err != nil {
+		return j.err
+	}
+	if _, err := j.rg.Commit(); err != nil {
+		return fmt.Errorf("release: writing %s: %w", w.file.Path(), err)
+	}
+	j.cells, j.counts, j.rows, j.err = j.cells[:0], nil, 0, nil
+	w.free = append(w.free, j)
+	return nil
+}
+
+// encode writes the rows of j to its Parquet row group in batches, column
+// by column, and flushes the row group's last pages. It runs on its own
+// goroutine and reads only j and the writer's immutable fields (decoder,
+// values, measures).
+func (w *Writer) encode(j *rowGroupJob) error {
+	pending := 0
+	flush := func() error {
+		for k, cw := range j.rg.ColumnWriters() {
+			if _, err := cw.WriteRowValues(j.buf[k][:pending]); err != nil {
+				return fmt.Errorf("release: writing %s: column %q: %w", w.file.Path(), w.columnName(k), err)
+			}
+		}
+		pending = 0
+		return nil
+	}
+	m := w.dec.NumColumns()
+	for i, cell := range j.cells {
+		if w.binTab != nil {
+			j.bins = w.binTab[int(cell)*m : int(cell+1)*m : int(cell+1)*m]
+		} else {
+			j.bins, _ = w.dec.Bins(cell, j.bins) // checked by Add and AddRow
+		}
+		n := int64(1)
+		if j.counts != nil {
+			n = j.counts[i]
+		}
+		for n > 0 {
+			m := int(min(n, int64(w.batch-pending)))
+			w.appendRows(j, pending, m)
+			pending += m
+			n -= int64(m)
+			if pending == w.batch {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if pending > 0 {
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	// The last pages are compressed here, in parallel, rather than by
+	// Commit.
+	if err := j.rg.Flush(); err != nil {
+		return fmt.Errorf("release: writing %s: %w", w.file.Path(), err)
+	}
+	return nil
+}
+
+// appendRows sets rows lo to lo+n-1 of j's column buffers to the row of
+// j.bins.
+func (w *Writer) appendRows(j *rowGroupJob, lo, n int) {
+	hi := lo + n
+	if n == 1 {
+		for k, b := range j.bins {
+			j.buf[k][lo] = w.vals[k][b]
+		}
+	} else {
+		for k, b := range j.bins {
+			fill(j.buf[k][lo:hi], w.vals[k][b])
+		}
+	}
+	for e, m := range w.extra {
+		k := len(j.bins) + e
+		fill(j.buf[k][lo:hi], parquet.DoubleValue(m.Value(j.bins)).Level(0, 0, k))
+	}
 }
 
 // fill sets every element of dst to v.
@@ -358,43 +564,6 @@ func fill(dst []parquet.Value, v parquet.Value) {
 	for k := 1; k < len(dst); k *= 2 {
 		copy(dst[k:], dst[:k])
 	}
-}
-
-// batchDone writes the batch out once it is full and then checks ctx.
-func (w *Writer) batchDone(ctx context.Context) error {
-	if w.pending < w.batch {
-		return nil
-	}
-	if err := w.flush(); err != nil {
-		return w.fail(err)
-	}
-	if err := ctx.Err(); err != nil {
-		return w.fail(fmt.Errorf("release: writing %s: %w", w.file.Path(), err))
-	}
-	return nil
-}
-
-// flush writes the pending rows to Parquet column by column, closing a row
-// group whenever it reaches [rowGroupRows] rows.
-func (w *Writer) flush() error {
-	for off := 0; off < w.pending; {
-		n := min(w.pending-off, int(rowGroupRows-w.groupRows))
-		for j, cw := range w.pw.ColumnWriters() {
-			if _, err := cw.WriteRowValues(w.buf[j][off : off+n]); err != nil {
-				return fmt.Errorf("release: writing %s: column %q: %w", w.file.Path(), w.columnName(j), err)
-			}
-		}
-		off += n
-		w.groupRows += int64(n)
-		if w.groupRows == rowGroupRows {
-			if err := w.pw.Flush(); err != nil {
-				return fmt.Errorf("release: writing %s: %w", w.file.Path(), err)
-			}
-			w.groupRows = 0
-		}
-	}
-	w.pending = 0
-	return nil
 }
 
 // columnName returns the name of output column j (released, then
@@ -416,7 +585,7 @@ func (w *Writer) fail(err error) error {
 // Rows returns the number of rows added so far.
 func (w *Writer) Rows() int64 { return w.total }
 
-// Finish writes the pending rows and the Parquet footer and syncs the
+// Finish encodes the pending rows, writes the Parquet footer and syncs the
 // temporary file, without making it visible: the returned [File] is then
 // committed with [File.Commit] or, together with the sidecar report, by a
 // [Group]. After Finish, Add fails, Close commits and Abort removes the
@@ -428,8 +597,13 @@ func (w *Writer) Finish() (*File, error) {
 	if w.done {
 		return nil, ErrWriterDone
 	}
-	if err := w.flush(); err != nil {
+	if err := w.dispatch(); err != nil {
 		return nil, w.fail(err)
+	}
+	for len(w.inflight) > 0 {
+		if err := w.commitOldest(); err != nil {
+			return nil, w.fail(err)
+		}
 	}
 	if err := w.pw.Close(); err != nil {
 		return nil, w.fail(fmt.Errorf("release: writing %s: %w", w.file.Path(), err))
@@ -438,7 +612,7 @@ func (w *Writer) Finish() (*File, error) {
 		return nil, w.fail(err)
 	}
 	w.done = true
-	w.buf, w.vals = nil, nil
+	w.release()
 	return w.file, nil
 }
 
@@ -474,19 +648,29 @@ func (w *Writer) Close() error {
 // successful Close, so `defer w.Abort()` is safe.
 func (w *Writer) Abort() { w.abort() }
 
-// abort removes the temporary file and releases the buffers.
+// abort waits for the encoders (they write only to memory), removes the
+// temporary file and releases the buffers.
 func (w *Writer) abort() {
 	if !w.done {
 		w.done = true
-		w.buf, w.vals = nil, nil
+		for _, j := range w.inflight {
+			<-j.done
+		}
+		w.release()
 	}
 	w.file.Abort()
 }
 
+// release drops the writer's buffers.
+func (w *Writer) release() {
+	w.cur, w.inflight, w.free, w.vals = nil, nil, nil, nil
+}
+
 // AddRow appends one row of cell, in any cell order (the rows of a
-// shuffled release, see [Shuffle]). It checks ctx after every batch; on
-// error the writer is aborted as with [Writer.Add]. Add and AddRow may not
-// be mixed: Add checks the order against the cells Add saw only.
+// shuffled release, see [Shuffle]). It checks ctx after every [BatchRows]
+// rows; on error the writer is aborted as with [Writer.Add]. Add and
+// AddRow may not be mixed: Add checks the order against the cells Add saw
+// only.
 func (w *Writer) AddRow(ctx context.Context, cell int64) error {
 	if w.err != nil {
 		return w.err
@@ -494,22 +678,18 @@ func (w *Writer) AddRow(ctx context.Context, cell int64) error {
 	if w.done {
 		return ErrWriterDone
 	}
-	bins, err := w.dec.Bins(cell, w.bins)
-	if err != nil {
+	if err := w.checkCell(cell); err != nil {
 		return w.fail(err)
 	}
-	w.bins = bins
-	r := w.pending
-	for j, b := range bins {
-		w.buf[j][r] = w.vals[j][b]
+	j, err := w.job()
+	if err != nil {
+		return err
 	}
-	for k, m := range w.extra {
-		j := len(bins) + k
-		w.buf[j][r] = parquet.DoubleValue(m.Value(bins)).Level(0, 0, j)
+	j.cells = append(j.cells, cell)
+	if j.counts != nil {
+		j.counts = append(j.counts, 1)
 	}
-	w.pending++
-	w.total++
-	return w.batchDone(ctx)
+	return w.added(ctx, 1)
 }
 
 // Sampling describes how [Shuffle] draws the rows it writes.
