@@ -217,7 +217,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	// queries and bound arrays — is counted from the spec alone and refused
 	// here, before any data is read, rather than after the load and the
 	// statistics (the count is the one pmw.Run checks, see pmw.CheckMemory).
-	mem, err := pmw.CheckMemory(u, fams, pmw.Config{Variant: variant, MergeCounts: method == spec.Uniformized})
+	mem, err := pmw.CheckMemory(u, fams, pmw.Config{Variant: variant})
 	if err != nil {
 		return nil, err
 	}
@@ -302,13 +302,20 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	// Data: load and check, then the mechanism.
 	// The inputs' SHA-256 for the custodian's records (stderr only): a hash
 	// of private data is not DP and never enters the report.
-	if hashes, err := HashInputs(s); err == nil {
-		for _, in := range hashes {
-			log.Info("input file (custodian only, not published)", "table", in.Table, "file", in.File, "sha256", in.SHA256)
+	// Hashed beside the load (a gigabyte is most of a second): Run waits
+	// for it before it returns, so the lines are always logged.
+	hashed := make(chan struct{})
+	go func() {
+		defer close(hashed)
+		if hashes, err := HashInputs(ctx, s); err == nil {
+			for _, in := range hashes {
+				log.Info("input file (custodian only, not published)", "table", in.Table, "file", in.File, "sha256", in.SHA256)
+			}
+		} else if ctx.Err() == nil {
+			log.Warn("could not hash the input files", "err", err)
 		}
-	} else {
-		log.Warn("could not hash the input files", "err", err)
-	}
+	}()
+	defer func() { <-hashed }()
 	log.Info("loading tables", "engine", engine.Redact(o.Engine))
 	o.progress(PhaseLoad, 0, 1)
 	eng, err := engine.Open(ctx, o.Engine)

@@ -2,6 +2,7 @@ package release
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -89,8 +90,9 @@ func InputFiles(s *spec.Spec) []dp.InputFile {
 // a local path (URLs are left without a digest). The digests are a
 // function of the private data and not DP: they are for the data
 // custodian (a log line, an internal record), never for a published report
-// (DESIGN.md §3, invariant 5; see [dp.InputFile]).
-func HashInputs(s *spec.Spec) ([]dp.InputFile, error) {
+// (DESIGN.md §3, invariant 5; see [dp.InputFile]). It stops with ctx's
+// error within a megabyte once ctx is done.
+func HashInputs(ctx context.Context, s *spec.Spec) ([]dp.InputFile, error) {
 	in := InputFiles(s)
 	for i, t := range s.Tables {
 		if strings.Contains(t.Source, "://") {
@@ -101,7 +103,7 @@ func HashInputs(s *spec.Spec) ([]dp.InputFile, error) {
 			return nil, fmt.Errorf("release: %w", err)
 		}
 		h := sha256.New()
-		_, err = io.Copy(h, f)
+		_, err = io.CopyBuffer(h, ctxReader{ctx, f}, make([]byte, 1<<20))
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("release: %s: %w", t.Source, err)
@@ -109,6 +111,20 @@ func HashInputs(s *spec.Spec) ([]dp.InputFile, error) {
 		in[i].SHA256 = hex.EncodeToString(h.Sum(nil))
 	}
 	return in, nil
+}
+
+// ctxReader is a reader that fails with its context's error once the
+// context is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 func findColumn(s *spec.Spec, table, column string) *spec.Column {

@@ -2,9 +2,11 @@ package release
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,7 +114,7 @@ func TestHashInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := HashInputs(s)
+	in, err := HashInputs(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,5 +136,11 @@ func TestHashInputs(t *testing.T) {
 		if f.SHA256 != "" {
 			t.Errorf("InputFiles has a digest: %+v", f)
 		}
+	}
+	// A cancelled context stops the hashing with its error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := HashInputs(ctx, s); !errors.Is(err, context.Canceled) {
+		t.Errorf("HashInputs with a cancelled context = %v, want context.Canceled", err)
 	}
 }
