@@ -1,4 +1,4 @@
-// Command tpchgen writes TPC-H-shaped CSV tables (region, nation, customer,
+// Command tpchgen writes TPC-H-shaped CSV or Parquet tables (region, nation, customer,
 // orders, lineitem) at any scale factor, deterministic by seed. See package
 // internal/tpchgen for the shape of the data.
 //
@@ -27,6 +27,7 @@ func run(args []string) int {
 	sf := fs.Float64("sf", 0.01, "TPC-H scale factor (customer has 150,000·SF rows, lineitem about 6,000,000·SF)")
 	seed := fs.Uint64("seed", 1, "random seed: the same flags write the same bytes")
 	out := fs.String("out", "", "output folder (required; created when missing)")
+	format := fs.String("format", tpchgen.FormatCSV, "file format: csv or parquet (converted by embedded DuckDB)")
 	skew := fs.Float64("skew", 0, "Zipf exponent > 1 for orders per customer (0: TPC-H's uniform draw)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -42,7 +43,7 @@ func run(args []string) int {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	start := time.Now()
-	res, err := tpchgen.Generate(ctx, tpchgen.Config{ScaleFactor: *sf, Seed: *seed, Dir: *out, Skew: *skew})
+	res, err := tpchgen.Generate(ctx, tpchgen.Config{ScaleFactor: *sf, Seed: *seed, Dir: *out, Skew: *skew, Format: *format})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if errors.Is(err, tpchgen.ErrConfig) {

@@ -1,6 +1,6 @@
 // Package tpchgen writes TPC-H-shaped tables — region, nation, customer,
-// orders and lineitem — as CSV files at any scale factor, deterministic by
-// seed, for synth's tests, examples and benchmarks.
+// orders and lineitem — as CSV or Parquet files at any scale factor,
+// deterministic by seed, for synth's tests, examples and benchmarks.
 //
 // # Shape
 //

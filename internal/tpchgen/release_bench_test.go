@@ -1,6 +1,7 @@
 package tpchgen
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +25,7 @@ const (
 	benchSFEnv    = "SYNTH_BENCH_SF"      // scale factors, comma-separated (default 0.1,1)
 	benchRepsEnv  = "SYNTH_BENCH_REPS"    // runs per cell, the fastest kept (default 1)
 	benchOutEnv   = "SYNTH_BENCH_OUT"     // file the markdown table is written to
+	benchFmtEnv   = "SYNTH_BENCH_FORMAT"  // input formats, comma-separated: csv (default), parquet
 	benchChildEnv = "SYNTH_BENCH_CHILD"   // set in the child process: JSON of one run
 	pgEnv         = "SYNTH_TEST_POSTGRES" // PostgreSQL URL; without it only DuckDB runs
 	// clusterEnv is the coordinator URL of a sharded PostgreSQL cluster
@@ -44,17 +46,18 @@ type stageTimes struct {
 
 // childRun is what the parent asks the child to run.
 type childRun struct {
-	Spec, Data, Engine, Out string
+	Spec, Data, Engine, Out, Format string
 }
 
 // TestReleaseScale is the release benchmark of issue 16: a seeded release
 // of examples/tpch/synth.yaml (customer ⋈ orders ⋈ lineitem, join-as-one)
 // on TPC-H-shaped data at each scale factor, on embedded DuckDB and, with
 // SYNTH_TEST_POSTGRES, on PostgreSQL and, with SYNTH_TEST_POSTGRES_CLUSTER,
-// on a sharded PostgreSQL cluster. Each run is a fresh process (the
-// test binary re-executed) so that its peak RSS is its own. It prints a
-// markdown table (and writes it to SYNTH_BENCH_OUT). Gated by
-// SYNTH_BENCH_RELEASE=1: minutes at SF 1.
+// on a sharded PostgreSQL cluster; from CSV files or, with
+// SYNTH_BENCH_FORMAT=parquet (or csv,parquet), Parquet files. Each run is
+// a fresh process (the test binary re-executed) so that its peak RSS is
+// its own. It prints a markdown table (and writes it to SYNTH_BENCH_OUT).
+// Gated by SYNTH_BENCH_RELEASE=1: minutes at SF 1.
 func TestReleaseScale(t *testing.T) {
 	if c := os.Getenv(benchChildEnv); c != "" {
 		runChild(t, c)
@@ -98,29 +101,38 @@ func TestReleaseScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	formats := []string{FormatCSV}
+	if v := os.Getenv(benchFmtEnv); v != "" {
+		formats = strings.Split(v, ",")
+	}
 	var b strings.Builder
-	b.WriteString("| SF | engine | rows written | load + checks | statistics | mechanism | write | total | peak RSS of synth |\n")
-	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| SF | input | engine | rows written | load + checks | statistics | mechanism | write | total | peak RSS of synth |\n")
+	b.WriteString("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, sf := range sfs {
-		data := t.TempDir()
-		start := time.Now()
-		res, err := Generate(context.Background(), Config{ScaleFactor: sf, Seed: 1, Dir: data})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("SF %g: generated %d line items in %v", sf, res.Rows["lineitem"], time.Since(start).Round(time.Millisecond))
-		for _, eng := range engines {
-			var best *stageTimes
-			for range reps {
-				st := runParent(t, childRun{Spec: specPath, Data: data, Engine: eng.dsn, Out: filepath.Join(t.TempDir(), "out")})
-				if best == nil || st.Total < best.Total {
-					best = st
-				}
+		for _, format := range formats {
+			data := t.TempDir()
+			start := time.Now()
+			res, err := Generate(context.Background(), Config{ScaleFactor: sf, Seed: 1, Dir: data, Format: format})
+			if err != nil {
+				t.Fatal(err)
 			}
-			sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
-			fmt.Fprintf(&b, "| %g | %s | %d | %s | %s | %s | %s | %s | %.2f GiB |\n", sf, eng.name, best.Rows,
-				sec(best.Load), sec(best.Stats), sec(best.Mechanism), sec(best.Write), sec(best.Total), float64(best.MaxRSS)/(1<<30))
-			t.Logf("SF %g %s: %+v", sf, eng.name, *best)
+			t.Logf("SF %g: generated %d line items (%s) in %v", sf, res.Rows["lineitem"], format, time.Since(start).Round(time.Millisecond))
+			for _, eng := range engines {
+				var best *stageTimes
+				for range reps {
+					st := runParent(t, childRun{Spec: specPath, Data: data, Engine: eng.dsn, Out: filepath.Join(t.TempDir(), "out"), Format: format})
+					if best == nil || st.Total < best.Total {
+						best = st
+					}
+				}
+				sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+				fmt.Fprintf(&b, "| %g | %s | %s | %d | %s | %s | %s | %s | %s | %.2f GiB |\n", sf, format, eng.name, best.Rows,
+					sec(best.Load), sec(best.Stats), sec(best.Mechanism), sec(best.Write), sec(best.Total), float64(best.MaxRSS)/(1<<30))
+				t.Logf("SF %g %s %s: %+v", sf, format, eng.name, *best)
+			}
+			if err := os.RemoveAll(data); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	fmt.Print(b.String())
@@ -171,7 +183,8 @@ func runChild(t *testing.T, arg string) {
 		t.Fatal(err)
 	}
 	for i := range s.Tables {
-		s.Tables[i].Source = filepath.Join(r.Data, s.Tables[i].Name+".csv")
+		s.Tables[i].Source = filepath.Join(r.Data, s.Tables[i].Name+"."+cmp.Or(r.Format, FormatCSV))
+		s.Tables[i].Format = spec.FormatOf(s.Tables[i].Source)
 	}
 	var st stageTimes
 	start := time.Now()

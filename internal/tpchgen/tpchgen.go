@@ -3,6 +3,7 @@ package tpchgen
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -10,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
+	_ "github.com/duckdb/duckdb-go/v2" // the Parquet format's converter
 	"golang.org/x/sync/errgroup"
 )
 
@@ -28,6 +31,12 @@ type Config struct {
 	// Dir is the folder the CSV files are written to (created when
 	// missing). Existing files of the same names are replaced.
 	Dir string
+	// Format is the files' format: "csv" (the default when empty) or
+	// "parquet". Parquet files are the CSV files converted by embedded
+	// DuckDB (COPY … TO … (FORMAT parquet), columns typed by DuckDB's CSV
+	// sniffer: BIGINT keys and integers, DOUBLE prices, DATE dates, VARCHAR
+	// text; zstd, row order kept).
+	Format string
 	// Skew, when > 1, draws o_custkey from a Zipf law with exponent Skew
 	// over the customers that may order (rank 1 the smallest key); 0 (the
 	// default) draws it uniformly as TPC-H does. Values in (0, 1] are
@@ -44,11 +53,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: scale factor %v (at most 1000)", ErrConfig, c.ScaleFactor)
 	case c.Dir == "":
 		return fmt.Errorf("%w: no output folder", ErrConfig)
+	case c.Format != "" && c.Format != FormatCSV && c.Format != FormatParquet:
+		return fmt.Errorf("%w: format %q (want %q or %q)", ErrConfig, c.Format, FormatCSV, FormatParquet)
 	case math.IsNaN(c.Skew) || math.IsInf(c.Skew, 0) || c.Skew < 0 || (c.Skew > 0 && c.Skew <= 1):
 		return fmt.Errorf("%w: skew %v (0 for TPC-H's uniform draw, or a Zipf exponent > 1)", ErrConfig, c.Skew)
 	}
 	return nil
 }
+
+// The formats of [Config.Format].
+const (
+	FormatCSV     = "csv"
+	FormatParquet = "parquet"
+)
 
 // ErrConfig is wrapped by the errors of an invalid [Config].
 var ErrConfig = errors.New("tpchgen: invalid configuration")
@@ -123,9 +140,10 @@ const (
 )
 
 // Generate writes region.csv, nation.csv, customer.csv, orders.csv and
-// lineitem.csv into cfg.Dir. The files appear only when all of them are
-// complete: on error or cancellation no file is left behind (temporary
-// files are removed) and earlier files of the same names stay as they were.
+// lineitem.csv (or .parquet, see [Config.Format]) into cfg.Dir. The files
+// appear only when all of them are complete: on error or cancellation no
+// file is left behind (temporary files are removed) and earlier files of
+// the same names stay as they were.
 func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -181,26 +199,69 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	final := map[string]string{} // table → the temporary file renamed
 	for _, t := range Tables {
-		path := filepath.Join(cfg.Dir, t+".csv")
 		f := tmp[t]
 		if err := f.Close(); err != nil {
 			return nil, fmt.Errorf("tpchgen: %s: %w", t, err)
 		}
-		if err := os.Chmod(f.Name(), 0o644); err != nil {
+		final[t] = f.Name()
+		res.Files[t] = filepath.Join(cfg.Dir, t+".csv")
+		res.Rows[t] = *rows[t]
+	}
+	if cfg.Format == FormatParquet {
+		if err := toParquet(ctx, cfg.Dir, final, tmp); err != nil {
+			return nil, err
+		}
+		for _, t := range Tables {
+			res.Files[t] = filepath.Join(cfg.Dir, t+".parquet")
+		}
+	}
+	for _, t := range Tables {
+		if err := os.Chmod(final[t], 0o644); err != nil {
 			return nil, fmt.Errorf("tpchgen: %s: %w", t, err)
 		}
-		res.Files[t] = path
-		res.Rows[t] = *rows[t]
 	}
 	// Every table is complete: rename them all.
 	for _, t := range Tables {
-		if err := os.Rename(tmp[t].Name(), res.Files[t]); err != nil {
+		if err := os.Rename(final[t], res.Files[t]); err != nil {
 			return nil, fmt.Errorf("tpchgen: %s: %w", t, err)
 		}
 		delete(tmp, t)
 	}
 	return res, nil
+}
+
+// toParquet converts each table's temporary CSV file final[t] into a
+// temporary Parquet file in dir with embedded DuckDB, and sets final[t] to
+// it; the Parquet files join tmp (keyed by "t.parquet") so that they are
+// removed on error, and the CSV files are removed.
+func toParquet(ctx context.Context, dir string, final map[string]string, tmp map[string]*os.File) error {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return fmt.Errorf("tpchgen: %w", err)
+	}
+	defer db.Close()
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	for _, t := range Tables {
+		pq, err := os.CreateTemp(dir, "."+t+"-*.parquet.tmp")
+		if err != nil {
+			return fmt.Errorf("tpchgen: %w", err)
+		}
+		pq.Close()
+		tmp[t+".parquet"] = pq
+		q := "COPY (SELECT * FROM read_csv(" + quote(final[t]) + ", header = true)) TO " + quote(pq.Name()) +
+			" (FORMAT parquet, COMPRESSION zstd)"
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("tpchgen: %s to Parquet: %w", t, err)
+		}
+		if err := os.Remove(final[t]); err != nil {
+			return fmt.Errorf("tpchgen: %w", err)
+		}
+		tmp[t], final[t] = pq, pq.Name()
+		delete(tmp, t+".parquet")
+	}
+	return nil
 }
 
 // writeTable runs fill on a buffered writer over f and flushes it.

@@ -3,6 +3,7 @@ package tpchgen
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/csv"
 	"errors"
 	"math"
@@ -265,4 +266,95 @@ func BenchmarkGenerate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestParquetFormat: the Parquet files hold the CSV files' rows, in the
+// same order, with typed columns; two runs write the same bytes; an unknown
+// format is a configuration error; no temporary file is left.
+func TestParquetFormat(t *testing.T) {
+	ctx := context.Background()
+	csvDir, _ := generate(t, 0.002, 7)
+	pqDir := t.TempDir()
+	res, err := Generate(ctx, Config{ScaleFactor: 0.002, Seed: 7, Dir: pqDir, Format: FormatParquet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := t.TempDir()
+	if _, err := Generate(ctx, Config{ScaleFactor: 0.002, Seed: 7, Dir: again, Format: FormatParquet}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tb := range Tables {
+		path := filepath.Join(pqDir, tb+".parquet")
+		if res.Files[tb] != path {
+			t.Errorf("%s: file %q, want %q", tb, res.Files[tb], path)
+		}
+		x, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if y, _ := os.ReadFile(filepath.Join(again, tb+".parquet")); !bytes.Equal(x, y) {
+			t.Errorf("%s: two runs with seed 7 differ", tb)
+		}
+		// Row i of the Parquet file is row i of the CSV file, value by
+		// value as text.
+		_, rows := readCSV(t, filepath.Join(csvDir, tb+".csv"))
+		rs, err := db.Query("SELECT COLUMNS(*)::VARCHAR FROM read_parquet('" + path + "')")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rs.Columns()
+		i := 0
+		for ; rs.Next(); i++ {
+			got := make([]sql.NullString, len(cols))
+			ptrs := make([]any, len(cols))
+			for k := range got {
+				ptrs[k] = &got[k]
+			}
+			if err := rs.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			if i >= len(rows) {
+				continue
+			}
+			for k, v := range got {
+				if want := rows[i][k]; !sameValue(v.String, want) {
+					t.Fatalf("%s row %d column %s: %q in Parquet, %q in CSV", tb, i, cols[k], v.String, want)
+				}
+			}
+		}
+		rs.Close()
+		if i != len(rows) {
+			t.Errorf("%s: %d rows in Parquet, %d in CSV", tb, i, len(rows))
+		}
+	}
+	var lineTypes string
+	if err := db.QueryRow(`SELECT string_agg(column_type, ',' ORDER BY column_name) FROM (DESCRIBE SELECT l_orderkey, l_quantity, l_shipdate, l_returnflag FROM read_parquet('` +
+		filepath.Join(pqDir, "lineitem.parquet") + `'))`).Scan(&lineTypes); err != nil {
+		t.Fatal(err)
+	}
+	if lineTypes != "BIGINT,BIGINT,VARCHAR,DATE" {
+		t.Errorf("lineitem types (l_orderkey, l_quantity, l_returnflag, l_shipdate) %s", lineTypes)
+	}
+	if entries, _ := os.ReadDir(pqDir); len(entries) != len(Tables) {
+		t.Errorf("%d files in the folder, want %d", len(entries), len(Tables))
+	}
+	if _, err := Generate(ctx, Config{ScaleFactor: 0.002, Dir: t.TempDir(), Format: "xlsx"}); !errors.Is(err, ErrConfig) {
+		t.Errorf("format xlsx: %v, want ErrConfig", err)
+	}
+}
+
+// sameValue compares a value DuckDB read back as text with the CSV text:
+// equal, or the same number (DuckDB prints 901.00 as 901.0).
+func sameValue(got, want string) bool {
+	if got == want {
+		return true
+	}
+	g, err1 := strconv.ParseFloat(got, 64)
+	w, err2 := strconv.ParseFloat(want, 64)
+	return err1 == nil && err2 == nil && g == w
 }
