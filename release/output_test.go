@@ -534,3 +534,92 @@ func TestReleaseRowsFromSpec(t *testing.T) {
 		t.Fatalf("%d rows written, want release.rows = 1234", sum.Rows)
 	}
 }
+
+// BenchmarkShuffle draws a shuffled release of the TPC-H example's shape
+// (5,250 cells, skewed counts, 6·10⁶ rows at SF 1; SYNTH_BENCH_WRITER_ROWS
+// overrides) without writing it: the cost of Shuffle alone, per row.
+func BenchmarkShuffle(b *testing.B) {
+	n := int64(benchWriterRows(b))
+	const k = 5250
+	cells, counts := make([]int64, k), make([]int64, k)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var total int64
+	for i := range cells {
+		cells[i] = int64(i)
+		counts[i] = int64(rnd.Float64() * rnd.Float64() * float64(2*n/k))
+		total += counts[i]
+	}
+	var sink int64
+	for b.Loop() {
+		if err := Shuffle(rand.New(rand.NewChaCha8([32]byte{})), cells, counts, total, SampleAll, func(c int64) error { sink += c; return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// recordingRand is a source of Int64N that remembers its draws.
+type recordingRand struct {
+	r     *rand.Rand
+	draws []int64
+}
+
+func (c *recordingRand) Int64N(n int64) int64 {
+	v := c.r.Int64N(n)
+	c.draws = append(c.draws, v)
+	return v
+}
+
+// TestShuffleMatchesBruteForce: for the same draws r, every row Shuffle
+// emits is the cell a linear scan finds (the smallest i whose prefix sum
+// of the remaining counts exceeds r), in every mode, on random counts with
+// zeros and universes of 1 to 70 cells (powers of two and not, so that the
+// padded tree's edges are crossed).
+func TestShuffleMatchesBruteForce(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(5, 6))
+	for trial := range 400 {
+		k := 1 + rnd.IntN(70)
+		cells, counts := make([]int64, k), make([]int64, k)
+		var total int64
+		for i := range k {
+			cells[i] = int64(3*i + 1)
+			if rnd.IntN(4) > 0 {
+				counts[i] = rnd.Int64N(6)
+			}
+			total += counts[i]
+		}
+		if total == 0 {
+			counts[k-1], total = 1, 1
+		}
+		for _, mode := range []Sampling{SampleAll, SampleWithoutReplacement, SampleWithReplacement} {
+			rows := total
+			switch mode {
+			case SampleWithoutReplacement:
+				rows = rnd.Int64N(total + 1)
+			case SampleWithReplacement:
+				rows = 2*total + 3
+			}
+			src := &recordingRand{r: rand.New(rand.NewPCG(uint64(trial), 9))}
+			var got []int64
+			if err := Shuffle(src, cells, counts, rows, mode, func(c int64) error { got = append(got, c); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			left := slices.Clone(counts)
+			for i, r := range src.draws {
+				j := 0
+				for acc := left[0]; acc <= r; acc += left[j] {
+					j++
+				}
+				if got[i] != cells[j] {
+					t.Fatalf("trial %d %s: row %d is cell %d, the scan finds %d (counts %v, r %d)", trial, mode, i, got[i], cells[j], left, r)
+				}
+				if mode != SampleWithReplacement {
+					left[j]--
+				}
+			}
+			if int64(len(got)) != rows || len(src.draws) != len(got) {
+				t.Fatalf("trial %d %s: %d rows for %d draws, want %d", trial, mode, len(got), len(src.draws), rows)
+			}
+		}
+	}
+}

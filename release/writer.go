@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -726,7 +727,14 @@ const (
 // post-processing.
 func Shuffle(rnd interface{ Int64N(int64) int64 }, cells, counts []int64, rows int64, mode Sampling, emit func(cell int64) error) error {
 	k := len(counts)
-	tree := make([]int64, k+1) // 1-based Fenwick tree
+	top := 1
+	for top*2 <= k {
+		top *= 2
+	}
+	// A 1-based Fenwick tree over the counts, padded to 2·top entries with
+	// MaxInt64 so that the search below never checks the bound: a padded
+	// node is never ≤ r, so it is never taken.
+	tree := make([]int64, max(k+1, 2*top))
 	var total int64
 	for i, c := range counts {
 		if c < 0 {
@@ -738,6 +746,9 @@ func Shuffle(rnd interface{ Int64N(int64) int64 }, cells, counts []int64, rows i
 			tree[j] += tree[i+1]
 		}
 	}
+	for j := k + 1; j < len(tree); j++ {
+		tree[j] = math.MaxInt64
+	}
 	switch {
 	case mode == SampleAll && rows != total:
 		return fmt.Errorf("release: shuffle all %d rows, asked for %d", total, rows)
@@ -746,20 +757,20 @@ func Shuffle(rnd interface{ Int64N(int64) int64 }, cells, counts []int64, rows i
 	case rows > 0 && total == 0:
 		return fmt.Errorf("release: sample %d rows from an empty distribution", rows)
 	}
-	top := 1
-	for top*2 <= k {
-		top *= 2
-	}
 	remaining := total
 	for range rows {
-		// The smallest i with prefix(i) > r: binary lifting.
+		// The smallest i with prefix(i) > r: binary lifting, without
+		// branches (a mispredicted branch per level cost most of the
+		// time): m is all ones when the node is taken (tree[next] ≤ r).
+		// r − tree[next] cannot overflow: 0 ≤ r and tree[next] ≤ MaxInt64.
 		r := rnd.Int64N(remaining)
 		pos := 0
-		for step := top; step > 0; step /= 2 {
-			if next := pos + step; next <= k && tree[next] <= r {
-				pos = next
-				r -= tree[next]
-			}
+		for step := top; step > 0; step >>= 1 {
+			next := pos + step
+			d := r - tree[next]
+			m := ^(d >> 63)
+			pos += step & int(m)
+			r -= tree[next] & m
 		}
 		// cells[pos] (0-based) is the row's cell.
 		if mode != SampleWithReplacement {
