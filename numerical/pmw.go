@@ -110,6 +110,20 @@ func (c *core) start(nhat float64) {
 // answers fills c.ans with every item's native answer on A.
 func (c *core) answers() { c.ev.answer(c.w, c.nhat/c.z, c.ans) }
 
+// scoreCap and scoreErr make the selection exact ([dp.ExponentialGrid]):
+// a computed score |ans − truth|/sens is s·(1 + θ) with |θ| ≤ 2u (two
+// roundings, u = 2⁻⁵³; ans is computed identically on neighbours, truth is
+// an integer), so once clamped at the public cap S = 2³⁶ (1-Lipschitz) it
+// is within 4u·(S + 1) ≤ scoreErr of the clamped exact score, whose
+// sensitivity is 1. The grid is then 2⁻¹⁰ (K = 1025 steps): the
+// exponential mechanism at ε₀, sampled exactly, with a noise scale within
+// 0.1% of the float mechanism's. Scores above 2³⁶ sensitivities tie at
+// the cap.
+const (
+	scoreCap = 0x1p36
+	scoreErr = 4 * 0x1p-53 * (scoreCap + 1)
+)
+
 // round runs one PMW round at per-step ε₀: select by the exponential
 // mechanism on the errors in units of each item's sensitivity (score
 // sensitivity 1), measure with discrete Laplace noise of scale
@@ -118,9 +132,9 @@ func (c *core) answers() { c.ev.answer(c.w, c.nhat/c.z, c.ans) }
 func (c *core) round(src dp.Source, eps0 float64, sweeps int) error {
 	c.answers()
 	for i := range c.ans {
-		c.scores[i] = math.Abs(c.ans[i]-c.truth[i]) / c.sens[i]
+		c.scores[i] = math.Min(math.Abs(c.ans[i]-c.truth[i])/c.sens[i], scoreCap)
 	}
-	i := dp.Exponential(src, c.scores, eps0, 1)
+	i := dp.ExponentialGrid(src, c.scores, eps0, 1, scoreErr)
 	lap, err := dp.NewDiscreteLaplace(c.sens[i] / eps0)
 	if err != nil {
 		return fmt.Errorf("numerical: measurement noise: %w", err)

@@ -120,6 +120,11 @@ type Config struct {
 	// uniformized release), where the floor would add a deviation's worth
 	// of rows per empty run.
 	NoRowsFloor bool
+	// MergeCounts tells the memory plan ([PlanMemory], [CheckMemory])
+	// that the caller adds the integer counts of several runs into one
+	// dense int64 array over the universe (8 bytes a cell), as the
+	// uniformized releases do with their sub-instances. Run ignores it.
+	MergeCounts bool
 
 	// Mutation knobs for the privacy audits. Unexported so that only this
 	// package's tests can set them: no production path sets any. Each
@@ -136,6 +141,12 @@ type Config struct {
 	// testSelSens1 runs the exponential mechanism with score sensitivity 1
 	// instead of Δ̃, both variants.
 	testSelSens1 bool
+	// testNoiseless ([VariantPaper]) selects the query of largest score
+	// (the first on ties) and measures its exact answer: PMW without
+	// noise, for the tests of the multiplicative-weights dynamics (the
+	// exact samplers are rejection samplers that a constant fake source
+	// would never let finish).
+	testNoiseless bool
 	// testMeasSens1 ([VariantPaper]) draws the measurement noise
 	// Lap(1/ε₀) instead of Lap(Δ̃/ε₀).
 	testMeasSens1 bool

@@ -50,15 +50,15 @@
 // tables cost one update per subtree rather than per cell. [VariantPaper]
 // touches only a selected query's support per update, patching the tables
 // when the support is small, and keeps the average of the iterates lazily.
-// Memory is at most 16 bytes per cell plus small tables; a universe whose
-// estimate exceeds the cap ([DefaultMemoryCap]) is refused with
-// [ErrTooLarge].
+// Memory is at most 16 bytes per cell plus small tables, and the
+// histogram handed to Run (at most |X| cells); [CheckMemory] counts all of
+// it from the universe and the families alone, Run calls it first, and a
+// need above the cap ([DefaultMemoryCap]) is refused with [ErrTooLarge]
+// before the histogram is read.
 //
 // # Not implemented
 //
-// [VariantPaper] accounts its rounds by advanced composition only, and its
-// Laplace and exponential-mechanism noise is float64 (its noisy answers
-// must not be published). [VariantMWEM] keeps explicit [Linear] queries in
+// [VariantPaper] accounts its rounds by advanced composition only. [VariantMWEM] keeps explicit [Linear] queries in
 // the workload but never selects them (they are no marginal). A Weighted
 // family whose weight columns make the marginal over cols ∪ wcols as large
 // as the universe works but multiplies memory by the number of workers.

@@ -227,16 +227,8 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 	m.cols = sets
 	m.plan = newPassPlanMin(m.iu, projs, blockCells)
 	workers := cfg.workers()
-	// Memory: the dense state (the universe's 16 bytes a cell, of which
-	// this variant uses 8, or 16 with the average), per-worker tables, the
-	// true tables, the measurements, log-ratio and factor tables.
-	need := u.MemoryEstimate() + int64(workers+6)*8*int64(m.plan.tableLen)
-	for _, off := range m.plan.innerOff {
-		need += 4 * int64(len(off))
-	}
-	if need > u.memCap {
-		return nil, &TooLargeError{Columns: u.names, Sizes: u.sizes, Cells: u.size, Bytes: need, Cap: u.memCap}
-	}
+	// Memory is checked by Run (CheckMemory, which plans this layout)
+	// before newMWEM is called.
 
 	// Budget split (public).
 	s := cfg.nhatShare()
@@ -720,15 +712,29 @@ func (m *mwem) round(maxSweeps int) {
 	scores := make([]float64, len(m.cand))
 	k := m.n / m.z
 	tab := m.scratch[0]
+	maxSize := 0
 	for i, p := range m.cand {
 		off, size := pl.tableOff[p], pl.projs[p].size
+		maxSize = max(maxSize, size)
 		var l1 float64
 		for c := range size {
 			l1 += math.Abs(k*tab[off+c] - m.truth[off+c])
 		}
 		scores[i] = l1 - float64(size)*m.meanAbs(scale)
 	}
-	i := dp.Exponential(m.src, scores, m.selEpsilon(cost), m.sensSel)
+	// Exact selection ([dp.ExponentialGrid]) at ε_t, score sensitivity Δ̃,
+	// given the scores' float error: the model's cells a_c = k·tab_c are
+	// computed identically on neighbours (functions of DP outputs) and
+	// the true counts are exact integers, so a computed score is within
+	// (size + 2)·u·(Σ|a_c| + Σ truth_c + size·E|noise|) of the exact
+	// Σ_c |a_c − truth_c| − size·E|noise| (recursive summation and two
+	// more roundings, Higham 2002 §4.2), with Σ|a_c| ≤ 2N (N the model
+	// total, up to rounding) and Σ truth_c = |J| ≤ n̂. ExponentialGrid
+	// is ε_t-DP and ε_t-bounded range at that bound, as the zCDP
+	// accounting above needs.
+	mn := float64(maxSize)
+	errBound := (mn + 2) * unitRoundoff * (2*m.n + m.nhat + mn*m.meanAbs(scale))
+	i := dp.ExponentialGrid(m.src, scores, m.selEpsilon(cost), m.sensSel, errBound)
 	p := m.cand[i]
 	smp, err := m.sampler(scale)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/big"
 	"sort"
 
 	"github.com/synth-dp/synth/dp"
@@ -17,7 +18,9 @@ type Cell struct {
 }
 
 // Measurement is one round's public output: the query selected by the
-// exponential mechanism and its noisy answer m_t = q_t(J) + Lap(Δ̃/ε₀).
+// exponential mechanism and its noisy answer m_t, the true answer on a
+// public grid γ plus exact discrete Laplace noise of scale ≈ Δ̃/ε₀ (see
+// [Run]).
 type Measurement struct {
 	// Round is t, from 1.
 	Round int
@@ -25,14 +28,14 @@ type Measurement struct {
 	Family, Query int
 	// Query description, e.g. "marginal(a,b)[a=3,b=7]".
 	Describe string
-	// Value is m_t (not clamped).
+	// Value is m_t (not clamped): γ times a DP integer.
 	Value float64
 }
 
 // Result is the output of [Run]. Everything exported is a DP output or a
 // public parameter (the noisy values of the [VariantPaper] measurements
-// are DP outputs too, but they are float64 draws of a continuous sampler:
-// never publish them, DESIGN.md §3 invariant 6).
+// are DP integers times a public grid, drawn with the exact samplers of
+// package dp).
 type Result struct {
 	// Variant is the algorithm that ran.
 	Variant Variant
@@ -179,8 +182,10 @@ type Selection struct {
 // Published: n̂, Rows and the number of rounds T, all integers
 // (DESIGN.md §3, invariants 5 and 6), and [Result.Selections] (the
 // selected marginals and their noise scales, functions of DP outputs).
-// The noisy marginals never leave the run. The exponential mechanism's
-// Gumbel noise is float64 but releases only an index.
+// The noisy marginals never leave the run. The selection is
+// [dp.ExponentialGrid], the exponential mechanism sampled exactly on a
+// public score grid (ε_t-DP and ε_t-bounded range given the scores' float
+// error bound, see mwem.round).
 //
 // Fitting. The loss is the Gaussian negative log-likelihood of the
 // measurements, L(A) = Σ_r prec_r·‖M_r(A) − ȳ_r‖² (ȳ_r the
@@ -231,8 +236,16 @@ type Selection struct {
 // [−1, 1] as the utility proof assumes), and the averaging of A_1..A_T — is
 // post-processing. Utility (App. A): with probability 1 − 1/poly(|Q|) every
 // query is answered within O(n̂·√(log|X|/T) + Δ̃·√T·log|Q|·√log(1/δ)/ε).
-// Rows = n̂. The exponential mechanism and Laplace noise use float64
-// samplers (see [dp.Laplace]): never publish [Result.Measurements].
+// Rows = n̂.
+//
+// Exact noise (DESIGN.md §3, invariant 6): the selection is
+// [dp.ExponentialGrid] — the exponential mechanism on the scores snapped
+// to a public grid of at most Δ̃/1024, sampled exactly, ε₀-DP given the
+// scores' float error bound (engine.initNoise) — and the measurement is
+// the true answer rounded to a public grid γ ≤ max(Δ̃/1024, …) plus the
+// exact discrete Laplace of K = ⌈Δ̃/γ⌉ + 1 steps over ε₀ (engine.measure
+// proves it ε₀-DP). Each is an ε₀-DP step as in the paper, at a noise
+// scale within 0.2% of its Δ̃/ε₀, so the composition above is unchanged.
 //
 // Cost (paper): memory 16 bytes per cell (float64 weights and running
 // average) plus per-worker marginal tables. Time per round: O(|Q|) for the
@@ -249,10 +262,16 @@ type Selection struct {
 // When cfg.Ledger is set, Run checks that (ε, δ) remain and charges the
 // whole split before reading hist (a refused run charges nothing), then
 // publishes n̂ (and, for mwem, the rows and T; for paper with automatic T,
-// T). An estimate of the memory above the universe's cap is refused with
+// T). Before that, [CheckMemory] — the count a release makes before any
+// data is read — refuses a need above the universe's cap with
 // [ErrTooLarge]. ctx is checked between rounds.
 func Run(ctx context.Context, src dp.Source, u *Universe, fams []Family, hist []Cell, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	// The one memory count (the one a release checks up front): refused
+	// before anything is allocated or hist is read.
+	if _, err := CheckMemory(u, fams, cfg); err != nil {
 		return nil, err
 	}
 	if cfg.variant() == VariantMWEM {
@@ -332,6 +351,13 @@ type engine struct {
 
 	truth, ans, scores []float64
 	w, s               []float64
+	// Exact noise of the rounds, set in init once n̂ and ε₀ are known
+	// (see measure and select): the measurement grid γ, its discrete
+	// Laplace sampler, and the float error bounds of the truths and the
+	// scores.
+	measGrid           float64
+	measNoise          *dp.DiscreteLaplaceSampler
+	truthErr, scoreErr float64
 	z, r               float64
 	nhat               float64
 	meas               []Measurement
@@ -395,17 +421,7 @@ func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, 
 	}
 	e.plan = newPassPlan(u, projs)
 	workers := cfg.workers()
-	// Memory: dense state, per-worker tables, true tables, the weighted
-	// families' per-table-cell indices (at most 8 bytes a table cell), three
-	// float64 per query plus the range families' (lo, hi) pairs (at most two
-	// ints a query), inner-block offsets.
-	need := u.MemoryEstimate() + int64(workers+2)*8*int64(e.plan.tableLen) + 5*8*int64(e.nq)
-	for _, off := range e.plan.innerOff {
-		need += 4 * int64(len(off))
-	}
-	if need > u.memCap {
-		return nil, &TooLargeError{Columns: u.names, Sizes: u.sizes, Cells: u.size, Bytes: need, Cap: u.memCap}
-	}
+	// Memory is checked by Run (CheckMemory) before newEngine is called.
 	e.scratch = make([][]float64, workers)
 	for i := range e.scratch {
 		e.scratch[i] = make([]float64, e.plan.tableLen)
@@ -536,6 +552,9 @@ func (e *engine) init(hist []Cell) error {
 			return fmt.Errorf("pmw: rounds: %w", err)
 		}
 	}
+	if err := e.initNoise(); err != nil {
+		return err
+	}
 	e.ans = make([]float64, e.nq)
 	e.scores = make([]float64, e.nq)
 	e.w = make([]float64, u.size)
@@ -588,16 +607,24 @@ func (e *engine) round() {
 		maxErr = math.Max(maxErr, s)
 	}
 	e.roundErr = append(e.roundErr, maxErr)
-	selSens, measSens := e.cfg.Sensitivity, e.cfg.Sensitivity
+	selSens := e.cfg.Sensitivity
 	if e.cfg.testSelSens1 {
 		selSens = 1 // mutation knob: wrong selection sensitivity
 	}
-	if e.cfg.testMeasSens1 {
-		measSens = 1 // mutation knob: wrong measurement sensitivity
+	var qi int
+	var m float64
+	if e.cfg.testNoiseless {
+		for i, s := range e.scores {
+			if s > e.scores[qi] {
+				qi = i
+			}
+		}
+		m = e.truth[qi]
+	} else {
+		qi = dp.ExponentialGrid(e.src, e.scores, e.eps0, selSens, e.scoreErr)
+		m = e.measure(e.truth[qi])
 	}
-	qi := dp.Exponential(e.src, e.scores, e.eps0, selSens)
 	fi := sort.Search(len(e.famOff), func(k int) bool { return e.famOff[k] > qi }) - 1
-	m := e.truth[qi] + dp.Laplace(e.src, measSens/e.eps0)
 	e.meas = append(e.meas, Measurement{Round: len(e.meas) + 1, Family: fi, Query: qi - e.famOff[fi],
 		Describe: e.fams[fi].Describe(qi - e.famOff[fi]), Value: m})
 	if e.cfg.Reapply {
@@ -610,6 +637,80 @@ func (e *engine) round() {
 	}
 	e.r += 1 / e.z
 	e.renormalise()
+}
+
+// unitRoundoff is u = 2⁻⁵³, the relative error of one float64 operation.
+const unitRoundoff = 0x1p-53
+
+// initNoise sets the exact noise of the rounds from public values (the
+// universe, the families' kinds, Δ̃, ε₀ and the DP n̂):
+//
+//   - truthErr bounds the float error of every computed true answer q(J).
+//     Marginal and range answers are sums of integer counts below 2⁵³:
+//     exact. A weighted or linear answer sums at most |X| products
+//     weight·count with |weight| ≤ 1 and Σ count = |J| ≤ n̂: error at most
+//     (|X| + 1)·u·n̂ (recursive summation, Higham 2002 §4.2).
+//   - scoreErr bounds the error of every computed score |c − q(J)|, where
+//     c = (n̂/Z)·q(A) is computed identically on neighbours (A is a
+//     function of DP outputs): truthErr plus the rounding of the
+//     subtraction, u·(|c| + |q(J)|) ≤ u·(2n̂ + n̂ + truthErr) — |q(A)|
+//     ≤ n̂ up to rounding, bounded by 2n̂.
+//   - The measurement grid γ = [dp.ExpGrid](Δ̃, max(truthErr, n̂·2⁻⁴³)): a
+//     power of two ≥ Δ̃/1024 and ≥ 8·truthErr (and ≥ n̂·2⁻⁴⁰, so that
+//     q(J)/γ stays below 2⁴²), with K = ⌈Δ̃/γ⌉ + 1 grid steps of
+//     sensitivity ([dp.ExpGridSensitivity]) and the exact discrete Laplace
+//     of scale K/ε₀ (see measure).
+func (e *engine) initNoise() error {
+	if e.rounds == 0 {
+		return nil
+	}
+	exact := true
+	for _, f := range e.fams {
+		switch f.(type) {
+		case *weightedQ, *linearQ:
+			exact = false
+		}
+	}
+	if !exact {
+		e.truthErr = (float64(e.u.size) + 1) * unitRoundoff * e.nhat
+	}
+	e.scoreErr = e.truthErr + unitRoundoff*(3*e.nhat+e.truthErr)
+	sens := e.cfg.Sensitivity
+	if e.cfg.testMeasSens1 {
+		sens = 1 // mutation knob: wrong measurement sensitivity
+	}
+	e.measGrid = dp.ExpGrid(sens, max(e.truthErr, e.nhat*0x1p-43))
+	k := dp.ExpGridSensitivity(sens, e.measGrid)
+	var err error
+	// A scale below the sampler's smallest is raised (more noise is still
+	// private); one above its largest (ε₀ < 10⁻⁹) is an error that depends
+	// on public values and n̂ only.
+	if e.measNoise, err = dp.NewDiscreteLaplace(max(float64(k)/e.eps0, dp.MinDiscreteScale)); err != nil {
+		return fmt.Errorf("pmw: measurement noise for ε₀ = %g: %w", e.eps0, err)
+	}
+	return nil
+}
+
+// measure returns the noisy answer m_t of a query whose computed true
+// answer is truth: m_t = γ·(round(truth/γ) + Z), Z ~ Lap_ℤ(K/ε₀) exact
+// (CKS 2020 Alg. 2), in place of the paper's q_t(J) + Lap(Δ̃/ε₀).
+//
+// Proof of ε₀-DP. A neighbour moves q(J) by at most Δ̃ and each computed
+// value is within truthErr ≤ γ/8 of the exact one, so the computed values
+// differ by at most Δ̃ + γ/4; |round(x) − round(y)| ≤ ⌊|x − y|⌋ + 1 and
+// ⌊Δ̃/γ + 1/4⌋ ≤ ⌈Δ̃/γ⌉, so the integer round(truth/γ) has sensitivity
+// K = ⌈Δ̃/γ⌉ + 1, and adding Lap_ℤ(K/ε₀) is ε₀-DP (the geometric
+// mechanism). The result is the DP integer round(truth/γ) + Z, formed
+// exactly, times the public power of two γ: rounded once to float64, a
+// function of that integer alone, so no float from a continuous sampler
+// enters the run (DESIGN.md §3, invariant 6). In q's units the noise
+// scale is γK/ε₀ ≤ (Δ̃ + 2γ)/ε₀, within 0.2% of the paper's Δ̃/ε₀ when
+// the grid is Δ̃/1024.
+func (e *engine) measure(truth float64) float64 {
+	k := big.NewInt(int64(math.Round(truth / e.measGrid)))
+	k.Add(k, big.NewInt(e.measNoise.Sample(e.src)))
+	m, _ := new(big.Float).SetInt(k).Float64()
+	return m * e.measGrid
 }
 
 // apply does one multiplicative update with measurement m of query i of f,

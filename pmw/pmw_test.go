@@ -52,9 +52,9 @@ func testFamilies() []Family {
 	return []Family{Marginal([]int{0, 1}), Marginal([]int{1, 2}), Marginal([]int{0, 2}), Range(1, []int{2})}
 }
 
-// TestNoiselessErrorFalls runs PMW with noise switched off (constSource and
-// n̂ = |J|) and checks, on the TRUE data, that every round strictly lowers
-// the relative entropy KL(J‖A_t) (the potential of the PMW analysis: with an
+// TestNoiselessErrorFalls runs PMW with noise switched off (argmax
+// selection, exact measurements and n̂ = |J|) and checks, on the TRUE
+// data, that every round strictly lowers the relative entropy KL(J‖A_t) (the potential of the PMW analysis: with an
 // exact measurement it drops by at least η² > 0), that the max workload
 // error falls round after round over the default T rounds and ends below a
 // quarter of where it started, and that the averaged output beats the
@@ -62,7 +62,7 @@ func testFamilies() []Family {
 func TestNoiselessErrorFalls(t *testing.T) {
 	u, hist := testUniverse(t)
 	fams := testFamilies()
-	cfg := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Rounds: 30, testExactN: true}
+	cfg := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Rounds: 30, testExactN: true, testNoiseless: true}
 	e, err := newEngine(constSource{}, u, fams, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -167,8 +167,19 @@ func naivePMW(t *testing.T, src dp.Source, u *Universe, fams []Family, hist []Ce
 		for i, q := range qs {
 			scores[i] = math.Abs(dot(q, a) - truth[i])
 		}
-		i := dp.Exponential(src, scores, eps0, cfg.Sensitivity)
-		m := truth[i] + dp.Laplace(src, cfg.Sensitivity/eps0)
+		// The exact mechanisms of a round (engine.round): selection by
+		// dp.ExponentialGrid and the measurement on the grid γ with
+		// discrete Laplace noise of K = ⌈Δ̃/γ⌉ + 1 steps over ε₀. On these
+		// small instances the float error bounds are far below Δ̃/8192, so
+		// the grids are those of the sensitivity alone (errBound 0 gives
+		// the same grids).
+		i := dp.ExponentialGrid(src, scores, eps0, cfg.Sensitivity, 0)
+		g := dp.ExpGrid(cfg.Sensitivity, 0)
+		lap, err := dp.NewDiscreteLaplace(float64(dp.ExpGridSensitivity(cfg.Sensitivity, g)) / eps0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := g * float64(int64(math.Round(truth[i]/g))+lap.Sample(src))
 		meas = append(meas, Measurement{Round: len(meas) + 1, Family: famOf[i], Query: idxOf[i], Value: m})
 		list := meas[len(meas)-1:]
 		if cfg.Reapply {

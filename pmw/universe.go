@@ -188,9 +188,12 @@ func (u *Universe) colNames(cols []int) string {
 // [CheckMemory] refuses a run above the cap up front: the paper variant's
 // count is the one Run itself checks later, the mwem variant's that plus
 // the families' bound arrays (which Run's own check leaves out), so a run
-// CheckMemory passes is never refused by Run. Not counted: the histogram handed to Run (16
-// bytes a non-empty cell, at most |X| of them) and what the caller does with
-// the result.
+// CheckMemory passes is never refused by Run, which calls CheckMemory
+// itself (one count). The histogram handed to Run, and the caller's copy
+// it was converted from, are counted ([Memory.Histogram]), and so is the
+// dense sum of several runs' counts when the caller merges them
+// ([Config.MergeCounts]). Not counted: what the caller does with the
+// result beyond that (writing rows is bounded by the row cap, not |X|).
 type Memory struct {
 	// Cells is the dense per-cell state, 16 bytes a universe cell: the
 	// weights and the running average (paper), or the weights and their
@@ -212,11 +215,26 @@ type Memory struct {
 	Families int64
 	// Offsets is the fused pass's inner-block offsets, 4 bytes each.
 	Offsets int64
+	// Histogram is the true histogram: the []Cell handed to Run and the
+	// caller's copy it was converted from (the engine's cells), 16 bytes
+	// a non-empty cell each and at most |X| cells, so 32·|X|; plus, for
+	// the paper variant with explicit linear families, the sparse copy
+	// Run answers them from (a map of at most |X| entries, counted at 48
+	// bytes an entry: 16 of key and value, a control byte, the 7/8 load
+	// factor and up to a doubling after growth).
+	Histogram int64
+	// Merged is the dense int64 sum of several runs' counts, 8 bytes a
+	// cell, when [Config.MergeCounts] is set (uniformized releases).
+	Merged int64
 }
 
 // Total returns the sum of the parts, saturating at math.MaxInt64.
 func (m Memory) Total() int64 {
-	return satAdd(satAdd(satAdd(satAdd(m.Cells, m.Tables), m.Queries), m.Families), m.Offsets)
+	t := int64(0)
+	for _, p := range []int64{m.Cells, m.Tables, m.Queries, m.Families, m.Offsets, m.Histogram, m.Merged} {
+		t = satAdd(t, p)
+	}
+	return t
 }
 
 // String lists the non-zero parts in exact bytes.
@@ -226,7 +244,8 @@ func (m Memory) String() string {
 		what string
 		n    int64
 	}{{"dense cells", m.Cells}, {"marginal tables", m.Tables}, {"per-query arrays", m.Queries},
-		{"family indices and range pairs", m.Families}, {"pass offsets", m.Offsets}} {
+		{"family indices and range pairs", m.Families}, {"pass offsets", m.Offsets},
+		{"histogram", m.Histogram}, {"merged counts", m.Merged}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d B", p.what, p.n))
 		}
@@ -253,7 +272,10 @@ func PlanMemory(u *Universe, fams []Family, cfg Config) (Memory, error) {
 		shapes[i] = s
 	}
 	workers := int64(cfg.workers())
-	m := Memory{Cells: u.MemoryEstimate()}
+	m := Memory{Cells: u.MemoryEstimate(), Histogram: satMul(32, u.size)}
+	if cfg.MergeCounts {
+		m.Merged = satMul(8, u.size)
+	}
 	if cfg.variant() == VariantMWEM {
 		// As newMWEM: the 1-way marginals, then each family's marginal
 		// (sorted columns), deduplicated, in the internal column order.
@@ -292,9 +314,11 @@ func PlanMemory(u *Universe, fams []Family, cfg Config) (Memory, error) {
 	var projs []*projection
 	seen := map[string]bool{}
 	var nq int64
+	sparse := false
 	for _, s := range shapes {
 		nq = satAdd(nq, s.queries)
 		if !s.proj {
+			sparse = true
 			continue
 		}
 		p := newProjection(u, s.cols)
@@ -307,6 +331,9 @@ func PlanMemory(u *Universe, fams []Family, cfg Config) (Memory, error) {
 	m.Tables = satMul(satMul(workers+2, 8), tableLen)
 	m.Queries = satMul(5*8, nq)
 	m.Offsets = satMul(4, offsets)
+	if sparse {
+		m.Histogram = satAdd(m.Histogram, satMul(48, u.size))
+	}
 	return m, nil
 }
 

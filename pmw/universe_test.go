@@ -1,6 +1,7 @@
 package pmw
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -135,63 +136,76 @@ func randomWorkload(t *testing.T, rnd *rand.Rand, memCap int64) (*Universe, []Fa
 	return u, fams
 }
 
-// TestPlanMemoryMatchesRun: on 300 random workloads and both variants, the
-// up-front count is what the run's own check counts — exactly for paper;
-// for mwem the run's check plus the families' bound arrays, which it
-// leaves out — so a workload CheckMemory passes is never refused later,
-// and one it refuses would have been. The run's count is read from its
-// refusal under a cap just above the dense state.
+// TestPlanMemoryMatchesRun: on 300 random workloads and both variants,
+// Run's refusal is CheckMemory's — one count, made before the histogram
+// is read: with the cap at the planned need Run gets past the check (and
+// fails on the histogram's bad cell, the first thing it reads), one byte
+// below it refuses with the plan's parts. Before Run called CheckMemory,
+// the run kept a count of its own that left out the histogram (and, for
+// mwem, the families' arrays): under the cap without those parts, this
+// test's last check fails on the old code.
 func TestPlanMemoryMatchesRun(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(16, 1))
+	bad := []Cell{{Index: -1, Count: 1}}
 	for i := range 300 {
 		for _, variant := range []Variant{VariantPaper, VariantMWEM} {
 			workers := rnd.IntN(4)
-			cfg := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Variant: variant, Workers: workers}
+			cfg := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Variant: variant, Workers: workers, Rounds: 2}
 			probe, fams := randomWorkload(t, rnd, 1<<40)
 			plan, err := PlanMemory(probe, fams, cfg)
 			if err != nil {
 				t.Fatalf("instance %d: %v", i, err)
 			}
-			// The run's check, under the smallest cap NewUniverse accepts.
-			u, err := NewUniverse(probe.names, probe.sizes, probe.MemoryEstimate())
-			if err != nil {
-				t.Fatal(err)
+			if plan.Histogram < 32*probe.Len() {
+				t.Fatalf("instance %d: histogram %d B, want at least 32 B a cell", i, plan.Histogram)
 			}
-			if variant == VariantPaper {
-				_, err = newEngine(dp.NewSeededSource(1), u, fams, cfg)
-			} else {
-				_, err = newMWEM(dp.NewSeededSource(1), u, fams, cfg)
+			u, _ := NewUniverse(probe.names, probe.sizes, plan.Total())
+			if _, err := Run(context.Background(), dp.NewSeededSource(1), u, fams, bad, cfg); !errors.Is(err, ErrInvalidInput) {
+				t.Fatalf("instance %d (%s): Run at the planned need: %v, want the histogram's error", i, variant, err)
 			}
-			var tl *TooLargeError
-			if !errors.As(err, &tl) {
-				t.Fatalf("instance %d (%s): run under the dense-state cap: err = %v, want a TooLargeError", i, variant, err)
+			for _, c := range []int64{plan.Total() - 1, plan.Total() - plan.Histogram} {
+				u, _ = NewUniverse(probe.names, probe.sizes, c)
+				if u == nil {
+					continue // below the dense state: refused by NewUniverse itself
+				}
+				_, err = Run(context.Background(), dp.NewSeededSource(1), u, fams, bad, cfg)
+				var tl *TooLargeError
+				if !errors.As(err, &tl) || tl.Parts == nil || *tl.Parts != plan {
+					t.Fatalf("instance %d (%s): Run under a cap of %d (need %d): %v, want the plan's refusal", i, variant, c, plan.Total(), err)
+				}
 			}
-			want := tl.Bytes
-			if variant == VariantMWEM {
-				want += plan.Families
-			}
-			if got := plan.Total(); got != want {
-				t.Fatalf("instance %d (%s, %d workers, sizes %v, %d families): PlanMemory %d (%s), run's check %d + families %d",
-					i, variant, workers, probe.sizes, len(fams), got, plan, tl.Bytes, plan.Families)
-			}
-			// At the planned need the run is accepted; one byte below,
-			// CheckMemory refuses.
-			u, _ = NewUniverse(probe.names, probe.sizes, plan.Total())
-			if _, err := CheckMemory(u, fams, cfg); err != nil {
-				t.Fatalf("instance %d: CheckMemory at the need: %v", i, err)
-			}
-			if variant == VariantPaper {
-				_, err = newEngine(dp.NewSeededSource(1), u, fams, cfg)
-			} else {
-				_, err = newMWEM(dp.NewSeededSource(1), u, fams, cfg)
-			}
-			if err != nil {
-				t.Fatalf("instance %d (%s): run at the planned need refused: %v", i, variant, err)
-			}
-			u, _ = NewUniverse(probe.names, probe.sizes, plan.Total()-1)
-			if _, err := CheckMemory(u, fams, cfg); !errors.Is(err, ErrTooLarge) {
-				t.Fatalf("instance %d: CheckMemory one byte below the need: %v, want ErrTooLarge", i, err)
-			}
+		}
+	}
+}
+
+// TestCheckMemoryParts: the histogram (32 B a cell, 48 more with an
+// explicit linear family in the paper variant) and the merged counts
+// (8 B a cell with MergeCounts) are in the count.
+func TestCheckMemoryParts(t *testing.T) {
+	u, err := NewUniverse([]string{"a", "b"}, []int{10, 20}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin := Linear([]LinearQuery{{Name: "q", Terms: []Term{{Cell: 3, Value: 1}}}})
+	for _, c := range []struct {
+		fams            []Family
+		cfg             Config
+		histogram, merg int64
+	}{
+		{[]Family{Marginal([]int{0})}, Config{Variant: VariantPaper}, 32 * 200, 0},
+		{[]Family{Marginal([]int{0}), lin}, Config{Variant: VariantPaper}, 80 * 200, 0},
+		{[]Family{Marginal([]int{0}), lin}, Config{Variant: VariantMWEM}, 32 * 200, 0},
+		{[]Family{Marginal([]int{0})}, Config{Variant: VariantMWEM, MergeCounts: true}, 32 * 200, 8 * 200},
+	} {
+		m, err := PlanMemory(u, c.fams, c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Histogram != c.histogram || m.Merged != c.merg {
+			t.Errorf("%s: histogram %d, merged %d; want %d, %d", c.cfg.Variant, m.Histogram, m.Merged, c.histogram, c.merg)
+		}
+		if m.Total() != m.Cells+m.Tables+m.Queries+m.Families+m.Offsets+m.Histogram+m.Merged {
+			t.Errorf("total %d is not the sum of %+v", m.Total(), m)
 		}
 	}
 }

@@ -1,0 +1,106 @@
+package pmw
+
+import (
+	"math"
+	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/synth-dp/synth/dp"
+)
+
+// TestPaperMeasurementExact checks the paper variant's measurement
+// (engine.measure) on a workload with a weighted family (real-valued true
+// answers, so the grid is set by the float error bound as well as by Δ̃):
+// every noisy answer is γ times an integer, γ a power of two, and
+// m/γ − round(q(J)/γ) follows Lap_ℤ(K/ε₀) with K = ⌈Δ̃/γ⌉ + 1 — 200 000
+// draws against the exact pmf, values beyond ±L folded into the end bins,
+// chi-square at level 10⁻⁶ (asymptotic; a false failure has probability
+// about 10⁻⁶). The same test rejects a planted bug: the noise at half its
+// scale.
+func TestPaperMeasurementExact(t *testing.T) {
+	u, err := NewUniverse([]string{"a", "b"}, []int{4, 3}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := []Family{Marginal([]int{0}), Weighted([]int{0}, []int{1}, []float64{0.3, -0.7, 1})}
+	hist := []Cell{{Index: 0, Count: 30}, {Index: 4, Count: 17}, {Index: 11, Count: 5}}
+	build := func() *engine {
+		// ε chosen so that the measurement noise is a few grid steps wide
+		// (a chi-square over a handful of bins).
+		cfg := Config{Variant: VariantPaper, Epsilon: 4000, Delta: 1e-6, Sensitivity: 2, Rounds: 1, testExactN: true}
+		e, err := newEngine(dp.NewSource(), u, fams, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.init(hist); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	honest := build()
+	g := honest.measGrid
+	if frac, _ := math.Frexp(g); frac != 0.5 || g > 2.0/1024 {
+		t.Fatalf("grid %v: want a power of two ≤ Δ̃/1024", g)
+	}
+	k := dp.ExpGridSensitivity(2, g)
+	scale := float64(k) / honest.eps0
+	if honest.measNoise.Scale() != scale {
+		t.Fatalf("noise scale %v, want K/ε₀ = %v", honest.measNoise.Scale(), scale)
+	}
+	t.Logf("grid γ = %v, K = %d, ε₀ = %v, scale %v steps", g, k, honest.eps0, scale)
+	const L = 30
+	r := math.Exp(-1 / scale)
+	pmf := make([]float64, 2*L+1)
+	for i := range pmf {
+		if i == 0 || i == 2*L {
+			pmf[i] = math.Pow(r, L) / (1 + r)
+		} else {
+			pmf[i] = (1 - r) / (1 + r) * math.Pow(r, math.Abs(float64(i-L)))
+		}
+	}
+	// The weighted answer of the first query (a = 0) is real: 0.3·30.
+	truth := honest.truth[honest.famOff[1]]
+	if truth != 0.3*30 {
+		t.Fatalf("weighted truth %v, want 9", truth)
+	}
+	center := math.Round(truth / g)
+	run := func(e *engine) []int64 {
+		obs := make([]int64, 2*L+1)
+		for range 200_000 {
+			m := e.measure(truth)
+			steps := m / g
+			if steps != math.Trunc(steps) {
+				t.Fatalf("measurement %v is not on the grid %v", m, g)
+			}
+			x := int64(steps - center)
+			obs[min(max(x, -L), L)+L]++
+		}
+		return obs
+	}
+	crit := distuv.ChiSquared{K: 2 * L}.Quantile(1 - 1e-6)
+	if stat := chiSquareStat(run(honest), pmf); stat > crit {
+		t.Errorf("measurement noise: χ² = %.1f > %.1f", stat, crit)
+	}
+	mutant := build()
+	if mutant.measNoise, err = dp.NewDiscreteLaplace(scale / 2); err != nil {
+		t.Fatal(err)
+	}
+	if stat := chiSquareStat(run(mutant), pmf); stat <= crit {
+		t.Errorf("the test did not reject the measurement calibrated to sensitivity 1: χ² = %.1f ≤ %.1f", stat, crit)
+	}
+}
+
+// chiSquareStat is Pearson's statistic of counts against probabilities.
+func chiSquareStat(obs []int64, p []float64) float64 {
+	var n int64
+	for _, o := range obs {
+		n += o
+	}
+	s := 0.0
+	for i, o := range obs {
+		e := p[i] * float64(n)
+		s += (float64(o) - e) * (float64(o) - e) / e
+	}
+	return s
+}
