@@ -84,7 +84,8 @@ type HierReleaseResult struct {
 	NHat       float64
 	DeltaTilde float64
 
-	runs []*joinasone.Result
+	runs   []*joinasone.Result
+	counts mergedCounts
 }
 
 // HierPlan is a uniformized hierarchical run whose budget is charged and
@@ -327,6 +328,9 @@ func (p *HierPlan) Run(ctx context.Context, src dp.Source, data HierData) (res *
 		if err != nil {
 			return nil, fmt.Errorf("uniformize: sub-instance %v: %w", cfg, err)
 		}
+		if err := res.counts.add(src, r); err != nil {
+			return nil, err
+		}
 		res.runs = append(res.runs, r)
 		res.Partitions = append(res.Partitions, HierSubRun{
 			Config: cfg, NHat: r.PMW.NHat, DeltaTilde: r.DeltaTilde, Rows: r.PMW.Rows,
@@ -339,29 +343,17 @@ func (p *HierPlan) Run(ctx context.Context, src dp.Source, data HierData) (res *
 	return res, nil
 }
 
-// Counts emits the union of the sub-instances' synthetic rows: for every
-// cell of the universe the sum of their integer counts (post-processing),
-// in increasing cell order, cells with a zero sum left out.
+// Counts emits the union of the sub-instances' synthetic rows: for every cell of
+// the universe the sum of their integer counts, in increasing cell order,
+// cells with a zero sum left out. Each run's counts were drawn by Run as
+// soon as the run finished (pmw.Result.Counts with the run's randomness,
+// post-processing; see mergedCounts), so src is not used: Counts is
+// deterministic and may be called more than once.
 func (r *HierReleaseResult) Counts(src dp.Source, emit func(cell, count int64) error) error {
-	sum := map[int64]int64{}
-	for _, run := range r.runs {
-		if err := run.PMW.Counts(src, func(cell, count int64) error {
-			sum[cell] += count
-			return nil
-		}); err != nil {
-			return err
-		}
-	}
-	for _, cell := range slices.Sorted(maps.Keys(sum)) {
-		if n := sum[cell]; n > 0 {
-			if err := emit(cell, n); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return r.counts.emit(emit)
 }
 
 // Runs returns the join-as-one result of every sub-instance that ran, in
-// the order of Partitions.
+// the order of Partitions. Their PMW weights are dropped once counted
+// (pmw.Result.Weights is nil).
 func (r *HierReleaseResult) Runs() []*joinasone.Result { return slices.Clone(r.runs) }

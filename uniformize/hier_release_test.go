@@ -66,6 +66,20 @@ func TestHierRunsDependOnDPOutputsOnly(t *testing.T) {
 		if len(resD.Partitions) != len(partD.Subs) {
 			t.Fatalf("%d sub-instances, %d runs", len(partD.Subs), len(resD.Partitions))
 		}
+		// Memory: each run's dense weights are dropped once counted, and
+		// the merged counts add up to the rows.
+		var total int64
+		if err := resD.Counts(nil, func(_, n int64) error { total += n; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if total != resD.Rows {
+			t.Fatalf("instance %d: %d rows emitted, Rows = %d", it, total, resD.Rows)
+		}
+		for _, r := range resD.Runs() {
+			if r.PMW.Weights != nil {
+				t.Fatalf("instance %d: sub-instance weights kept after the run", it)
+			}
+		}
 		x := partD.tree.BottomUp()[0]
 		for k, s := range partD.Subs {
 			if got := resD.Partitions[k].Config[partD.tree.Node(x).Attrs[0]]; got != s.Config[x] {

@@ -100,7 +100,8 @@ type TwoTableResult struct {
 	NHat       float64
 	DeltaTilde float64
 
-	runs []*joinasone.Result
+	runs   []*joinasone.Result
+	counts mergedCounts
 }
 
 // TwoTablePlan is a uniformized two-table run whose budget is charged and which
@@ -354,6 +355,9 @@ func (p *TwoTablePlan) Run(ctx context.Context, src dp.Source, data TwoTableData
 		if err != nil {
 			return nil, fmt.Errorf("uniformize: bucket %d: %w", i, err)
 		}
+		if err := res.counts.add(src, r); err != nil {
+			return nil, err
+		}
 		res.runs = append(res.runs, r)
 		res.Partitions = append(res.Partitions, BucketRun{
 			Bucket: i, MaxNoisyDegree: p.thr[i], NHat: r.PMW.NHat, DeltaTilde: r.DeltaTilde, Rows: r.PMW.Rows,
@@ -367,31 +371,18 @@ func (p *TwoTablePlan) Run(ctx context.Context, src dp.Source, data TwoTableData
 }
 
 // Counts emits the union of the buckets' synthetic rows: for every cell of
-// the universe the sum of the buckets' integer counts (each bucket's
-// pmw.TwoTableResult.Counts, post-processing), in increasing cell order, cells with
-// a zero sum left out.
+// the universe the sum of their integer counts, in increasing cell order,
+// cells with a zero sum left out. Each run's counts were drawn by Run as
+// soon as the run finished (pmw.Result.Counts with the run's randomness,
+// post-processing; see mergedCounts), so src is not used: Counts is
+// deterministic and may be called more than once.
 func (r *TwoTableResult) Counts(src dp.Source, emit func(cell, count int64) error) error {
-	sum := map[int64]int64{}
-	for _, run := range r.runs {
-		if err := run.PMW.Counts(src, func(cell, count int64) error {
-			sum[cell] += count
-			return nil
-		}); err != nil {
-			return err
-		}
-	}
-	for _, cell := range slices.Sorted(maps.Keys(sum)) {
-		if n := sum[cell]; n > 0 {
-			if err := emit(cell, n); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return r.counts.emit(emit)
 }
 
 // Runs returns the join-as-one result of every bucket that ran, in the
-// order of Partitions.
+// order of Partitions. Their PMW weights are dropped once counted
+// (pmw.Result.Weights is nil).
 func (r *TwoTableResult) Runs() []*joinasone.Result { return slices.Clone(r.runs) }
 
 // runPublicBound is the publicBound experiment on bucket i: PMW with

@@ -275,6 +275,14 @@ func TestTwoTablePartitionBruteForce(t *testing.T) {
 		if total != res.Rows {
 			t.Fatalf("instance %d: %d rows emitted, Rows = %d", it, total, res.Rows)
 		}
+		// Memory: the buckets' dense weights are not kept once counted (the
+		// release's cap counts one run and the merged counts, not every
+		// bucket's weights; the old code kept them all).
+		for _, r := range res.Runs() {
+			if r.PMW.Weights != nil {
+				t.Fatalf("instance %d: bucket weights kept after the run (%d cells)", it, len(r.PMW.Weights))
+			}
+		}
 		if r := ledger.Remaining(); r.Epsilon > 1e-12 || r.Delta > 1e-15 {
 			t.Fatalf("instance %d: budget left %v", it, r)
 		}
