@@ -54,7 +54,7 @@ func TestMemoryCapBeforeData(t *testing.T) {
 	if tl.Bytes <= memCap || tl.Cap != memCap {
 		t.Errorf("need %d, cap %d: want a need above the cap %d", tl.Bytes, tl.Cap, memCap)
 	}
-	for _, w := range []string{"need 32480128 B", "memory cap of 16777216 B", "range pairs 32016000 B"} {
+	for _, w := range []string{"need 32608128 B", "memory cap of 16777216 B", "range pairs 32016000 B", "histogram 128000 B"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not mention %q", err, w)
 		}
@@ -103,5 +103,70 @@ func TestMemoryCapMatchesRun(t *testing.T) {
 		if !c.ok && !errors.Is(err, pmw.ErrTooLarge) {
 			t.Errorf("cap = planned need − 1: %v, want ErrTooLarge", err)
 		}
+	}
+}
+
+// capSpecTwo is a two-table spec (uniformized by default) over the
+// universe x: 2000 bins × g: 2; its sources do not exist.
+const capSpecTwo = `
+privacy: {epsilon: 1.0, delta: 1e-6}
+tables:
+  - name: p
+    source: missing-p.csv
+    primary_key: id
+    columns:
+      id: {type: key}
+      g: {type: categorical, values: [a, b]}
+  - name: c
+    source: missing-c.csv
+    primary_key: [pid, n]
+    columns:
+      pid: {type: key}
+      n: {type: key}
+      x: {type: integer, min: 0, max: 1999}
+join:
+  - c.pid = p.id
+release:
+  method: uniformized
+  columns: [g, x]
+workload:
+  marginals: [[g], [x]]
+`
+
+// TestMemoryCapCountsMergedCounts: a uniformized release adds its
+// sub-instances' counts into one dense array (8 B a cell) beside the PMW
+// run; the cap counts it before any data is read. Under a cap one array
+// short of the need the release is refused with the part named; at the
+// need it gets past the check and fails on the missing source. Before the
+// count had the part, the first run got past the check.
+func TestMemoryCapCountsMergedCounts(t *testing.T) {
+	dir := t.TempDir()
+	s, err := spec.Parse([]byte(capSpecTwo), filepath.Join(dir, "synth.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := pmw.NewUniverse(ColumnNames(s), s.ReleaseSizes(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams, err := Families(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := pmw.PlanMemory(u, fams, pmw.Config{Variant: pmw.Variant(s.PMW.Variant), MergeCounts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem.Merged != 8*4000 || mem.Histogram < 32*4000 {
+		t.Fatalf("plan %+v: want merged counts 32000 B and a histogram of at least 128000 B", mem)
+	}
+	out := filepath.Join(dir, "out")
+	_, err = Run(context.Background(), Options{Spec: s, OutDir: out, Engine: "duckdb", Source: dp.NewSeededSource(1), MemoryCap: mem.Total() - mem.Merged})
+	if !errors.Is(err, pmw.ErrTooLarge) || !strings.Contains(err.Error(), "merged counts 32000 B") {
+		t.Errorf("Run under the cap without the merged counts = %v, want ErrTooLarge naming them", err)
+	}
+	_, err = Run(context.Background(), Options{Spec: s, OutDir: out, Engine: "duckdb", Source: dp.NewSeededSource(1), MemoryCap: mem.Total()})
+	if err == nil || errors.Is(err, pmw.ErrTooLarge) || !strings.Contains(err.Error(), "missing-") {
+		t.Errorf("Run under the planned cap = %v, want an error about a missing source", err)
 	}
 }

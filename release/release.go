@@ -217,7 +217,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	// queries and bound arrays — is counted from the spec alone and refused
 	// here, before any data is read, rather than after the load and the
 	// statistics (the count is the one pmw.Run checks, see pmw.CheckMemory).
-	mem, err := pmw.CheckMemory(u, fams, pmw.Config{Variant: variant})
+	mem, err := pmw.CheckMemory(u, fams, pmw.Config{Variant: variant, MergeCounts: method == spec.Uniformized})
 	if err != nil {
 		return nil, err
 	}
