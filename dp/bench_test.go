@@ -79,6 +79,19 @@ func BenchmarkExponential(b *testing.B) {
 	}
 }
 
+// BenchmarkExponentialGrid is BenchmarkExponential's selection with the
+// exact sampler (scores within 0 of exact: the grid of the sensitivity).
+func BenchmarkExponentialGrid(b *testing.B) {
+	src := NewSource()
+	scores := make([]float64, 1000)
+	for i := range scores {
+		scores[i] = float64(i % 37)
+	}
+	for b.Loop() {
+		sinkN = ExponentialGrid(src, scores, 1, 1, 0)
+	}
+}
+
 // BenchmarkSVT runs above-threshold over 100 increasing queries that cross
 // the threshold near the 50th.
 func BenchmarkSVT(b *testing.B) {
