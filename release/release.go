@@ -213,8 +213,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	variant := pmw.Variant(s.PMW.Variant)
-	// The memory of PMW's arrays — dense cells, every family's tables,
-	// queries and bound arrays — is counted from the spec alone and refused
+	// The memory of PMW's arrays — dense cells, the histogram, every
+	// family's tables, queries and bound arrays, and a uniformized
+	// release's merged counts — is counted from the spec alone and refused
 	// here, before any data is read, rather than after the load and the
 	// statistics (the count is the one pmw.Run checks, see pmw.CheckMemory).
 	mem, err := pmw.CheckMemory(u, fams, pmw.Config{Variant: variant, MergeCounts: method == spec.Uniformized})
