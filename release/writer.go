@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -23,6 +24,10 @@ const BatchRows = 64 << 10
 // holds a row group's (compressed) pages in memory until the group is
 // flushed, so this bounds the writer's memory together with [BatchRows].
 const rowGroupRows = 1 << 20
+
+// MaxWriterGoroutines caps the row groups a [Writer] encodes at once, and
+// with them its memory (see [Writer]).
+const MaxWriterGoroutines = 4
 
 // binTableMax is the largest number of bins (cells × columns) the writer
 // tabulates, 4 MiB of them, rather than decoding every row's cell by
@@ -47,10 +52,13 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 // them — every bin of every column has its Parquet value precomputed once,
 // a row copies one value per column into per-column buffers of
 // [BatchRows] rows, and a full buffer goes to Parquet column by column —
-// while the next row group is collected. Up to GOMAXPROCS row groups are
-// encoded at once, and they are committed to the file in order, so the
-// file is the same whatever the number of goroutines. Memory is bounded by
-// that many row groups, not by the output.
+// while the next row group is collected. Up to min(GOMAXPROCS,
+// [MaxWriterGoroutines]) row groups are encoded at once, and they are
+// committed to the file in order, so the file is the same whatever the
+// number of goroutines. Memory is bounded by that many row groups plus the
+// one being collected — each 8 MiB of cells, the column buffers and
+// parquet-go's compressed pages until the commit: about 20 MiB a row group
+// for the TPC-H example's five columns — not by the output.
 //
 // The file's columns are the released columns in release order, all
 // required (never null), with these types:
@@ -67,12 +75,12 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 // function of the row's bins (see [MeasureColumn]).
 //
 // Pages are compressed with zstd. Every column chunk carries its min and
-// max, and the file a page index (min and max per page), except the
-// categorical columns: a release's rows come by [Writer.AddRow] in a
-// uniformly random order, so every row group of a shuffled file holds
-// (nearly) the whole domain of a categorical column and its bounds would
-// prune nothing, while computing them by string comparisons was 40% of the
-// writer's CPU. Data page headers carry no statistics. The file-level key-value metadata holds the pairs
+// max, and the file a page index (min and max per page); data page headers
+// carry no statistics. (parquet-go has no option to leave a column out of
+// the page index: skipping a column's bounds writes "" as every page's
+// bounds, which readers that prune pages by the index take for real and
+// then miss every row — so the categorical columns' bounds are computed,
+// string comparisons that take about 40% of the writer's CPU.) The file-level key-value metadata holds the pairs
 // given to [NewWriter], among them [MetadataKey].
 //
 // The rows written depend only on the counts (DP outputs) and the public
@@ -101,6 +109,9 @@ type Writer struct {
 	free      []*rowGroupJob // committed jobs, for reuse
 	workers   int            // row groups encoded at once
 	groupRows int            // rows per row group: rowGroupRows but in tests
+
+	// stop tells the encoders to return early: the writer was aborted.
+	stop atomic.Bool
 
 	unchecked int   // rows added since the context was last checked
 	last      int64 // last cell added by Add, -1 before the first
@@ -189,12 +200,6 @@ func newWriterWith(path string, names []string, cols []*spec.Column, extra []Mea
 		// scans of every page instead of one).
 		parquet.DataPageStatistics(false),
 	}
-	// No bounds for categorical columns (see [Writer]).
-	for j := range dec.NumColumns() {
-		if dec.Type(j) == spec.Categorical {
-			opts = append(opts, parquet.SkipPageBounds(dec.Name(j)))
-		}
-	}
 	keys := make([]string, 0, len(metadata))
 	for k := range metadata {
 		if k == "" {
@@ -225,7 +230,7 @@ func newWriterWith(path string, names []string, cols []*spec.Column, extra []Mea
 		pw:        parquet.NewGenericWriter[any](f, opts...),
 		vals:      columnValues(dec),
 		batch:     batch,
-		workers:   max(1, runtime.GOMAXPROCS(0)),
+		workers:   min(max(1, runtime.GOMAXPROCS(0)), MaxWriterGoroutines),
 		groupRows: rowGroupRows,
 		last:      -1,
 	}
@@ -486,10 +491,14 @@ func (w *Writer) commitOldest() error {
 	return nil
 }
 
+// errStopped is an encoder's error after an abort (never returned to a
+// caller: the writer's own error is).
+var errStopped = errors.New("release: writer aborted")
+
 // encode writes the rows of j to its Parquet row group in batches, column
 // by column, and flushes the row group's last pages. It runs on its own
-// goroutine and reads only j and the writer's immutable fields (decoder,
-// values, measures).
+// goroutine and reads only j, the writer's immutable fields (decoder,
+// values, measures) and its stop flag, which it checks after every batch.
 func (w *Writer) encode(j *rowGroupJob) error {
 	pending := 0
 	flush := func() error {
@@ -520,6 +529,9 @@ func (w *Writer) encode(j *rowGroupJob) error {
 			if pending == w.batch {
 				if err := flush(); err != nil {
 					return err
+				}
+				if w.stop.Load() {
+					return errStopped
 				}
 			}
 		}
@@ -654,6 +666,7 @@ func (w *Writer) Abort() { w.abort() }
 func (w *Writer) abort() {
 	if !w.done {
 		w.done = true
+		w.stop.Store(true)
 		for _, j := range w.inflight {
 			<-j.done
 		}
@@ -721,9 +734,8 @@ const (
 //
 // Each row picks a uniform position among the remaining rows and finds its
 // cell in a Fenwick tree over the counts (O(log K) for K cells), then, but
-// with replacement, removes it. Memory is two int64 per cell with a
-// non-zero count, whatever the number of rows, so 10⁷ rows need no more
-// than the counts themselves. The rows depend only on the counts and rnd:
+// with replacement, removes it. Memory is the counts plus the tree, at
+// most 2K int64 (padded to a power of two), whatever the number of rows. The rows depend only on the counts and rnd:
 // post-processing.
 func Shuffle(rnd interface{ Int64N(int64) int64 }, cells, counts []int64, rows int64, mode Sampling, emit func(cell int64) error) error {
 	k := len(counts)

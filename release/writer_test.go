@@ -771,11 +771,9 @@ func TestWriterRowGroups(t *testing.T) {
 	}
 }
 
-// TestWriterStatistics: every column chunk but the categorical ones carries
-// its min and max (what DuckDB prunes row groups with) and every column a
-// page index, although the data page headers carry none. Categorical
-// columns carry no bounds (see [Writer]: the released rows are shuffled,
-// so a row group's bounds span the domain and prune nothing).
+// TestWriterStatistics: every column chunk carries its min and max (what
+// DuckDB prunes row groups with) and every column a page index, although
+// the data page headers carry none.
 func TestWriterStatistics(t *testing.T) {
 	db := openDuckDB(t)
 	path := writeFixture(t, t.TempDir(), 2)
@@ -797,7 +795,7 @@ func TestWriterStatistics(t *testing.T) {
 	if err := rs.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"region  ", "active false true", "qty 3 8", "price 1.25 8.75", "day 2023-11-15 2024-02-01"}
+	want := []string{"region it's süd", "active false true", "qty 3 8", "price 1.25 8.75", "day 2023-11-15 2024-02-01"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("column chunk statistics %q, want %q", got, want)
 	}
@@ -933,4 +931,109 @@ func TestWriterParallelRowGroups(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWriterPageIndexFindsValues: every value of every column is found by
+// parquet-go's page-index search (parquet.Search over the column index),
+// as a reader that prunes pages by the page index looks for it: no page
+// carries bounds that exclude its own values (skipped bounds would read as
+// "" .. "").
+func TestWriterPageIndexFindsValues(t *testing.T) {
+	names, cols := fixture()
+	path := filepath.Join(t.TempDir(), "x.parquet")
+	w, err := newWriter(path, names, cols, testMetadata(), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rnd := rand.New(rand.NewPCG(7, 8))
+	for range 5000 {
+		if err := w.AddRow(context.Background(), rnd.Int64N(192)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rg := range pf.RowGroups() {
+		rows := rg.Rows()
+		buf := make([]parquet.Row, 5000)
+		n, _ := rows.ReadRows(buf)
+		rows.Close()
+		if n != 5000 {
+			t.Fatalf("%d rows read back", n)
+		}
+		for k, cc := range rg.ColumnChunks() {
+			ci, err := cc.ColumnIndex()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range buf[:n] {
+				if p := parquet.Search(ci, r[k], cc.Type()); p >= ci.NumPages() {
+					t.Fatalf("column %s: the page index says no page holds %v (page 0 bounds %q..%q)", names[k], r[k], ci.MinValue(0), ci.MaxValue(0))
+				}
+			}
+		}
+	}
+}
+
+// TestWriterInflightBound: never more row groups are being encoded than the
+// writer has goroutines (the bound on its memory), and the goroutines are
+// capped at MaxWriterGoroutines.
+func TestWriterInflightBound(t *testing.T) {
+	names, cols := fixture()
+	w, err := newWriter(filepath.Join(t.TempDir(), "x.parquet"), names, cols, testMetadata(), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if w.workers < 1 || w.workers > MaxWriterGoroutines {
+		t.Errorf("%d goroutines, want 1 to %d", w.workers, MaxWriterGoroutines)
+	}
+	w.workers, w.groupRows = 2, 100
+	most := 0
+	for i := range 3000 {
+		if err := w.AddRow(context.Background(), int64(i%192)); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, len(w.inflight))
+	}
+	if most != 2 {
+		t.Errorf("at most %d row groups in flight, want 2", most)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriterEncodeStops: once the writer is aborted, an encoder stops
+// after the batch it is in instead of encoding its whole row group.
+func TestWriterEncodeStops(t *testing.T) {
+	names, cols := fixture()
+	w, err := newWriter(filepath.Join(t.TempDir(), "x.parquet"), names, cols, testMetadata(), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := w.newJob()
+	for i := range 1000 {
+		j.cells = append(j.cells, int64(i%192))
+	}
+	j.rows = len(j.cells)
+	w.stop.Store(true)
+	if err := w.encode(j); !errors.Is(err, errStopped) {
+		t.Errorf("encode after abort = %v, want errStopped", err)
+	}
+	w.Abort()
 }
