@@ -75,7 +75,9 @@ func (e *fileError) Unwrap() []error {
 // Load reads every table of the spec into an engine table named after it,
 // through the engine's own readers: CSV files are read as text and every
 // value is checked here, Parquet columns are cast to text and checked the
-// same way. Only declared columns are kept, plus [RowColumn] and, for every
+// same way (on DuckDB, integer, DATE and BOOLEAN Parquet columns, whose
+// text the type fixes, are checked typed, with the same outcome). Only
+// declared columns are kept, plus [RowColumn] and, for every
 // non-key column, [BinColumn] with its cell index exactly as
 // [spec.Column.Bin] computes it.
 //
@@ -720,6 +722,9 @@ func binExpr(d dialect, c *spec.Column, v string) string {
 	}
 	e := c.Edges()
 	k := len(e) - 1
+	if k == 1 {
+		return "0" // one bin (a CASE needs a WHEN)
+	}
 	if len(c.BinEdges) > 0 || k <= caseBins {
 		// Bin i is [e_i, e_{i+1}), the last one closed: the first i with
 		// x < e_{i+1}, as spec.Column.Bin scans.
@@ -745,27 +750,16 @@ func binExpr(d dialect, c *spec.Column, v string) string {
 	return fmt.Sprintf("(%s + CASE WHEN %s < %d AND %s >= %s THEN 1 ELSE 0 END)", i1, i1, k-1, x, edge(i1+" + 1"))
 }
 
-// Names of the columns of a scanned table (see [Engine.loadScanned]) that
-// its view hides.
-const (
-	dataPrefix   = ReservedPrefix + "data_"   // the tables holding loaded rows
-	badColumn    = ReservedPrefix + "bad"     // a value fails the load
-	keepColumn   = ReservedPrefix + "keep"    // no drop column is outside its domain
-	canonPrefix  = ReservedPrefix + "canon_"  // the key value is a canonical integer or empty
-	valPrefix    = ReservedPrefix + "val_"    // the text of a value, in the scan
-	whyPrefix    = ReservedPrefix + "why_"    // the reason code of a value, in the scan
-	parsedPrefix = ReservedPrefix + "parsed_" // the number or date a value parses to, in the scan
-	sniffRows    = 1000                       // rows read to guess the key types
-)
-
 // loadScanned is Load on an engine that reads the files itself (DuckDB):
 // each source is scanned once by one statement that checks every value,
 // types it and computes its cell, storing the result in a data table of a
-// name used once ([dataPrefix]); a small aggregate over the stored flags
-// then finds the first row failing the load and decides the key types. On
-// success the engine table is a view of its data table that selects the
-// row number, the declared columns and the cells (and leaves out the
-// dropped rows): the views are created in one transaction, and the data
+// name used once ([dataPrefix]), a failing value as NULL (see
+// load_scan.go); a small aggregate over the stored values then finds the
+// first row failing the load and checks the key types. On success the
+// engine table is a view of its data table that selects the row number,
+// the declared columns (a categorical one from its cell) and the cells
+// (and leaves out the dropped rows): the views are created in one
+// transaction, and the data
 // tables they replace are dropped afterwards. On error the new data tables
 // are dropped and the engine is as it was.
 //
@@ -796,7 +790,7 @@ func (e *Engine) loadScanned(ctx context.Context, conn *sql.Conn, s *spec.Spec) 
 			return fmt.Errorf("engine: load: %w", err)
 		}
 		data[i] = fmt.Sprintf("%s%d_%d", dataPrefix, seq, i)
-		view, err := e.scanTable(ctx, conn, &s.Tables[i], data[i])
+		view, err := e.scanTable(ctx, conn, s, i, data[i])
 		if err != nil {
 			return err
 		}
@@ -830,182 +824,6 @@ func (e *Engine) loadScanned(ctx context.Context, conn *sql.Conn, s *spec.Spec) 
 	return nil
 }
 
-// scanTable reads, checks and types t's source into the data table data
-// in one scan, and returns the SELECT of the engine table's view. A value
-// failing the load is reported by [Engine.domainError].
-func (e *Engine) scanTable(ctx context.Context, conn *sql.Conn, t *spec.Table, data string) (string, error) {
-	d := e.d
-	sel, row, header, cols, err := e.sourceSelect(ctx, conn, t)
-	if err != nil {
-		return "", err
-	}
-	var keys []string
-	for _, c := range t.Columns {
-		if c.Type == spec.Key {
-			keys = append(keys, c.Name)
-		}
-	}
-	// Key columns are stored as BIGINT when all their values are canonical
-	// integers (see keyTypes). The scan stores the type the first rows
-	// suggest and the check tells whether it was right; when it was not,
-	// the table is scanned again with the right types.
-	bigint, err := e.sniffKeys(ctx, conn, t, sel, keys)
-	if err != nil {
-		return "", err
-	}
-	for range 2 {
-		if _, err := conn.ExecContext(ctx, d.replaceTable(data, scanSelect(d, t, sel, row, bigint), false)); err != nil {
-			return "", readError(t, header, cols, err)
-		}
-		bad, canon, err := e.scanCheck(ctx, conn, t, data, row, keys)
-		if err != nil {
-			return "", err
-		}
-		if bad.Valid {
-			return "", e.domainError(ctx, conn, t, bad.Int64)
-		}
-		again := false
-		for i, k := range keys {
-			if bigint[k] != canon[i] {
-				bigint[k], again = canon[i], true
-			}
-		}
-		if !again {
-			return viewSelect(d, t, data, row), nil
-		}
-	}
-	return "", fmt.Errorf("engine: load: table %s: the key types changed between two scans of the source", t.Name)
-}
-
-// canonKey is true when the key text v is empty or a canonical integer
-// (see keyTypes).
-func canonKey(d dialect, v string) string {
-	return "(" + v + " IS NULL OR " + v + " = '' OR " + d.matches(v, canonIntRE) + ")"
-}
-
-// sniffKeys guesses from the first rows of the source which key columns
-// hold canonical integers only. A source the engine cannot read is
-// reported by the scan, not here.
-func (e *Engine) sniffKeys(ctx context.Context, q querier, t *spec.Table, sel string, keys []string) (map[string]bool, error) {
-	d := e.d
-	out := map[string]bool{}
-	if len(keys) == 0 {
-		return out, nil
-	}
-	agg := make([]string, len(keys))
-	for i, k := range keys {
-		agg[i] = "COALESCE(bool_and(" + canonKey(d, d.ident(k)) + "), TRUE)"
-	}
-	ok := make([]bool, len(keys))
-	dst := make([]any, len(keys))
-	for i := range ok {
-		dst[i] = &ok[i]
-	}
-	err := q.QueryRowContext(ctx, fmt.Sprintf("SELECT %s FROM (SELECT * FROM (%s) AS s LIMIT %d) AS s",
-		strings.Join(agg, ", "), sel, sniffRows)).Scan(dst...)
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("engine: load: %w", err)
-	}
-	for i, k := range keys {
-		out[k] = err != nil || ok[i]
-	}
-	return out, nil
-}
-
-// scanSelect is the one scan of a source: the SELECT storing the row
-// number (when the source gives it), every declared column typed — keys
-// as BIGINT or text as bigint says, a non-key value outside its domain as
-// NULL —, the cell of every non-key column, and the flags
-// [Engine.scanCheck] reads: [badColumn] (a value of an error column is
-// outside its domain, or a value of a clamp column does not parse),
-// [keepColumn] (no value of a drop column is outside its domain; only when
-// t has drop columns) and, per key, whether its value is a canonical
-// integer. The checks are [reason]'s, as in [Engine.checkDomains].
-func scanSelect(d dialect, t *spec.Table, sel, row string, bigint map[string]bool) string {
-	// Level 0 parses numbers and dates, level 1 computes the reason codes
-	// and key flags, level 2 the typed values and the row flags, level 3
-	// the cells.
-	var l0, l1, l2, l3, bad, keep []string
-	if row == d.ident(rowColumn) {
-		l1 = append(l1, row)
-		l2 = append(l2, row)
-	}
-	for i := range t.Columns {
-		c := &t.Columns[i]
-		v := d.ident(c.Name)
-		val := d.ident(fmt.Sprintf("%s%d", valPrefix, i))
-		why := d.ident(fmt.Sprintf("%s%d", whyPrefix, i))
-		canon := d.ident(fmt.Sprintf("%s%d", canonPrefix, i))
-		if c.Type == spec.Key {
-			l1 = append(l1, v+" AS "+val, canonKey(d, v)+" AS "+canon)
-			x := "NULLIF(" + val + ", '')"
-			if bigint[c.Name] {
-				x = "CASE WHEN " + canon + " THEN " + d.toBigint(x) + " END"
-			}
-			l2 = append(l2, x+" AS "+v, canon)
-			l3 = append(l3, v, canon)
-			continue
-		}
-		p := policy(c)
-		// The number or date is parsed once, for the check and the value.
-		x := v
-		if px := parsed(d, c, v); px != v {
-			x = d.ident(fmt.Sprintf("%s%d", parsedPrefix, i))
-			l0 = append(l0, px+" AS "+x)
-			l1 = append(l1, x)
-		}
-		l1 = append(l1, v+" AS "+val, reasonOf(d, c, v, x, p != spec.OutOfDomainClamp)+" AS "+why)
-		l2 = append(l2, "CASE WHEN "+why+" IS NULL THEN "+typedOf(d, c, val, x)+" END AS "+v)
-		l3 = append(l3, v, binExpr(d, c, v)+" AS "+d.ident(BinColumn(c.Name)))
-		if p == spec.OutOfDomainDrop {
-			keep = append(keep, why+" IS NULL")
-		} else {
-			bad = append(bad, why+" IS NOT NULL")
-		}
-	}
-	if len(bad) == 0 {
-		bad = []string{"FALSE"}
-	}
-	l2 = append(l2, "("+strings.Join(bad, " OR ")+") AS "+d.ident(badColumn))
-	l3 = append(l3, d.ident(badColumn))
-	if len(keep) > 0 {
-		l2 = append(l2, "("+strings.Join(keep, " AND ")+") AS "+d.ident(keepColumn))
-		l3 = append(l3, d.ident(keepColumn))
-	}
-	if row == d.ident(rowColumn) {
-		l3 = append([]string{row}, l3...)
-	}
-	from := "(" + sel + ") AS s"
-	if len(l0) > 0 {
-		from = "(SELECT *, " + strings.Join(l0, ", ") + " FROM " + from + ") AS s0"
-	}
-	return "SELECT " + strings.Join(l3, ", ") + " FROM (SELECT " + strings.Join(l2, ", ") +
-		" FROM (SELECT " + strings.Join(l1, ", ") + " FROM " + from + ") AS s1) AS s2"
-}
-
-// scanCheck reads the flags of a data table: the first data row holding a
-// value that fails the load (NULL when there is none) and, per key,
-// whether all its values are canonical integers.
-func (e *Engine) scanCheck(ctx context.Context, q querier, t *spec.Table, data, row string, keys []string) (sql.NullInt64, []bool, error) {
-	d := e.d
-	sel := []string{"min(" + row + ") FILTER (WHERE " + d.ident(badColumn) + ")"}
-	for i, c := range t.Columns {
-		if c.Type == spec.Key {
-			sel = append(sel, "COALESCE(bool_and("+d.ident(fmt.Sprintf("%s%d", canonPrefix, i))+"), TRUE)")
-		}
-	}
-	var bad sql.NullInt64
-	canon := make([]bool, len(keys))
-	dst := []any{&bad}
-	for i := range canon {
-		dst = append(dst, &canon[i])
-	}
-	if err := q.QueryRowContext(ctx, "SELECT "+strings.Join(sel, ", ")+" FROM "+d.ident(data)).Scan(dst...); err != nil {
-		return bad, nil, &fileError{table: t.Name, file: t.Source, msg: "checking the declared domains", err: err}
-	}
-	return bad, canon, nil
-}
-
 // domainError reports the value failing the load that the scan found in
 // the given data row. It is the error path and may be slow: the source is
 // read again into a staging table of text, whose first failing value
@@ -1025,25 +843,4 @@ func (e *Engine) domainError(ctx context.Context, conn *sql.Conn, t *spec.Table,
 		return err
 	}
 	return fmt.Errorf("engine: table %s: row %d failed a domain check that names no column", t.Name, row)
-}
-
-// viewSelect is the SELECT of the engine table over its data table: the
-// row number, the declared columns and their cells, without the rows a
-// drop column removes.
-func viewSelect(d dialect, t *spec.Table, data, row string) string {
-	sel := []string{row + " AS " + d.ident(rowColumn)}
-	drop := false
-	for i := range t.Columns {
-		c := &t.Columns[i]
-		sel = append(sel, d.ident(c.Name))
-		if c.Type != spec.Key {
-			sel = append(sel, d.ident(BinColumn(c.Name)))
-			drop = drop || policy(c) == spec.OutOfDomainDrop
-		}
-	}
-	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + d.ident(data)
-	if drop {
-		q += " WHERE " + d.ident(keepColumn)
-	}
-	return q
 }

@@ -524,3 +524,27 @@ func TestLoadKeyTypesOneScan(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadOneBin loads integer and numeric columns declared with a single
+// bin (bins: 1, or two bin edges): every value falls into cell 0. The bin
+// expression used to be a CASE without a WHEN, which does not parse.
+func TestLoadOneBin(t *testing.T) { forEachOpener(t, testLoadOneBin) }
+
+func testLoadOneBin(t *testing.T, openTest func(testing.TB) *Engine) {
+	ctx := context.Background()
+	src := writeCSV(t, t.TempDir(), "one.csv", []string{"k", "n", "x"}, [][]string{{"1", "3", "0.5"}, {"2", "9", "10"}})
+	s := &spec.Spec{Tables: []spec.Table{{Name: "one", Source: src, Columns: []spec.Column{
+		{Name: "k", Type: spec.Key},
+		{Name: "n", Type: spec.Integer, Min: 1, Max: 9, Bins: 1},
+		{Name: "x", Type: spec.Numeric, Min: 0, Max: 10, BinEdges: []float64{0, 10}},
+	}}}}
+	e := openTest(t)
+	if err := e.Load(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range []string{"n", "x"} {
+		if got, want := singleHistogram(t, e, s, col), []Cell{{0, 2}}; !slices.Equal(got, want) {
+			t.Errorf("%s: histogram %v, want %v", col, got, want)
+		}
+	}
+}
