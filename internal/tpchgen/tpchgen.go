@@ -33,9 +33,10 @@ type Config struct {
 	Dir string
 	// Format is the files' format: "csv" (the default when empty) or
 	// "parquet". Parquet files are the CSV files converted by embedded
-	// DuckDB (COPY … TO … (FORMAT parquet), columns typed by DuckDB's CSV
-	// sniffer: BIGINT keys and integers, DOUBLE prices, DATE dates, VARCHAR
-	// text; zstd, row order kept).
+	// DuckDB (COPY … TO … (FORMAT parquet), one thread so that the bytes do
+	// not depend on the machine, columns typed by DuckDB's CSV sniffer
+	// among BIGINT, DOUBLE, DATE and VARCHAR: BIGINT keys and integers,
+	// DOUBLE prices, DATE dates, VARCHAR text; zstd, row order kept).
 	Format string
 	// Skew, when > 1, draws o_custkey from a Zipf law with exponent Skew
 	// over the customers that may order (rank 1 the smallest key); 0 (the
@@ -242,6 +243,12 @@ func toParquet(ctx context.Context, dir string, final map[string]string, tmp map
 		return fmt.Errorf("tpchgen: %w", err)
 	}
 	defer db.Close()
+	// One thread: DuckDB cuts row groups per thread, so the bytes would
+	// depend on the machine's cores; one connection keeps the setting.
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, "SET threads = 1"); err != nil {
+		return fmt.Errorf("tpchgen: %w", err)
+	}
 	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 	for _, t := range Tables {
 		pq, err := os.CreateTemp(dir, "."+t+"-*.parquet.tmp")
@@ -250,8 +257,12 @@ func toParquet(ctx context.Context, dir string, final map[string]string, tmp map
 		}
 		pq.Close()
 		tmp[t+".parquet"] = pq
-		q := "COPY (SELECT * FROM read_csv(" + quote(final[t]) + ", header = true)) TO " + quote(pq.Name()) +
-			" (FORMAT parquet, COMPRESSION zstd)"
+		// Written in place (USE_TMP_FILE false: DuckDB's own temporary
+		// file would be left behind by a cancelled COPY), and typed
+		// without BOOLEAN (a text column whose sample is all F or T would
+		// become one).
+		q := "COPY (SELECT * FROM read_csv(" + quote(final[t]) + ", header = true, auto_type_candidates = ['BIGINT', 'DOUBLE', 'DATE', 'VARCHAR'])) TO " +
+			quote(pq.Name()) + " (FORMAT parquet, COMPRESSION zstd, USE_TMP_FILE false)"
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("tpchgen: %s to Parquet: %w", t, err)
 		}

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/spec"
@@ -357,4 +359,46 @@ func sameValue(got, want string) bool {
 	g, err1 := strconv.ParseFloat(got, 64)
 	w, err2 := strconv.ParseFloat(want, 64)
 	return err1 == nil && err2 == nil && g == w
+}
+
+// TestParquetCancelLeavesNothing: cancelling Generate while DuckDB writes a
+// Parquet file leaves no file in the folder (DuckDB's own temporary file
+// used to stay).
+func TestParquetCancelLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates SF 0.2")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer cancel()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			es, _ := os.ReadDir(dir)
+			for _, e := range es {
+				info, err := e.Info()
+				if strings.Contains(e.Name(), "lineitem") && strings.Contains(e.Name(), "parquet") && err == nil && info.Size() > 0 {
+					return // the lineitem conversion is under way
+				}
+			}
+		}
+	}()
+	_, err := Generate(ctx, Config{ScaleFactor: 0.2, Seed: 1, Dir: dir, Format: FormatParquet})
+	close(done)
+	if err == nil {
+		t.Skip("the conversion ended before the cancellation: nothing to check")
+	}
+	if !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), "nterrupt") {
+		t.Errorf("Generate = %v, want a cancellation", err)
+	}
+	es, _ := os.ReadDir(dir)
+	for _, e := range es {
+		t.Errorf("left behind: %s", e.Name())
+	}
 }
