@@ -41,7 +41,7 @@ func TestLoadScanMatchesStaged(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	e := openTest(t)
+	e := openMemoryTest(t)
 	duck := duckTest(t)
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(16, 5))
@@ -311,12 +311,12 @@ func pickFrom[T any](rng *rand.Rand, vs ...T) T { return vs[rng.IntN(len(vs))] }
 // TestLoadScanOddValues loads, for every odd spelling of an integer, a
 // date and a key, a table holding it after a valid row (a key after the
 // rows its type is guessed from), under the error
-// and the clamp policy, from CSV and from Parquet (as text and typed where
-// the spelling casts), with [Engine.Load] and with the staged load, and
+// and the clamp policy, from CSV and from Parquet (typed where the spelling
+// casts, NULL where not), with [Engine.Load] and with the staged load, and
 // requires the same error or the same table.
 func TestLoadScanOddValues(t *testing.T) {
 	ctx := context.Background()
-	e := openTest(t)
+	e := openMemoryTest(t)
 	duck := duckTest(t)
 	dir := t.TempDir()
 	ints := []string{"+5", "05", "5.0", "5e0", " 5", "5 ", "-0", "0", "1e2", "0x5", "1_0", "1.5", "nan", "inf", "-inf", ".5", "5.",
@@ -332,10 +332,10 @@ func TestLoadScanOddValues(t *testing.T) {
 		values []string
 		types  []string // Parquet types of the column
 	}{
-		{spec.Column{Type: spec.Integer, Min: -5, Max: 60, Bins: 5}, ints, []string{"VARCHAR", "BIGINT", "DOUBLE"}},
-		{spec.Column{Type: spec.Numeric, Min: -5, Max: 60, Bins: 5}, ints, []string{"VARCHAR", "INTEGER"}},
-		{spec.Column{Type: spec.Date, DateMin: day("2020-01-01"), DateMax: day("2021-06-30"), Granularity: spec.Month}, dates, []string{"VARCHAR", "DATE"}},
-		{spec.Column{Type: spec.Key}, keys, []string{"VARCHAR", "BIGINT", "UBIGINT", "HUGEINT"}},
+		{spec.Column{Type: spec.Integer, Min: -5, Max: 60, Bins: 5}, ints, []string{"BIGINT", "DOUBLE"}},
+		{spec.Column{Type: spec.Numeric, Min: -5, Max: 60, Bins: 5}, ints, []string{"INTEGER"}},
+		{spec.Column{Type: spec.Date, DateMin: day("2020-01-01"), DateMax: day("2021-06-30"), Granularity: spec.Month}, dates, []string{"DATE"}},
+		{spec.Column{Type: spec.Key}, keys, []string{"BIGINT", "HUGEINT"}},
 	} {
 		policies := []spec.OutOfDomain{spec.OutOfDomainError, spec.OutOfDomainClamp}
 		if tc.col.Type == spec.Key {
@@ -343,7 +343,11 @@ func TestLoadScanOddValues(t *testing.T) {
 		}
 		for _, p := range policies {
 			for _, v := range tc.values {
-				for _, ty := range append([]string{"csv"}, tc.types...) {
+				types := append([]string{"csv"}, tc.types...)
+				if testing.Short() {
+					types = types[:1]
+				}
+				for _, ty := range types {
 					n++
 					c := tc.col
 					c.Name, c.OutOfDomain = "v", p
@@ -387,4 +391,17 @@ func TestLoadScanOddValues(t *testing.T) {
 			}
 		}
 	}
+}
+
+// openMemoryTest is an in-memory DuckDB engine closed at the end of the
+// test: the one-scan load is the same as on the default engine, faster
+// for many small tables.
+func openMemoryTest(t testing.TB) *Engine {
+	t.Helper()
+	e, err := Open(context.Background(), "duckdb::memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }
