@@ -44,6 +44,11 @@ import (
 //     YYYY-MM-DD date for years 1..9999 or true/false, which parses back
 //     to the same value, so only NULL (empty), the key's 18 digits and the
 //     date's years need testing.
+//
+// Rows are numbered by the data table's row id plus one, for Parquet as for
+// CSV: the scan is stored in file order (preserve_insertion_order), and
+// reading the file's row numbers would cost a column
+// (TestLoadParquetRowOrder loads a file of many row groups).
 
 // keySentinel is stored for a key value that is not a canonical integer
 // in a key column the scan stores as BIGINT: it is outside the canonical
@@ -128,6 +133,15 @@ func (e *Engine) scanSource(ctx context.Context, q querier, t *spec.Table) (sel,
 		}
 	}
 	sel, row = e.d.source(t, header, cols, kinds)
+	if header == nil && row == e.d.ident(rowColumn) {
+		// The data table is stored in file order, as for CSV: its row id
+		// numbers the rows without reading the file's row numbers.
+		q := make([]string, len(cols))
+		for i, c := range cols {
+			q[i] = e.d.ident(c)
+		}
+		sel, row = "SELECT "+strings.Join(q, ", ")+" FROM ("+sel+") AS p", "(rowid + 1)"
+	}
 	return sel, row, header, cols, native, nil
 }
 

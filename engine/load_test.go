@@ -548,3 +548,34 @@ func testLoadOneBin(t *testing.T, openTest func(testing.TB) *Engine) {
 		}
 	}
 }
+
+// TestLoadParquetRowOrder loads a Parquet file of many row groups, which
+// DuckDB reads in parallel: the row numbers are still the file's (the data
+// table is stored in file order, and its row ids number the rows).
+func TestLoadParquetRowOrder(t *testing.T) {
+	ctx := context.Background()
+	pq := filepath.Join(t.TempDir(), "groups.parquet")
+	const n = 200_000
+	if _, err := duckTest(t).Exec(fmt.Sprintf(`COPY (SELECT i AS k, i %% 7 AS v FROM range(1, %d) t(i)) TO '%s' (FORMAT parquet, ROW_GROUP_SIZE 2048)`, n+1, pq)); err != nil {
+		t.Fatal(err)
+	}
+	for _, dsn := range []string{"", "duckdb::memory:"} {
+		e, err := Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		s := &spec.Spec{Tables: []spec.Table{{Name: "g", Source: pq, Columns: []spec.Column{
+			{Name: "k", Type: spec.Key}, {Name: "v", Type: spec.Integer, Min: 0, Max: 6}}}}}
+		if err := e.Load(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		var rows, wrong int64
+		if err := e.db.QueryRow(`SELECT count(*), count(*) FILTER (WHERE _synth_row <> k OR v <> k % 7) FROM g`).Scan(&rows, &wrong); err != nil {
+			t.Fatal(err)
+		}
+		if rows != n || wrong != 0 {
+			t.Errorf("engine %q: %d rows, %d out of file order", dsn, rows, wrong)
+		}
+	}
+}
