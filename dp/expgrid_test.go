@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -49,7 +50,9 @@ var expGridCases = []expGridCase{
 
 // TestExponentialGridFrequencies: 200 000 draws per case against the exact
 // pmf, chi-square at level falseFailure (1e-6). NaN and −Inf never come
-// out.
+// out, and no index of probability below 10⁻¹³ is drawn — the check of
+// the large-exponent path (case 5, where the best index is certain): a
+// mutant accepting every candidate whose exponent is ≥ 1000 fails it.
 func TestExponentialGridFrequencies(t *testing.T) {
 	src := NewSource()
 	const n = 200_000
@@ -64,8 +67,17 @@ func TestExponentialGridFrequencies(t *testing.T) {
 			}
 		}
 		pmf := expGridPMF(c.scores, c.eps, c.sens, c.errBound)
-		if pmf[len(pmf)-1] > 1-1e-9 || pmf[0] > 1-1e-9 {
-			continue // degenerate: checked by the count below
+		// Some index of probability below 10⁻¹³ is drawn with
+		// probability at most n·7·10⁻¹³ = 1.4·10⁻⁷ (union bound); this is
+		// the whole check of the degenerate case (one index certain),
+		// where the chi-square has a single category.
+		for i, p := range pmf {
+			if p < 1e-13 && obs[i] > 0 {
+				t.Errorf("%v at ε = %v: index %d (probability %.3g) drawn %d times", c.scores, c.eps, i, p, obs[i])
+			}
+		}
+		if slices.Max(pmf) > 1-1e-9 {
+			continue // degenerate: checked by the loop above
 		}
 		chiSquareTest(t, fmt.Sprintf("ExponentialGrid %v", c.scores), obs, pmf, falseFailure)
 	}

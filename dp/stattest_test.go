@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"gonum.org/v1/gonum/stat/distuv"
+	"github.com/synth-dp/synth/internal/stattest"
 )
 
 // falseFailure is the probability with which each statistical test in this
@@ -57,40 +57,16 @@ func ksDiscrete(xs []int64, cdf func(int64) float64) float64 {
 	return d
 }
 
-// chiSquareTest compares observed counts with expected probabilities after
-// merging categories until every expected count is ≥ 5, and fails the test
-// if the statistic exceeds the 1 − alpha quantile of χ² with (bins − 1)
-// degrees of freedom (asymptotic level alpha).
+// chiSquareTest fails the test when [stattest.ChiSquare] rejects the
+// observed counts against the probabilities at level alpha.
 func chiSquareTest(t *testing.T, name string, observed []int64, probs []float64, alpha float64) {
 	t.Helper()
-	var n int64
-	for _, o := range observed {
-		n += o
+	r, err := stattest.ChiSquare(observed, probs, alpha)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
 	}
-	var obs, exp []float64
-	var co, ce float64
-	for i := range observed {
-		co += float64(observed[i])
-		ce += probs[i] * float64(n)
-		if ce >= 5 {
-			obs, exp = append(obs, co), append(exp, ce)
-			co, ce = 0, 0
-		}
-	}
-	if len(exp) > 0 {
-		obs[len(obs)-1] += co
-		exp[len(exp)-1] += ce
-	}
-	if len(exp) < 2 {
-		t.Fatalf("%s: fewer than two bins", name)
-	}
-	stat := 0.0
-	for i := range obs {
-		stat += (obs[i] - exp[i]) * (obs[i] - exp[i]) / exp[i]
-	}
-	crit := distuv.ChiSquared{K: float64(len(obs) - 1)}.Quantile(1 - alpha)
-	if stat > crit {
-		t.Errorf("%s: χ² = %.2f > %.2f (df %d, level %g)", name, stat, crit, len(obs)-1, alpha)
+	if r.Reject() {
+		t.Errorf("%s: rejected at level %g: %v", name, alpha, r)
 	}
 }
 

@@ -8,9 +8,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/stattest"
 )
 
 // randomEntries draws n units with contributions to d coordinates, heavy
@@ -251,33 +250,13 @@ func TestSVTDistribution(t *testing.T) {
 		return obs
 	}
 	obs := run(honest)
-	if stat, crit := chiSquare(obs, want), chiSquareCrit(len(want)-1, 1e-6); stat > crit {
-		t.Errorf("SVT output counts %v, exact pmf %v: χ² = %.1f > %.1f", obs, want, stat, crit)
+	if r, err := stattest.ChiSquare(obs, want, 1e-6); err != nil || r.Reject() {
+		t.Errorf("SVT output counts %v, exact pmf %v: %v (err %v)", obs, want, r, err)
 	}
 	bad := run(halved)
-	if stat, crit := chiSquare(bad, want), chiSquareCrit(len(want)-1, 1e-6); stat <= crit {
-		t.Errorf("the test did not reject the SVT with K halved: counts %v, χ² = %.1f ≤ %.1f", bad, stat, crit)
+	if r, err := stattest.ChiSquare(bad, want, 1e-6); err != nil || !r.Reject() {
+		t.Errorf("the test did not reject the SVT with K halved: counts %v, %v (err %v)", bad, r, err)
 	}
-}
-
-// chiSquare is Pearson's statistic of counts against probabilities.
-func chiSquare(obs []int64, p []float64) float64 {
-	var n int64
-	for _, o := range obs {
-		n += o
-	}
-	s := 0.0
-	for i, o := range obs {
-		e := p[i] * float64(n)
-		s += (float64(o) - e) * (float64(o) - e) / e
-	}
-	return s
-}
-
-// chiSquareCrit is the 1 − alpha quantile of χ² with df degrees of
-// freedom.
-func chiSquareCrit(df int, alpha float64) float64 {
-	return distuv.ChiSquared{K: float64(df)}.Quantile(1 - alpha)
 }
 
 // TestJumpStartSkips shows the jump start at work: 200 units with
