@@ -106,6 +106,18 @@ func TestMemoryLimit(t *testing.T) {
 			if tc.want == "" && (got == "488.2 MiB" || got == "") {
 				t.Errorf("memory_limit %q, want DuckDB's default", got)
 			}
+			// Freed memory goes back to the system (allocatorOptions).
+			for name, want := range map[string]string{
+				"allocator_background_threads":                "true",
+				"allocator_bulk_deallocation_flush_threshold": "30.5 MiB",
+			} {
+				if err := e.db.QueryRow("SELECT current_setting('" + name + "')::VARCHAR").Scan(&got); err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Errorf("%s %q, want %q", name, got, want)
+				}
+			}
 		})
 	}
 }
