@@ -33,15 +33,15 @@ func demoSpec(t *testing.T, k int) *spec.Spec {
 	return s
 }
 
-// parquetRows reads every row of a Parquet file as a string, in file
-// order, and its synth.privacy metadata.
-func parquetRows(t *testing.T, path string) (rows []string, meta string) {
+// openParquet opens a Parquet file for the test; it is closed when the
+// test ends.
+func openParquet(t testing.TB, path string) *parquet.File {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	st, err := f.Stat()
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +50,14 @@ func parquetRows(t *testing.T, path string) (rows []string, meta string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pf
+}
+
+// parquetRows reads every row of a Parquet file as a string, in file
+// order, and its synth.privacy metadata.
+func parquetRows(t *testing.T, path string) (rows []string, meta string) {
+	t.Helper()
+	pf := openParquet(t, path)
 	meta, _ = pf.Lookup(MetadataKey)
 	r := parquet.NewReader(pf)
 	defer r.Close()

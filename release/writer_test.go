@@ -213,19 +213,7 @@ func TestWriterTypesAndSchemaGolden(t *testing.T) {
 		t.Errorf("DuckDB DESCRIBE:\n%s\nwant\n%s", desc, want)
 	}
 
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := openParquet(t, path)
 	if pf.NumRows() != int64(len(fixtureRows)) {
 		t.Errorf("parquet-go NumRows = %d, want %d", pf.NumRows(), len(fixtureRows))
 	}
@@ -298,19 +286,7 @@ func TestWriterMetadata(t *testing.T) {
 	}
 
 	// parquet-go.
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := openParquet(t, path)
 	v, ok := pf.Lookup(MetadataKey)
 	if !ok || v != testReport {
 		t.Errorf("parquet-go Lookup(%q) = %q, %v", MetadataKey, v, ok)
@@ -736,19 +712,7 @@ func TestWriterRowGroups(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := openParquet(t, path)
 	var sizes []int64
 	for _, rg := range pf.RowGroups() {
 		sizes = append(sizes, rg.NumRows())
@@ -799,19 +763,7 @@ func TestWriterStatistics(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("column chunk statistics %q, want %q", got, want)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := openParquet(t, path)
 	for j, cc := range pf.RowGroups()[0].ColumnChunks() {
 		ci, err := cc.ColumnIndex()
 		if err != nil || ci.NumPages() == 0 {
@@ -908,19 +860,7 @@ func TestWriterParallelRowGroups(t *testing.T) {
 					t.Fatalf("row %d = %+v, want %+v (cell %d)", i, got[i], want, c)
 				}
 			}
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			st, err := f.Stat()
-			if err != nil {
-				t.Fatal(err)
-			}
-			pf, err := parquet.OpenFile(f, st.Size())
-			if err != nil {
-				t.Fatal(err)
-			}
+			pf := openParquet(t, path)
 			for i, rg := range pf.RowGroups() {
 				if want := min(1000, int64(len(tc.cells)-1000*i)); rg.NumRows() != want {
 					t.Errorf("row group %d holds %d rows, want %d", i, rg.NumRows(), want)
@@ -954,19 +894,7 @@ func TestWriterPageIndexFindsValues(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pf := openParquet(t, path)
 	for _, rg := range pf.RowGroups() {
 		rows := rg.Rows()
 		buf := make([]parquet.Row, 5000)
