@@ -45,9 +45,9 @@ func TestPaperMeasurementExact(t *testing.T) {
 		t.Fatalf("grid %v: want a power of two ≤ Δ̃/1024", g)
 	}
 	k := dp.ExpGridSensitivity(2, g)
-	scale := float64(k) / honest.eps0
+	scale := math.Nextafter(float64(k)/honest.eps0, math.Inf(1))
 	if honest.measNoise.Scale() != scale {
-		t.Fatalf("noise scale %v, want K/ε₀ = %v", honest.measNoise.Scale(), scale)
+		t.Fatalf("noise scale %v, want K/ε₀ rounded up = %v", honest.measNoise.Scale(), scale)
 	}
 	t.Logf("grid γ = %v, K = %d, ε₀ = %v, scale %v steps", g, k, honest.eps0, scale)
 	const L = 30
@@ -88,5 +88,46 @@ func TestPaperMeasurementExact(t *testing.T) {
 	}
 	if r, err := stattest.ChiSquare(run(mutant), pmf, 1e-6); err != nil || !r.Reject() {
 		t.Errorf("the test did not reject the measurement calibrated to sensitivity 1: %v (err %v)", r, err)
+	}
+}
+
+// TestMeasGridIndependentOfUniverse: the paper variant's measurement grid
+// and selection error bound are set by the largest per-query term count of
+// the weighted and linear families, not by |X|: with n̂ = 6·10⁷ and Δ̃ = 1
+// the grid is Δ̃/1024 = 2⁻¹⁰ on universes of 12 to 12·2²¹ cells (a weighted
+// family with 3 terms a query, a linear one with 2). The old bound
+// (|X| + 1)·u·n̂ made it 2 at 12·2²¹ cells (2048 times coarser).
+func TestMeasGridIndependentOfUniverse(t *testing.T) {
+	for _, c := range []int{1, 1 << 10, 1 << 21} {
+		u, err := NewUniverse([]string{"a", "b", "c"}, []int{4, 3, c}, 1<<50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fams := []Family{
+			Marginal([]int{0}),
+			Weighted([]int{0}, []int{1}, []float64{0.3, -0.7, 1}),
+			Linear([]LinearQuery{{Name: "two", Terms: []Term{{Cell: 0, Value: 0.5}, {Cell: 5, Value: -1}}}}),
+		}
+		cfg := Config{Variant: VariantPaper, Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Rounds: 1, testExactN: true}
+		e, err := newEngine(dp.NewSource(), u, fams, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := maxTerms(e.fams); m != 3 {
+			t.Errorf("|X| = %d: largest term count %d, want 3", u.size, m)
+		}
+		e.nhat = 6e7
+		if err := e.initNoise(); err != nil {
+			t.Fatal(err)
+		}
+		if want := 4 * unitRoundoff * e.nhat; e.truthErr != want {
+			t.Errorf("|X| = %d: truthErr %v, want (3 + 1)·u·n̂ = %v", u.size, e.truthErr, want)
+		}
+		if e.measGrid != 0x1p-10 {
+			t.Errorf("|X| = %d: measurement grid %v, want Δ̃/1024 = 2⁻¹⁰", u.size, e.measGrid)
+		}
+		if g := dp.ExpGrid(1, e.scoreErr); g != 0x1p-10 {
+			t.Errorf("|X| = %d: selection grid %v, want 2⁻¹⁰", u.size, g)
+		}
 	}
 }

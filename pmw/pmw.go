@@ -647,9 +647,17 @@ const unitRoundoff = 0x1p-53
 //
 //   - truthErr bounds the float error of every computed true answer q(J).
 //     Marginal and range answers are sums of integer counts below 2⁵³:
-//     exact. A weighted or linear answer sums at most |X| products
-//     weight·count with |weight| ≤ 1 and Σ count = |J| ≤ n̂: error at most
-//     (|X| + 1)·u·n̂ (recursive summation, Higham 2002 §4.2).
+//     exact. A weighted or linear answer is the recursive sum of its own
+//     query's m products weight·count only (a weighted query's table
+//     entries, one per cell of the weight columns outside cols: m =
+//     p.size/pc.size; a linear query's m = len(Terms)), each count an
+//     exact integer, |weight| ≤ 1, and its counts over disjoint cells, so
+//     Σ|weight·count| ≤ |J| ≤ n̂ (n̂ pads |J| upwards). The dot-product
+//     bound (Higham 2002 §3.1, eq. 3.5) gives error ≤ γ_m·n̂, γ_m =
+//     m·u/(1 − m·u) ≤ (m + 1)·u when m(m + 1)·u ≤ 1 (m ≤ 9·10⁷; above it
+//     γ_m ≤ 2m·u, m·u ≤ ½). With M the largest m over the weighted and
+//     linear families — public: the universe's shape and the queries —
+//     truthErr = (M + 1)·u·n̂ (or 2M·u·n̂); it does not grow with |X|.
 //   - scoreErr bounds the error of every computed score |c − q(J)|, where
 //     c = (n̂/Z)·q(A) is computed identically on neighbours (A is a
 //     function of DP outputs): truthErr plus the rounding of the
@@ -664,15 +672,12 @@ func (e *engine) initNoise() error {
 	if e.rounds == 0 {
 		return nil
 	}
-	exact := true
-	for _, f := range e.fams {
-		switch f.(type) {
-		case *weightedQ, *linearQ:
-			exact = false
+	if m := maxTerms(e.fams); m > 0 {
+		g := float64(m+1) * unitRoundoff
+		if float64(m)*float64(m+1) > 1/unitRoundoff {
+			g = 2 * float64(m) * unitRoundoff
 		}
-	}
-	if !exact {
-		e.truthErr = (float64(e.u.size) + 1) * unitRoundoff * e.nhat
+		e.truthErr = g * e.nhat
 	}
 	e.scoreErr = e.truthErr + unitRoundoff*(3*e.nhat+e.truthErr)
 	sens := e.cfg.Sensitivity
@@ -685,10 +690,30 @@ func (e *engine) initNoise() error {
 	// A scale below the sampler's smallest is raised (more noise is still
 	// private); one above its largest (ε₀ < 10⁻⁹) is an error that depends
 	// on public values and n̂ only.
-	if e.measNoise, err = dp.NewDiscreteLaplace(max(float64(k)/e.eps0, dp.MinDiscreteScale)); err != nil {
+	// K/ε₀ rounded up (math.Nextafter), so that K/b ≤ ε₀ in exact
+	// arithmetic.
+	if e.measNoise, err = dp.NewDiscreteLaplace(max(math.Nextafter(float64(k)/e.eps0, math.Inf(1)), dp.MinDiscreteScale)); err != nil {
 		return fmt.Errorf("pmw: measurement noise for ε₀ = %g: %w", e.eps0, err)
 	}
 	return nil
+}
+
+// maxTerms returns the largest number of products weight·count in one
+// computed true answer of a weighted or linear family (0 when every family
+// sums integer counts only); see [engine.initNoise].
+func maxTerms(fams []Queries) int64 {
+	var m int64
+	for _, f := range fams {
+		switch q := f.(type) {
+		case *weightedQ:
+			m = max(m, int64(q.p.size/q.pc.size))
+		case *linearQ:
+			for _, lq := range q.qs {
+				m = max(m, int64(len(lq.Terms)))
+			}
+		}
+	}
+	return m
 }
 
 // measure returns the noisy answer m_t of a query whose computed true
@@ -705,7 +730,9 @@ func (e *engine) initNoise() error {
 // function of that integer alone, so no float from a continuous sampler
 // enters the run (DESIGN.md §3, invariant 6). In q's units the noise
 // scale is γK/ε₀ ≤ (Δ̃ + 2γ)/ε₀, within 0.2% of the paper's Δ̃/ε₀ when
-// the grid is Δ̃/1024.
+// γ ≤ Δ̃/1024 — the usual case; γ is coarser only when 8·truthErr or
+// n̂·2⁻⁴⁰ exceeds Δ̃/1024, i.e. (M + 1)·n̂ > Δ̃·2⁴⁰ (M of initNoise) or
+// n̂ > Δ̃·2³⁰, and then the scale is at most (Δ̃ + 2γ)/ε₀.
 func (e *engine) measure(truth float64) float64 {
 	k := big.NewInt(int64(math.Round(truth / e.measGrid)))
 	k.Add(k, big.NewInt(e.measNoise.Sample(e.src)))
