@@ -55,13 +55,15 @@
 // what [spec.Column.Bin] returns for the same value.
 //
 // On DuckDB each source is read once: one CREATE TABLE AS SELECT reads the
-// file, checks every value, types it and computes its cell, storing beside
-// them a flag per row (a value failing the load) and per key value (a
-// canonical integer); one aggregate over those flags then finds the first
-// failing row and decides the key types. The engine table is a view of
-// that data table selecting the row number (its row id plus one: the scan
-// is stored in file order), the declared columns and the cells, without
-// the rows a drop column removes. Only when a value fails is the source
+// file, checks every value, types it and computes its cell; a failing value
+// is stored as NULL (a key that is not a canonical integer, in a BIGINT key
+// column, as the smallest BIGINT) and a categorical as its cell only. One
+// aggregate over the stored values then finds the first failing row and
+// checks the key types. Integer, DATE and BOOLEAN Parquet columns are
+// checked typed, with the same outcome. The engine table is a view of that
+// data table selecting the row number (its row id plus one: the scan is
+// stored in file order), the declared columns (a categorical's label from
+// its cell) and the cells, without the rows a drop column removes. Only when a value fails is the source
 // read again, as text, to name the file, row, column, value and domain in
 // the error. The PostgreSQL dialect stages every source as text first (see
 // below) and builds its tables from the staging tables.
@@ -74,9 +76,16 @@
 // memory), [DefaultMemoryLimit] (512 MB) when unset. The default engine keeps
 // its database in a file, compressed, in a private folder of the temporary
 // directory (os.TempDir, e.g. $TMPDIR) that [Engine.Close] removes, and
-// spills what does not fit the limit there: the memory synth needs does not
-// grow with the data, only the disk it uses. A process killed before Close
-// leaves the folder (synth-duckdb-*) and the private rows in it behind.
+// spills what does not fit the limit there. The limit bounds the buffers,
+// not the process: the memory synth needs grows with the data only until
+// the buffers reach the limit (about SF 10 of the TPC-H example at 512 MB),
+// plus about 0.2 GiB of DuckDB's allocator and synth's own arrays; beyond
+// that only the disk it uses grows. DuckDB's allocator is told to return
+// freed memory (allocator_background_threads, a 32 MB bulk-deallocation
+// threshold), else memory queries freed stayed in its arenas on top of the
+// buffers; DUCKDB_JE_MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0 in the
+// environment returns it at once. A process killed before Close leaves the
+// folder (synth-duckdb-*) and the private rows in it behind.
 //
 // # Statistics
 //

@@ -401,6 +401,14 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		}
 		log.Info("measures done", "measures", len(mplan.ms), "delta_tilde", out.deltaTilde)
 	}
+	// Nothing reads the private tables from here on: the engine is closed
+	// now, so that its buffers and the memory its queries freed go back
+	// before the rows are written, rather than add to the writer's (the
+	// deferred Close then does nothing). A failure is logged, as the
+	// deferred Close's was ignored: the outputs are already drawn.
+	if err := eng.Close(); err != nil {
+		log.Warn("closing the engine", "err", err)
+	}
 
 	// The synthetic rows: the mechanism's counts (DP outputs) are gathered
 	// once, then rows are drawn from them in a random order with the run's
