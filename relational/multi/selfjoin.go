@@ -171,8 +171,11 @@ func (p *program) solve(ctx context.Context, r float64) (e float64, qhat []float
 // (Lemma 5.8, used by the SVT and by (20)) holds for the optimum; F̂ here
 // is the objective of a feasible point within Ipopt's tolerance
 // [ipopt.Tolerance] plus the repair's loss of the optimum (the same caveat
-// as an LP solver in R2T; the loss is in the reports). Without the ipopt
-// build tag it returns an error wrapping [ErrNeedsIpopt].
+// as an LP solver in R2T; the loss is in the reports). The exact noise's
+// one-step margins cover it only where the errors of neighbours' F̂
+// differ by at most 2⁻¹⁰ (the SVT, [realGrid]) and 2⁻¹¹ (T̂,
+// [noisyBound]). Without the ipopt build tag it returns an error wrapping
+// [ErrNeedsIpopt].
 func RunSelfJoin(ctx context.Context, src dp.Source, groups []JoinGroup, d int, cfg Config) (SelfJoinResult, error) {
 	if !ipopt.Available {
 		return SelfJoinResult{}, ErrNeedsIpopt
@@ -358,10 +361,18 @@ const tHatGrid = 1024
 //
 // The paper's T + Lap(5/ε) + (5/ε)·ln(e^{3ε/5}/δ) is (2ε/5)-DP for T of
 // sensitivity 2 (Lemma 5.8: F̂ has sensitivity 1). Here ⌈G·T⌉ is an
-// integer of sensitivity ⌈2G⌉ = 2G in exact arithmetic (|⌈x⌉ − ⌈y⌉| ≤
-// ⌈|x − y|⌉), one more step for the float error of F̂ (below 2⁻¹⁰), so
-// Lap_ℤ with b = (2G + 1)/(2ε/5) makes it (2ε/5)-DP (the geometric
-// mechanism); s is public. The bound: ⌈G·T⌉ ≥ G·T, so T̂ < T needs
+// integer of sensitivity 2G + 1 (|⌈x⌉ − ⌈y⌉| ≤ ⌈|x − y|⌉, G·T exact: G is
+// a power of two) provided the computed T's of neighbours differ by at
+// most 2 + 1/G. T = −2F̂ + 2, so that holds when the errors of the two
+// computed F̂ (each against the exact optimum F̂ of Lemma 5.8) differ by
+// at most 2⁻¹¹ (2G·Δe ≤ 1). The error is not floating-point rounding of
+// the sum — F̂ sums y values on the grid 2⁻³⁰ ([yScale]), exact in float64
+// for fewer than 2²³ units — but the solver's: Ipopt stops within a
+// relative tolerance ([ipopt.Tolerance], about 10⁻⁹, so near 2⁻¹⁰ in
+// absolute terms once F̂ ~ 10⁶) plus the repair's loss; this is the
+// "Numerical caveat" of [RunSelfJoin]. Under it Lap_ℤ with b =
+// (2G + 1)/(2ε/5) makes ⌈G·T⌉ + X (2ε/5)-DP (the geometric mechanism); s
+// is public. The bound: ⌈G·T⌉ ≥ G·T, so T̂ < T needs
 // X ≤ −s − 1, of probability r^(s+1)/(1 + r) ≤ e^(−s/b)·r/(1 + r) <
 // δ/(2e^{3ε/5}) (r = e^{−1/b}) — the continuous version's tail, ½·δ/e^{3ε/5}.
 // In T's units the noise scale is b/G = (5/ε)·(1 + 1/(2G)).
@@ -369,10 +380,17 @@ func noisyBound(src dp.Source, T, eps, delta float64) (float64, error) {
 	return noisyBoundScale(src, T, eps, delta, tHatScale(eps))
 }
 
-// tHatScale is b = 5(2G + 1)/(2ε) of [noisyBound], raised to the exact
-// sampler's smallest scale (more noise is still private).
+// tHatScale is b = 5(2G + 1)/(2ε) of [noisyBound], rounded up
+// (math.Nextafter, so that (2G + 1)/b ≤ 2ε/5 in exact arithmetic) and
+// raised to the exact sampler's smallest scale (more noise is still
+// private).
 func tHatScale(eps float64) float64 {
-	return max(5*(2*tHatGrid+1)/(2*eps), dp.MinDiscreteScale)
+	return max(math.Nextafter(5*(2*tHatGrid+1)/(2*eps), math.Inf(1)), dp.MinDiscreteScale)
+}
+
+// tHatSteps is ⌈G·T⌉ of [noisyBound], G·T clamped to ±2⁵² (1-Lipschitz).
+func tHatSteps(T float64) float64 {
+	return math.Ceil(math.Max(-svtLimit, math.Min(svtLimit, tHatGrid*T)))
 }
 
 // noisyBoundScale is [noisyBound] with the noise scale b as a parameter
@@ -384,7 +402,7 @@ func noisyBoundScale(src dp.Source, T, eps, delta, b float64) (float64, error) {
 		return 0, invalid("T̂ noise for ε = %v: %v", eps, err)
 	}
 	shift := math.Ceil(b * (3*eps/5 - math.Log(delta))) // b·ln(e^{3ε/5}/δ), without overflowing e^{3ε/5}
-	tg := math.Ceil(math.Max(-svtLimit, math.Min(svtLimit, g*T)))
+	tg := tHatSteps(T)
 	// The exact integer ⌈G·T⌉ + X + s, then rounded once to float64: a
 	// function of the DP integer ⌈G·T⌉ + X and public values.
 	sum := big.NewInt(int64(tg))

@@ -178,3 +178,43 @@ func TestNoisyBoundDistribution(t *testing.T) {
 		t.Errorf("the test did not reject T̂ with half the noise: %v (err %v)", r, err)
 	}
 }
+
+// TestNoisyBoundMargin checks the "+1" of b = 5(2G + 1)/(2ε) by brute
+// force: for neighbours whose exact T differ by at most 2 and whose
+// computed F̂ errors differ by at most 2⁻¹¹ (computed T's within 2 + 1/G),
+// the integer ⌈G·T⌉ ([tHatSteps]) moves by d ≤ 2G + 1 steps, and the
+// privacy loss of ⌈G·T⌉ + Lap_ℤ(b), exactly d/b, is at most 2ε/5. One
+// planted pair reaches d = 2G + 1, so the scale without the +1,
+// 5·2G/(2ε), fails the same check.
+func TestNoisyBoundMargin(t *testing.T) {
+	const eps = 1.5
+	if b, want := tHatScale(eps), math.Nextafter(5*(2*tHatGrid+1)/(2*eps), math.Inf(1)); b != want {
+		t.Errorf("tHatScale(%v) = %v, want 5(2G + 1)/(2ε) rounded up = %v", eps, b, want)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	type pair struct{ a, b float64 }
+	pairs := []pair{{0.5 / tHatGrid, 0.5/tHatGrid + 2 + 0.9/tHatGrid}} // ⌈⌉ = 1 and 2G + 2
+	for range 100_000 {
+		T := 100 * (2*r.Float64() - 1)
+		move := 2 * (2*r.Float64() - 1)
+		if r.IntN(3) == 0 {
+			move = float64(2 * (2*r.IntN(2) - 1))
+		}
+		// Errors of F̂ differing by at most 2⁻¹¹: T's by at most 2⁻¹⁰ = 1/G.
+		e1, e2 := 0x1p-12*(2*r.Float64()-1), 0x1p-12*(2*r.Float64()-1)
+		pairs = append(pairs, pair{T - 2*e1, T + move - 2*e2})
+	}
+	loss := func(b float64) float64 {
+		worst := 0.0
+		for _, p := range pairs {
+			worst = math.Max(worst, math.Abs(tHatSteps(p.a)-tHatSteps(p.b))/b)
+		}
+		return worst
+	}
+	if l := loss(tHatScale(eps)); l > 2*eps/5*(1+1e-12) {
+		t.Errorf("T̂ privacy loss %v > 2ε/5 = %v", l, 2*eps/5)
+	}
+	if l := loss(5 * 2 * tHatGrid / (2 * eps)); l <= 2*eps/5 {
+		t.Errorf("the scale without the +1 step passed: loss %v ≤ 2ε/5 = %v", l, 2*eps/5)
+	}
+}

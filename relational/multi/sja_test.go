@@ -142,8 +142,8 @@ func TestRadiusBruteForce(t *testing.T) {
 // simplest way: T̃ = ⌈scale·T⌉ + ρ, then for ℓ = 1, 2, … draw v_ℓ and stop
 // at the first ⌊scale·f(ℓ)⌋ + v_ℓ ≥ T̃. It draws in the order [svt] does.
 func aboveThresholdRef(src dp.Source, f func(int) float64, n int, threshold, eps float64, g svtGrid) int {
-	lapT, _ := dp.NewDiscreteLaplace(2 * float64(g.sens) / eps)
-	lapV, _ := dp.NewDiscreteLaplace(4 * float64(g.sens) / eps)
+	lapT, _ := dp.NewDiscreteLaplace(math.Nextafter(2*float64(g.sens)/eps, math.Inf(1))) // scales rounded up, as in svt
+	lapV, _ := dp.NewDiscreteLaplace(math.Nextafter(4*float64(g.sens)/eps, math.Inf(1)))
 	tt := int64(math.Ceil(g.scale*threshold)) + lapT.Sample(src)
 	for l := 1; l <= n; l++ {
 		v := lapV.Sample(src)
@@ -348,5 +348,40 @@ func TestNoiseCalibration(t *testing.T) {
 	rho, _ := dp.RhoForBudget(dp.Budget{Epsilon: 0.9, Delta: 1e-6})
 	if want := res.Radius / math.Sqrt(2*rho); math.Abs(res.Sigma-want) > 1e-9*want {
 		t.Fatalf("σ = %v, want r̃/√(2ρ) = %v", res.Sigma, want)
+	}
+}
+
+// TestRealGridMargin checks the "+1" of realGrid's K = 1025 by brute
+// force: for neighbours whose exact f differ by at most 1 (sensitivity 1)
+// and whose computed errors differ by at most 2⁻¹⁰, the grid values
+// ⌊1024·f⌋ move by at most K steps — the integer sensitivity the SVT's
+// noise (b_T = 2K/ε, b_V = 4K/ε, [svt]) is calibrated to. One planted pair
+// moves by exactly 1025, so K = 1024 fails.
+func TestRealGridMargin(t *testing.T) {
+	if realGrid.scale != 1024 || realGrid.sens != 1025 {
+		t.Errorf("realGrid = %+v, want scale 1024 and K = 1025", realGrid)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	type pair struct{ a, b float64 }
+	pairs := []pair{{0.5 / 1024, 0.5/1024 + 1 + 0.9/1024}} // ⌊⌋ = 0 and 1025
+	for range 100_000 {
+		f := 1000 * (2*r.Float64() - 1)
+		move := 2*r.Float64() - 1
+		if r.IntN(3) == 0 {
+			move = float64(2*r.IntN(2) - 1)
+		}
+		e1, e2 := 0x1p-11*(2*r.Float64()-1), 0x1p-11*(2*r.Float64()-1)
+		pairs = append(pairs, pair{f + e1, f + move + e2})
+	}
+	worst := int64(0)
+	for _, p := range pairs {
+		d := realGrid.at(p.a) - realGrid.at(p.b)
+		worst = max(worst, d, -d)
+	}
+	if worst > realGrid.sens {
+		t.Errorf("grid values moved by %d steps > K = %d", worst, realGrid.sens)
+	}
+	if worst <= 1024 {
+		t.Errorf("largest move %d ≤ 1024: the pairs do not show the +1 is needed", worst)
 	}
 }

@@ -59,10 +59,14 @@ var (
 	// Count(I, r) − N): F = f exactly.
 	countGrid = svtGrid{scale: 1, sens: 1}
 	// realGrid is for real-valued f of sensitivity 1 (Alg. 2's F̂):
-	// ⌊1024·f⌋ − ⌊1024·f′⌋ ≤ ⌈1024·|f − f′|⌉ ≤ 1024 in exact arithmetic
-	// (1024·f is exact, a power of two); one step more absorbs a float
-	// error of f below one step (2⁻¹⁰), so the noise is that of
-	// sensitivity 1 + 2⁻¹⁰ in f's units.
+	// |⌊1024·f⌋ − ⌊1024·f′⌋| ≤ ⌈1024·|f − f′|⌉ (1024·f is exact, a power
+	// of two), which is ≤ 1025 when the computed f, f′ of neighbours
+	// differ by at most 1 + 2⁻¹⁰ — their errors against the exact F̂ of
+	// Lemma 5.8 differ by at most 2⁻¹⁰. That error is the solver's, not
+	// float rounding (F̂ sums y on the grid 2⁻³⁰, exact for fewer than
+	// 2²³ units): Ipopt's relative tolerance, about 2⁻¹⁰ in absolute
+	// terms once F̂ ~ 10⁶ (the "Numerical caveat" of [RunSelfJoin]). The
+	// noise is that of sensitivity 1 + 2⁻¹⁰ in f's units.
 	realGrid = svtGrid{scale: 1024, sens: 1025}
 )
 
@@ -109,11 +113,13 @@ func svt(src dp.Source, f func(l int) (float64, error), n, k int, threshold, eps
 	}
 	// A scale below the sampler's smallest is raised to it: more noise is
 	// still ε-DP (only huge ε, as in tests, get there).
-	lapT, err := dp.NewDiscreteLaplace(max(2*float64(g.sens)/eps, dp.MinDiscreteScale))
+	// The scales 2K/ε and 4K/ε are rounded up (math.Nextafter), so that
+	// K/b_T ≤ ε/2 and 2K/b_V ≤ ε/2 hold in exact arithmetic.
+	lapT, err := dp.NewDiscreteLaplace(max(math.Nextafter(2*float64(g.sens)/eps, math.Inf(1)), dp.MinDiscreteScale))
 	if err != nil {
 		return 0, invalid("SVT ε = %v: threshold noise: %v", eps, err)
 	}
-	lapV, err := dp.NewDiscreteLaplace(max(4*float64(g.sens)/eps, dp.MinDiscreteScale))
+	lapV, err := dp.NewDiscreteLaplace(max(math.Nextafter(4*float64(g.sens)/eps, math.Inf(1)), dp.MinDiscreteScale))
 	if err != nil {
 		return 0, invalid("SVT ε = %v: query noise: %v", eps, err)
 	}
