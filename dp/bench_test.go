@@ -1,6 +1,9 @@
 package dp
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // Benchmarks draw from the default crypto-keyed source, as production does.
 
@@ -89,6 +92,38 @@ func BenchmarkExponentialGrid(b *testing.B) {
 	}
 	for b.Loop() {
 		sinkN = ExponentialGrid(src, scores, 1, 1, 0)
+	}
+}
+
+// BenchmarkExponentialGridDominated: the reviewer's slow case — ε = Δ = 1,
+// one candidate 1000 sensitivities above the rest (expected proposals
+// about n), 10⁵ candidates; "nan" has every tenth score NaN (the eligible
+// indices are listed); "flat" has equal scores (one proposal: the cost of
+// the pass over the scores alone).
+func BenchmarkExponentialGridDominated(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		nan, flat bool
+	}{{"all", false, false}, {"nan", true, false}, {"flat", false, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			src := NewSource()
+			scores := make([]float64, 100_000)
+			for i := range scores {
+				scores[i] = float64(i % 37)
+				if c.nan && i%10 == 9 {
+					scores[i] = math.NaN()
+				}
+			}
+			if c.flat {
+				clear(scores)
+			} else {
+				scores[12345] = 1036
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				sinkN = ExponentialGrid(src, scores, 1, 1, 0)
+			}
+		})
 	}
 }
 

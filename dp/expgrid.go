@@ -48,11 +48,27 @@ const expGridLimit = 1 << 50
 // probabilities that should be positive are exactly 0, breaking pure DP
 // in the far tail) and only approximately distributed, nothing here is
 // rounded after the grid (DESIGN.md §3, invariant 6). The single
-// approximation is an exponent above 2⁶⁴, held at 2⁶⁴ − 1 (a probability
-// below e^(−2⁶⁴) replaced by a smaller one).
+// approximation is a whole exponent ⌊(k* − k_i)·p/2^s⌋ above 2⁶⁴ − 1,
+// held at 2⁶⁴ − 1: such a candidate gets a larger probability than the
+// target's, still below e^(−(2⁶⁴−1)) (reachable only when ε/(2K) ≥ 2¹³,
+// as k* − k_i ≤ 2⁵¹; the proof above is for the uncapped mechanism).
 //
-// Cost: expected proposals n/Σ_i e^(−(k*−k_i)·p/2^s) ≤ n (the best
-// candidate alone accepts with probability 1), each a few random words.
+// Cost: expected proposals n/Σ_i e^(−(k*−k_i)·p/2^s) ≤ n (n the eligible
+// candidates; the best alone accepts with probability 1), each a few
+// random words; no allocation proportional to n unless some score is
+// ineligible (then 8 B an eligible candidate).
+//
+// Timing (outside the DP model, which covers the returned index only): the
+// number of proposals is geometric with success probability Σ_i w_i/n,
+// w_i = e^(−(k*−k_i)·p/2^s), independent of the returned index; between
+// neighbours Σ_i w_i changes by a factor of at most e^ε′ (e^(−k*·p/2^s)
+// and Σ_i e^(k_i·p/2^s) by e^(K·p/2^s) ≤ e^(ε′/2) each), so the running
+// time — about one proposal when the scores are close, about n when one
+// candidate dominates — is a side channel about Σ_i w_i for an observer
+// who can time the call. Callers whose adversary sees timings should treat it
+// as such; an exact mechanism of fixed running time (Ilvento's base-2
+// exponential mechanism, CCS 2020: exact sums, O(n), no rejection) would
+// remove it.
 //
 // It panics on an empty slice, non-finite or non-positive ε or sens, or a
 // negative or non-finite errBound (programmer error).
@@ -64,9 +80,8 @@ func ExponentialGrid(src Source, scores []float64, eps, sens, errBound float64) 
 		panic("dp: ExponentialGrid needs finite eps > 0, sens > 0 and errBound ≥ 0")
 	}
 	g := ExpGrid(sens, errBound)
-	k, ok := GridScores(scores, g)
 	p, s := expGridRate(eps, ExpGridSensitivity(sens, g))
-	return expGridSelect(src, k, ok, p, s)
+	return expGridSelect(src, scores, g, p, s)
 }
 
 // ExpGrid returns the grid γ of [ExponentialGrid] for a score sensitivity
@@ -87,15 +102,19 @@ func ExpGridSensitivity(sens, grid float64) int64 {
 func GridScores(scores []float64, grid float64) ([]int64, []bool) {
 	k := make([]int64, len(scores))
 	ok := make([]bool, len(scores))
-	lim := expGridLimit * grid
 	for i, s := range scores {
-		if math.IsNaN(s) || math.IsInf(s, -1) {
-			continue
-		}
-		ok[i] = true
-		k[i] = int64(math.Floor(math.Max(-lim, math.Min(lim, s)) / grid))
+		k[i], ok[i] = gridScore(s, grid)
 	}
 	return k, ok
+}
+
+// gridScore is one score of [GridScores].
+func gridScore(s, grid float64) (int64, bool) {
+	if math.IsNaN(s) || math.IsInf(s, -1) {
+		return 0, false
+	}
+	lim := expGridLimit * grid
+	return int64(math.Floor(math.Max(-lim, math.Min(lim, s)) / grid)), true
 }
 
 // pow2AtLeast returns the smallest power of two ≥ x (x > 0), or 0 for
@@ -132,23 +151,39 @@ func expGridRate(eps float64, sensGrid int64) (p uint64, s uint) {
 }
 
 // expGridSelect draws i with probability ∝ exp(−(k* − k_i)·p/2^s) over the
-// eligible indices, exactly (see [ExponentialGrid]).
-func expGridSelect(src Source, k []int64, ok []bool, p uint64, s uint) int {
-	var idx []int
+// eligible indices, exactly (see [ExponentialGrid]), k_i the grid score of
+// scores[i] ([gridScore]), computed when i is proposed. It allocates
+// nothing proportional to len(scores) unless some score is ineligible
+// (then the eligible indices, 8 B each).
+func expGridSelect(src Source, scores []float64, grid float64, p uint64, s uint) int {
 	kmax := int64(math.MinInt64)
-	for i := range k {
-		if ok[i] {
-			idx = append(idx, i)
-			kmax = max(kmax, k[i])
+	eligible := 0
+	for _, sc := range scores {
+		if k, ok := gridScore(sc, grid); ok {
+			eligible++
+			kmax = max(kmax, k)
 		}
 	}
-	if len(idx) == 0 {
+	if eligible == 0 {
 		return 0
+	}
+	var idx []int // nil: every index is eligible, idx[j] = j
+	if eligible < len(scores) {
+		idx = make([]int, 0, eligible)
+		for i, sc := range scores {
+			if _, ok := gridScore(sc, grid); ok {
+				idx = append(idx, i)
+			}
+		}
 	}
 	mask := uint64(1)<<s - 1
 	for {
-		i := idx[uniformN(src, uint64(len(idx)))]
-		diff := uint64(kmax - k[i]) // ≤ 2⁵¹
+		i := int(uniformN(src, uint64(eligible)))
+		if idx != nil {
+			i = idx[i]
+		}
+		k, _ := gridScore(scores[i], grid)
+		diff := uint64(kmax - k) // ≤ 2⁵¹
 		hi, lo := bits.Mul64(diff, p)
 		// (hi:lo) / 2^s: whole part and remainder.
 		var whole uint64
