@@ -308,3 +308,74 @@ func TestTooLargeErrorShowsExactBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanMemoryAllocationsPaper is TestPlanMemoryAllocations for the
+// paper variant: after a run, the arrays the engine allocated — the dense
+// weights and running sum, the workers' tables and the true tables init
+// builds, the weighted families' per-table-cell indices, the true and
+// synthetic answers and scores, the range families' (lo, hi) pairs and the
+// pass offsets — are compared with PlanMemory's parts (the histogram,
+// the caller's, is not allocated here). A plan without the true tables or
+// the workers' copies fails it.
+func TestPlanMemoryAllocationsPaper(t *testing.T) {
+	u, err := NewUniverse([]string{"a", "b", "c", "d"}, []int{9, 7, 5, 12}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := make([]float64, 5*12)
+	for i := range w {
+		w[i] = float64(i%7)/7 - 0.5
+	}
+	fams := []Family{Marginal([]int{0, 1}), Range(3, []int{2}), Weighted([]int{0}, []int{2, 3}, w), Marginal([]int{1, 2, 3})}
+	cfg := Config{Variant: VariantPaper, Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Workers: 3, Rounds: 12}
+	plan, err := PlanMemory(u, fams, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := newEngine(dp.NewSeededSource(3), u, fams, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := make([]Cell, 0, u.Len())
+	for x := range u.Len() {
+		hist = append(hist, Cell{Index: x, Count: x % 5})
+	}
+	if err := e.init(hist); err != nil {
+		t.Fatal(err)
+	}
+	for range e.rounds {
+		e.round()
+	}
+	dense := 8 * int64(len(e.w)+len(e.s))
+	tables := 8 * int64(e.plan.tableLen) // init's true tables
+	for _, s := range e.scratch {
+		tables += 8 * int64(len(s))
+	}
+	queries := 8 * int64(len(e.truth)+len(e.ans)+len(e.scores))
+	var weightedIdx, pairs int64
+	for _, f := range e.fams {
+		switch q := f.(type) {
+		case *weightedQ:
+			weightedIdx += 4 * int64(len(q.jOf)+len(q.lOf))
+		case *rangeQ:
+			pairs += 8 * int64(len(q.lo)+len(q.hi))
+		}
+	}
+	var offsets int64
+	for _, off := range e.plan.innerOff {
+		offsets += 4 * int64(len(off))
+	}
+	if dense != plan.Cells {
+		t.Errorf("dense state %d B allocated, planned %d", dense, plan.Cells)
+	}
+	if tables+weightedIdx > plan.Tables || tables+weightedIdx < plan.Tables/2 {
+		t.Errorf("tables %d B + weighted indices %d B allocated, planned %d", tables, weightedIdx, plan.Tables)
+	}
+	if queries+pairs > plan.Queries {
+		t.Errorf("answers and scores %d B + range pairs %d B allocated, planned %d", queries, pairs, plan.Queries)
+	}
+	if offsets != plan.Offsets {
+		t.Errorf("offsets %d B allocated, planned %d", offsets, plan.Offsets)
+	}
+	t.Logf("allocated: dense %d, tables %d + %d, queries %d + %d, offsets %d; planned %+v", dense, tables, weightedIdx, queries, pairs, offsets, plan)
+}
