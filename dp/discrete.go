@@ -170,6 +170,22 @@ func NewDiscreteLaplace(scale float64) (*DiscreteLaplaceSampler, error) {
 	return &DiscreteLaplaceSampler{scale: scale, t: r.Num().Uint64(), s: r.Denom().Uint64()}, nil
 }
 
+// NoiseScale returns the smallest float64 b ≥ sens/eps in exact
+// arithmetic (sens, eps finite and > 0): the scale of noise for a value of
+// sensitivity sens at privacy eps, with sens/b ≤ eps exactly. The float64
+// quotient sens/eps is rounded to nearest and may fall 2⁻⁵³ below the
+// true quotient (a true loss of eps·(1 + 10⁻¹⁶)); it is then raised by
+// one ulp.
+func NoiseScale(sens, eps float64) float64 {
+	b := sens / eps
+	prod := new(big.Rat).SetFloat64(b)
+	prod.Mul(prod, new(big.Rat).SetFloat64(eps))
+	if prod.Cmp(new(big.Rat).SetFloat64(sens)) < 0 {
+		b = math.Nextafter(b, math.Inf(1))
+	}
+	return b
+}
+
 // Scale returns the sampler's scale b.
 func (d *DiscreteLaplaceSampler) Scale() float64 { return d.scale }
 

@@ -3,6 +3,8 @@ package dp
 import (
 	"fmt"
 	"math"
+	"math/big"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -241,4 +243,36 @@ func TestExponentialFrequencies(t *testing.T) {
 			t.Fatalf("selected %d", i)
 		}
 	}
+}
+
+// TestNoiseScale: b = NoiseScale(sens, ε) satisfies b·ε ≥ sens exactly
+// and its predecessor does not (b is the smallest such float64), on random
+// pairs — among which the plain quotient sens/ε falls below the true one
+// in some cases (counted: the test needs such a case to show the raise).
+func TestNoiseScale(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	ge := func(b, eps, sens float64) bool {
+		p := new(big.Rat).SetFloat64(b)
+		p.Mul(p, new(big.Rat).SetFloat64(eps))
+		return p.Cmp(new(big.Rat).SetFloat64(sens)) >= 0
+	}
+	raised := 0
+	for range 20_000 {
+		sens := float64(1 + r.IntN(5000))
+		if r.IntN(2) == 0 {
+			sens = math.Ldexp(1+r.Float64(), r.IntN(20)-10)
+		}
+		eps := math.Ldexp(1+r.Float64(), r.IntN(20)-10)
+		b := NoiseScale(sens, eps)
+		if !ge(b, eps, sens) || ge(math.Nextafter(b, 0), eps, sens) {
+			t.Fatalf("NoiseScale(%v, %v) = %v is not the smallest float64 ≥ sens/ε", sens, eps, b)
+		}
+		if !ge(sens/eps, eps, sens) {
+			raised++
+		}
+	}
+	if raised == 0 {
+		t.Error("no pair had sens/ε rounded below the quotient: the raise was not exercised")
+	}
+	t.Logf("%d of 20000 quotients were rounded down and raised", raised)
 }

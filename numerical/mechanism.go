@@ -231,7 +231,7 @@ func (p pmwPlan) start(src dp.Source, ev *evaluator, data []Point, dt int64, l *
 	if u.testNoGroup {
 		group = 1 // mutation knob: the group-privacy factor forgotten
 	}
-	lap, err := dp.NewDiscreteLaplace(float64(int64((nd+1)*group)*dt) / p.epsN)
+	lap, err := dp.NewDiscreteLaplace(dp.NoiseScale(float64(int64((nd+1)*group)*dt), p.epsN))
 	if err != nil {
 		return nil, fmt.Errorf("numerical: warm start: %w", err)
 	}
@@ -407,7 +407,7 @@ func Run(ctx context.Context, src dp.Source, u *Universe, qs []Query, data []Poi
 			sA = math.Max(sA, u.sensitivity(t)*float64(dt))
 		}
 	}
-	alphaLap, err := dp.NewDiscreteLaplace(sA / epsA)
+	alphaLap, err := dp.NewDiscreteLaplace(dp.NoiseScale(sA, epsA))
 	if err != nil {
 		return nil, fmt.Errorf("numerical: α: %w", err)
 	}

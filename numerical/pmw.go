@@ -135,7 +135,7 @@ func (c *core) round(src dp.Source, eps0 float64, sweeps int) error {
 		c.scores[i] = math.Min(math.Abs(c.ans[i]-c.truth[i])/c.sens[i], scoreCap)
 	}
 	i := dp.ExponentialGrid(src, c.scores, eps0, 1, scoreErr)
-	lap, err := dp.NewDiscreteLaplace(c.sens[i] / eps0)
+	lap, err := dp.NewDiscreteLaplace(dp.NoiseScale(c.sens[i], eps0))
 	if err != nil {
 		return fmt.Errorf("numerical: measurement noise: %w", err)
 	}

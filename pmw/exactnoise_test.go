@@ -45,7 +45,7 @@ func TestPaperMeasurementExact(t *testing.T) {
 		t.Fatalf("grid %v: want a power of two ≤ Δ̃/1024", g)
 	}
 	k := dp.ExpGridSensitivity(2, g)
-	scale := math.Nextafter(float64(k)/honest.eps0, math.Inf(1))
+	scale := dp.NoiseScale(float64(k), honest.eps0)
 	if honest.measNoise.Scale() != scale {
 		t.Fatalf("noise scale %v, want K/ε₀ rounded up = %v", honest.measNoise.Scale(), scale)
 	}

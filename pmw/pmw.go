@@ -690,9 +690,9 @@ func (e *engine) initNoise() error {
 	// A scale below the sampler's smallest is raised (more noise is still
 	// private); one above its largest (ε₀ < 10⁻⁹) is an error that depends
 	// on public values and n̂ only.
-	// K/ε₀ rounded up (math.Nextafter), so that K/b ≤ ε₀ in exact
-	// arithmetic.
-	if e.measNoise, err = dp.NewDiscreteLaplace(max(math.Nextafter(float64(k)/e.eps0, math.Inf(1)), dp.MinDiscreteScale)); err != nil {
+	// b = K/ε₀ rounded up where the quotient rounds down
+	// ([dp.NoiseScale]), so that K/b ≤ ε₀ in exact arithmetic.
+	if e.measNoise, err = dp.NewDiscreteLaplace(max(dp.NoiseScale(float64(k), e.eps0), dp.MinDiscreteScale)); err != nil {
 		return fmt.Errorf("pmw: measurement noise for ε₀ = %g: %w", e.eps0, err)
 	}
 	return nil

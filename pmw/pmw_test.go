@@ -175,7 +175,7 @@ func naivePMW(t *testing.T, src dp.Source, u *Universe, fams []Family, hist []Ce
 		// the same grids).
 		i := dp.ExponentialGrid(src, scores, eps0, cfg.Sensitivity, 0)
 		g := dp.ExpGrid(cfg.Sensitivity, 0)
-		lap, err := dp.NewDiscreteLaplace(math.Nextafter(float64(dp.ExpGridSensitivity(cfg.Sensitivity, g))/eps0, math.Inf(1))) // K/ε₀ rounded up, as initNoise does
+		lap, err := dp.NewDiscreteLaplace(dp.NoiseScale(float64(dp.ExpGridSensitivity(cfg.Sensitivity, g)), eps0)) // K/ε₀ rounded up, as initNoise does
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -380,12 +380,13 @@ func noisyBound(src dp.Source, T, eps, delta float64) (float64, error) {
 	return noisyBoundScale(src, T, eps, delta, tHatScale(eps))
 }
 
-// tHatScale is b = 5(2G + 1)/(2ε) of [noisyBound], rounded up
-// (math.Nextafter, so that (2G + 1)/b ≤ 2ε/5 in exact arithmetic) and
+// tHatScale is b = 5(2G + 1)/(2ε) of [noisyBound], rounded up where the
+// quotient rounds down ([dp.NoiseScale], so that (2G + 1)/b ≤ 2ε/5 in
+// exact arithmetic; 2ε is exact) and
 // raised to the exact sampler's smallest scale (more noise is still
 // private).
 func tHatScale(eps float64) float64 {
-	return max(math.Nextafter(5*(2*tHatGrid+1)/(2*eps), math.Inf(1)), dp.MinDiscreteScale)
+	return max(dp.NoiseScale(5*(2*tHatGrid+1), 2*eps), dp.MinDiscreteScale)
 }
 
 // tHatSteps is ⌈G·T⌉ of [noisyBound], G·T clamped to ±2⁵² (1-Lipschitz).

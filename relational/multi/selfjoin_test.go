@@ -188,7 +188,7 @@ func TestNoisyBoundDistribution(t *testing.T) {
 // 5·2G/(2ε), fails the same check.
 func TestNoisyBoundMargin(t *testing.T) {
 	const eps = 1.5
-	if b, want := tHatScale(eps), math.Nextafter(5*(2*tHatGrid+1)/(2*eps), math.Inf(1)); b != want {
+	if b, want := tHatScale(eps), dp.NoiseScale(5*(2*tHatGrid+1), 2*eps); b != want {
 		t.Errorf("tHatScale(%v) = %v, want 5(2G + 1)/(2ε) rounded up = %v", eps, b, want)
 	}
 	r := rand.New(rand.NewPCG(5, 6))

@@ -142,8 +142,8 @@ func TestRadiusBruteForce(t *testing.T) {
 // simplest way: T̃ = ⌈scale·T⌉ + ρ, then for ℓ = 1, 2, … draw v_ℓ and stop
 // at the first ⌊scale·f(ℓ)⌋ + v_ℓ ≥ T̃. It draws in the order [svt] does.
 func aboveThresholdRef(src dp.Source, f func(int) float64, n int, threshold, eps float64, g svtGrid) int {
-	lapT, _ := dp.NewDiscreteLaplace(math.Nextafter(2*float64(g.sens)/eps, math.Inf(1))) // scales rounded up, as in svt
-	lapV, _ := dp.NewDiscreteLaplace(math.Nextafter(4*float64(g.sens)/eps, math.Inf(1)))
+	lapT, _ := dp.NewDiscreteLaplace(dp.NoiseScale(2*float64(g.sens), eps)) // scales rounded up, as in svt
+	lapV, _ := dp.NewDiscreteLaplace(dp.NoiseScale(4*float64(g.sens), eps))
 	tt := int64(math.Ceil(g.scale*threshold)) + lapT.Sample(src)
 	for l := 1; l <= n; l++ {
 		v := lapV.Sample(src)

@@ -113,13 +113,14 @@ func svt(src dp.Source, f func(l int) (float64, error), n, k int, threshold, eps
 	}
 	// A scale below the sampler's smallest is raised to it: more noise is
 	// still ε-DP (only huge ε, as in tests, get there).
-	// The scales 2K/ε and 4K/ε are rounded up (math.Nextafter), so that
-	// K/b_T ≤ ε/2 and 2K/b_V ≤ ε/2 hold in exact arithmetic.
-	lapT, err := dp.NewDiscreteLaplace(max(math.Nextafter(2*float64(g.sens)/eps, math.Inf(1)), dp.MinDiscreteScale))
+	// The scales 2K/ε and 4K/ε are rounded up where the quotient rounds
+	// down ([dp.NoiseScale]), so that K/b_T ≤ ε/2 and 2K/b_V ≤ ε/2 hold in
+	// exact arithmetic.
+	lapT, err := dp.NewDiscreteLaplace(max(dp.NoiseScale(2*float64(g.sens), eps), dp.MinDiscreteScale))
 	if err != nil {
 		return 0, invalid("SVT ε = %v: threshold noise: %v", eps, err)
 	}
-	lapV, err := dp.NewDiscreteLaplace(max(math.Nextafter(4*float64(g.sens)/eps, math.Inf(1)), dp.MinDiscreteScale))
+	lapV, err := dp.NewDiscreteLaplace(max(dp.NoiseScale(4*float64(g.sens), eps), dp.MinDiscreteScale))
 	if err != nil {
 		return 0, invalid("SVT ε = %v: query noise: %v", eps, err)
 	}
