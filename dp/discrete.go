@@ -175,9 +175,13 @@ func NewDiscreteLaplace(scale float64) (*DiscreteLaplaceSampler, error) {
 // sensitivity sens at privacy eps, with sens/b ≤ eps exactly. The float64
 // quotient sens/eps is rounded to nearest and may fall 2⁻⁵³ below the
 // true quotient (a true loss of eps·(1 + 10⁻¹⁶)); it is then raised by
-// one ulp.
+// one ulp. A quotient that is not finite and > 0 (sens or eps 0, infinite
+// or NaN) is returned as it is, for the sampler's own validation to refuse.
 func NoiseScale(sens, eps float64) float64 {
 	b := sens / eps
+	if !(b > 0) || math.IsInf(b, 0) || math.IsInf(eps, 0) {
+		return b
+	}
 	prod := new(big.Rat).SetFloat64(b)
 	prod.Mul(prod, new(big.Rat).SetFloat64(eps))
 	if prod.Cmp(new(big.Rat).SetFloat64(sens)) < 0 {

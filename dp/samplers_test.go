@@ -275,4 +275,15 @@ func TestNoiseScale(t *testing.T) {
 		t.Error("no pair had sens/ε rounded below the quotient: the raise was not exercised")
 	}
 	t.Logf("%d of 20000 quotients were rounded down and raised", raised)
+	// Degenerate quotients come back unchanged (no panic in big.Rat), for
+	// the sampler to refuse.
+	for _, c := range [][2]float64{{0, 1}, {1, 0}, {math.Inf(1), 1}, {1, math.Inf(1)}, {math.NaN(), 1}} {
+		got, want := NoiseScale(c[0], c[1]), c[0]/c[1]
+		if got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("NoiseScale(%v, %v) = %v, want %v", c[0], c[1], got, want)
+		}
+		if _, err := NewDiscreteLaplace(got); err == nil {
+			t.Errorf("NewDiscreteLaplace(NoiseScale(%v, %v)) accepted", c[0], c[1])
+		}
+	}
 }

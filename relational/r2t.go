@@ -165,7 +165,7 @@ func RaceToTheTop(ctx context.Context, src dp.Source, tr Truncation, cfg R2TConf
 		if !cfg.Integral {
 			sens = tau + 1
 		}
-		b := sens / epsRung
+		b := dp.NoiseScale(sens, epsRung)
 		if b > dp.MaxDiscreteScale {
 			// The rungs from here on have noise beyond the exact sampler's
 			// range (and far beyond any useful answer): they are not run.

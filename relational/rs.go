@@ -136,7 +136,7 @@ func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error)
 	qi := int64(math.Round(q))
 	switch cfg.Noise {
 	case "", NoiseLaplace:
-		lap, err := dp.NewDiscreteLaplace(sens / (cfg.Epsilon / 2))
+		lap, err := dp.NewDiscreteLaplace(dp.NoiseScale(sens, cfg.Epsilon/2))
 		if err != nil {
 			return RSResult{}, fmt.Errorf("relational: residual sensitivity noise: %w", err)
 		}

@@ -60,7 +60,7 @@ func Release(src dp.Source, counts []int64, sens int, eps float64) ([]int64, flo
 	}
 	// A scale below the sampler's floor is raised to it: more noise is
 	// still ε-DP.
-	lap, err := dp.NewDiscreteLaplace(max(float64(sens)/eps, dp.MinDiscreteScale))
+	lap, err := dp.NewDiscreteLaplace(max(dp.NoiseScale(float64(sens), eps), dp.MinDiscreteScale))
 	if err != nil {
 		return nil, 0, fmt.Errorf("rangeset: %w", err)
 	}
