@@ -210,12 +210,10 @@ func TestCheckMemoryParts(t *testing.T) {
 	}
 }
 
-// TestPlanMemoryAllocations compares the up-front count with the arrays a
-// whole mwem run really allocates, read from its state: the offsets, the
-// families' bound arrays and the tables exactly (up to the measurement
-// tables of marginals the run never selected), the dense state as an
-// upper bound.
-func TestPlanMemoryAllocations(t *testing.T) {
+// allocFixture is the universe, workload (a marginal, a range, a weighted
+// family, a 3-way marginal) and dense histogram of the allocation tests.
+func allocFixture(t *testing.T) (*Universe, []Family, []Cell) {
+	t.Helper()
 	u, err := NewUniverse([]string{"a", "b", "c", "d"}, []int{9, 7, 5, 12}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -225,6 +223,20 @@ func TestPlanMemoryAllocations(t *testing.T) {
 		w[i] = float64(i%7)/7 - 0.5
 	}
 	fams := []Family{Marginal([]int{0, 1}), Range(3, []int{2}), Weighted([]int{0}, []int{2, 3}, w), Marginal([]int{1, 2, 3})}
+	hist := make([]Cell, 0, u.Len())
+	for x := range u.Len() {
+		hist = append(hist, Cell{Index: x, Count: x % 5})
+	}
+	return u, fams, hist
+}
+
+// TestPlanMemoryAllocations compares the up-front count with the arrays a
+// whole mwem run really allocates, read from its state: the offsets, the
+// families' bound arrays and the tables exactly (up to the measurement
+// tables of marginals the run never selected), the dense state as an
+// upper bound.
+func TestPlanMemoryAllocations(t *testing.T) {
+	u, fams, hist := allocFixture(t)
 	cfg := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Workers: 3, Rounds: 12}
 	plan, err := PlanMemory(u, fams, cfg)
 	if err != nil {
@@ -233,10 +245,6 @@ func TestPlanMemoryAllocations(t *testing.T) {
 	m, err := newMWEM(dp.NewSeededSource(3), u, fams, cfg)
 	if err != nil {
 		t.Fatal(err)
-	}
-	hist := make([]Cell, 0, u.Len())
-	for x := range u.Len() {
-		hist = append(hist, Cell{Index: x, Count: x % 5})
 	}
 	if err := m.init(hist); err != nil {
 		t.Fatal(err)
@@ -318,15 +326,7 @@ func TestTooLargeErrorShowsExactBytes(t *testing.T) {
 // the caller's, is not allocated here). A plan without the true tables or
 // the workers' copies fails it.
 func TestPlanMemoryAllocationsPaper(t *testing.T) {
-	u, err := NewUniverse([]string{"a", "b", "c", "d"}, []int{9, 7, 5, 12}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := make([]float64, 5*12)
-	for i := range w {
-		w[i] = float64(i%7)/7 - 0.5
-	}
-	fams := []Family{Marginal([]int{0, 1}), Range(3, []int{2}), Weighted([]int{0}, []int{2, 3}, w), Marginal([]int{1, 2, 3})}
+	u, fams, hist := allocFixture(t)
 	cfg := Config{Variant: VariantPaper, Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Workers: 3, Rounds: 12}
 	plan, err := PlanMemory(u, fams, cfg)
 	if err != nil {
@@ -335,10 +335,6 @@ func TestPlanMemoryAllocationsPaper(t *testing.T) {
 	e, err := newEngine(dp.NewSeededSource(3), u, fams, cfg)
 	if err != nil {
 		t.Fatal(err)
-	}
-	hist := make([]Cell, 0, u.Len())
-	for x := range u.Len() {
-		hist = append(hist, Cell{Index: x, Count: x % 5})
 	}
 	if err := e.init(hist); err != nil {
 		t.Fatal(err)

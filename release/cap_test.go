@@ -79,18 +79,7 @@ func TestMemoryCapMatchesRun(t *testing.T) {
 		t.Skip("runs a release")
 	}
 	s := loadSpec(t, filepath.Join("..", "examples", "tpch", "synth.yaml"))
-	u, err := pmw.NewUniverse(ColumnNames(s), s.ReleaseSizes(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fams, err := Families(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := pmw.PlanMemory(u, fams, pmw.Config{Variant: pmw.Variant(s.PMW.Variant)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem := planMemory(t, s, pmw.Config{Variant: pmw.Variant(s.PMW.Variant)})
 	for _, c := range []struct {
 		memCap int64
 		ok     bool
@@ -145,18 +134,7 @@ func TestMemoryCapCountsMergedCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := pmw.NewUniverse(ColumnNames(s), s.ReleaseSizes(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fams, err := Families(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := pmw.PlanMemory(u, fams, pmw.Config{Variant: pmw.Variant(s.PMW.Variant), MergeCounts: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mem := planMemory(t, s, pmw.Config{Variant: pmw.Variant(s.PMW.Variant), MergeCounts: true})
 	if mem.Merged != 8*4000 || mem.Histogram < 32*4000 {
 		t.Fatalf("plan %+v: want merged counts 32000 B and a histogram of at least 128000 B", mem)
 	}
@@ -169,4 +147,22 @@ func TestMemoryCapCountsMergedCounts(t *testing.T) {
 	if err == nil || errors.Is(err, pmw.ErrTooLarge) || !strings.Contains(err.Error(), "missing-") {
 		t.Errorf("Run under the planned cap = %v, want an error about a missing source", err)
 	}
+}
+
+// planMemory is pmw.PlanMemory of s's universe and workload under cfg.
+func planMemory(t *testing.T, s *spec.Spec, cfg pmw.Config) pmw.Memory {
+	t.Helper()
+	u, err := pmw.NewUniverse(ColumnNames(s), s.ReleaseSizes(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams, err := Families(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := pmw.PlanMemory(u, fams, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mem
 }
