@@ -224,15 +224,15 @@ func intDegreeList(vals, counts []int64) []Degree {
 		width = max(len(strconv.FormatInt(slices.Min(vals), 10)), len(strconv.FormatInt(slices.Max(vals), 10)))
 	}
 	buf := make([]byte, 0, len(vals)*width)
-	ends := make([]int32, len(order))
+	ends := make([]int, len(order))
 	for k, i := range order {
 		buf = strconv.AppendInt(buf, vals[i], 10)
-		ends[k] = int32(len(buf))
+		ends[k] = len(buf)
 	}
 	text := string(buf)
 	labels := make([]string, len(order))
 	out := make([]Degree, len(order))
-	start := int32(0)
+	start := 0
 	for k, i := range order {
 		labels[k] = text[start:ends[k]]
 		start = ends[k]
@@ -288,7 +288,7 @@ func decimalTextOrder(vals []int64) []int {
 // textKey is a magnitude's place in text order (see [decimalTextOrder]).
 type textKey struct {
 	padded uint64 // the digits, padded with zeros to 19
-	i      int32  // index in vals
+	i      int    // index in vals
 	digits uint8
 }
 
@@ -306,7 +306,7 @@ func textRuns(keys, tmp []textKey, vals []int64, idx []int) {
 		for d < len(pow10) && m >= pow10[d] {
 			d++
 		}
-		keys[k] = textKey{padded: m * pow10[19-d], i: int32(i), digits: uint8(d)}
+		keys[k] = textKey{padded: m * pow10[19-d], i: i, digits: uint8(d)}
 		if k > 0 && keys[k-1].digits != uint8(d) {
 			runs = append(runs, k)
 		}
