@@ -280,7 +280,7 @@ func decimalTextOrder(vals []int64) []int {
 	textRuns(keys[:neg], tmp[:neg], vals, idx[:neg])
 	textRuns(keys[neg:], tmp[neg:], vals, idx[neg:])
 	for j, k := range keys {
-		idx[j] = int(k.i)
+		idx[j] = k.i
 	}
 	return idx
 }
