@@ -252,17 +252,31 @@ func (s *csvSource) Values() ([]any, error) { return s.vals, nil }
 func (s *csvSource) Err() error             { return s.err }
 func (s *csvSource) Close() error           { return s.f.Close() }
 
+// parquetBatchRows is how many rows of a Parquet file one query of a
+// [parquetSource] reads: the driver returns a query's result materialized
+// (duckdb-go has no streaming results), so a whole-file query held the
+// file's rows in memory (0.5 GiB at TPC-H SF 1); batches by file row number
+// hold one batch, and DuckDB skips the row groups outside it. A release of
+// the TPC-H example on PostgreSQL from SF 1 Parquet: peak RSS 0.51 GiB
+// unbatched, 0.21 GiB with 2²⁰ rows a batch (52.6 s vs 51.6 s), 0.17 GiB
+// with 2¹⁸ but 20% slower.
+var parquetBatchRows int64 = 1 << 20 // a variable for tests
+
 // parquetSource streams the declared columns of a Parquet file read by an
-// in-memory DuckDB.
+// in-memory DuckDB, a batch of [parquetBatchRows] rows at a time.
 type parquetSource struct {
-	t    *spec.Table
-	db   *sql.DB
-	rows *sql.Rows
-	row  int64
-	text []sql.NullString
-	dst  []any
-	vals []any
-	err  error
+	ctx   context.Context // of the load, for the batches' queries
+	t     *spec.Table
+	db    *sql.DB
+	sel   string // the source's SELECT, without a WHERE
+	next  int64  // the first file row number of the next batch
+	rows  *sql.Rows
+	batch int64 // rows read from the current batch
+	row   int64
+	text  []sql.NullString
+	dst   []any
+	vals  []any
+	err   error
 }
 
 func newParquetSource(ctx context.Context, t *spec.Table, declared func(map[string]string) ([]string, error)) (*parquetSource, []string, error) {
@@ -282,13 +296,14 @@ func newParquetSource(ctx context.Context, t *spec.Table, declared func(map[stri
 		db.Close()
 		return nil, nil, err
 	}
+	// d.source's Parquet SELECT ends with FROM read_parquet(…,
+	// file_row_number = true): a WHERE on file_row_number is pushed down.
 	sel, _ := d.source(t, nil, cols, kinds)
-	rows, err := db.QueryContext(ctx, sel)
-	if err != nil {
+	s := &parquetSource{ctx: ctx, t: t, db: db, sel: sel, text: make([]sql.NullString, len(cols)), vals: make([]any, len(cols)+1)}
+	if err := s.query(); err != nil {
 		db.Close()
-		return nil, nil, &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
+		return nil, nil, err
 	}
-	s := &parquetSource{t: t, db: db, rows: rows, text: make([]sql.NullString, len(cols)), vals: make([]any, len(cols)+1)}
 	s.dst = []any{&s.row}
 	for i := range s.text {
 		s.dst = append(s.dst, &s.text[i])
@@ -296,15 +311,39 @@ func newParquetSource(ctx context.Context, t *spec.Table, declared func(map[stri
 	return s, cols, nil
 }
 
+// query starts the batch of file rows [s.next, s.next + parquetBatchRows).
+func (s *parquetSource) query() error {
+	q := fmt.Sprintf("%s WHERE file_row_number >= %d AND file_row_number < %d", s.sel, s.next, s.next+parquetBatchRows)
+	rows, err := s.db.QueryContext(s.ctx, q)
+	if err != nil {
+		return &fileError{table: s.t.Name, file: s.t.Source, msg: "cannot read the source", err: err}
+	}
+	s.rows, s.batch = rows, 0
+	s.next += parquetBatchRows
+	return nil
+}
+
 func (s *parquetSource) Next() bool {
-	if s.err != nil || !s.rows.Next() {
-		if s.err == nil {
-			if err := s.rows.Err(); err != nil {
-				s.err = &fileError{table: s.t.Name, file: s.t.Source, msg: "cannot read the source", err: err}
-			}
+	for s.err == nil && !s.rows.Next() {
+		if err := s.rows.Err(); err != nil {
+			s.err = &fileError{table: s.t.Name, file: s.t.Source, msg: "cannot read the source", err: err}
+			break
 		}
+		// A batch short of parquetBatchRows was the file's last: file row
+		// numbers have no gaps.
+		full := s.batch == parquetBatchRows
+		s.rows.Close()
+		if !full {
+			return false
+		}
+		if err := s.query(); err != nil {
+			s.err = err
+		}
+	}
+	if s.err != nil {
 		return false
 	}
+	s.batch++
 	if err := s.rows.Scan(s.dst...); err != nil {
 		s.err = &fileError{table: s.t.Name, file: s.t.Source, msg: "cannot read the source", err: err}
 		return false
