@@ -42,14 +42,7 @@ func TestSmoke(t *testing.T) {
 		},
 		Join: []spec.JoinEq{{Left: spec.ColumnRef{Table: "a", Column: "k"}, Right: spec.ColumnRef{Table: "b", Column: "k2"}}},
 	}
-	e := openTest(t)
-	if err := e.Load(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	h, err := s.Hypergraph()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, h := loadTest(t, s)
 	n, err := e.JoinSize(ctx, h)
 	if err != nil || n != 4 {
 		t.Fatalf("JoinSize = %d, %v; want 4", n, err)
@@ -84,14 +77,7 @@ func TestStatisticsErrors(t *testing.T) {
 			{Left: spec.ColumnRef{Table: "b", Column: "k"}, Right: spec.ColumnRef{Table: "c", Column: "k"}},
 		},
 	}
-	e := openTest(t)
-	if err := e.Load(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	h, err := s.Hypergraph()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, h := loadTest(t, s)
 	x := spec.ColumnRef{Table: "a", Column: "x"}
 	for name, f := range map[string]func() error{
 		"degrees of no attribute": func() error { _, err := e.Degrees(ctx, h, 0, nil); return err },

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/spec"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed of the random test instances (0: from the clock)")
@@ -63,4 +66,19 @@ func day(s string) time.Time {
 		panic(err)
 	}
 	return d
+}
+
+// loadTest opens an embedded test engine, loads s into it and returns the
+// engine with s's join hypergraph.
+func loadTest(t testing.TB, s *spec.Spec) (*Engine, *hypergraph.Hypergraph) {
+	t.Helper()
+	e := openTest(t)
+	if err := e.Load(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Hypergraph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, h
 }

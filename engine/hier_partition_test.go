@@ -37,14 +37,7 @@ output: {path: out}
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := openTest(t)
-	if err := e.Load(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	h, err := s.Hypergraph()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, h := loadTest(t, s)
 	a, b := "r1.a", "r1.b"
 	p, err := e.NewHierPartition(ctx, h)
 	if err != nil {
@@ -137,14 +130,7 @@ output: {path: out}
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := openTest(t)
-		if err := e.Load(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-		h, err := s.Hypergraph()
-		if err != nil {
-			t.Fatal(err)
-		}
+		e, h := loadTest(t, s)
 		p, err := e.NewHierPartition(ctx, h)
 		if err != nil {
 			t.Fatal(err)

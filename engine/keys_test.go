@@ -16,14 +16,7 @@ func TestLoadDeclaresKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := openTest(t)
-	if err := e.Load(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	h, err := s.Hypergraph()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, h := loadTest(t, s)
 	planOf := func() *plan {
 		t.Helper()
 		mixed, err := e.mixedAttrs(ctx, h)
