@@ -553,6 +553,8 @@ func (w *Writer) encode(j *rowGroupJob) error {
 // j.bins.
 func (w *Writer) appendRows(j *rowGroupJob, lo, n int) {
 	hi := lo + n
+	// One row (every row of a shuffled release) is copied directly: through
+	// fill the writer was 20% slower on one core (BenchmarkWriterTPCH).
 	if n == 1 {
 		for k, b := range j.bins {
 			j.buf[k][lo] = w.vals[k][b]
