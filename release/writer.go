@@ -29,11 +29,6 @@ const rowGroupRows = 1 << 20
 // with them its memory (see [Writer]).
 const MaxWriterGoroutines = 4
 
-// binTableMax is the largest number of bins (cells × columns) the writer
-// tabulates, 4 MiB of them, rather than decoding every row's cell by
-// divisions.
-const binTableMax = 1 << 19
-
 // ErrCellOrder is wrapped by the error of [Writer.Add] when a cell does not
 // come after the previous one.
 var ErrCellOrder = errors.New("release: cells not in increasing order")
@@ -99,10 +94,6 @@ type Writer struct {
 	// column index set: the only per-value work left is a copy.
 	vals  [][]parquet.Value
 	batch int // rows between two context checks, and rows per encoded batch
-
-	// binTab[c·m : (c+1)·m] are the m bins of cell c, for universes of at
-	// most binTableMax bins in all (nil otherwise: Decoder.Bins divides).
-	binTab []int
 
 	cur       *rowGroupJob   // the row group being collected
 	inflight  []*rowGroupJob // row groups being encoded, oldest first
@@ -233,14 +224,6 @@ func newWriterWith(path string, names []string, cols []*spec.Column, extra []Mea
 		workers:   min(max(1, runtime.GOMAXPROCS(0)), MaxWriterGoroutines),
 		groupRows: rowGroupRows,
 		last:      -1,
-	}
-	if m := int64(dec.NumColumns()); dec.Size() <= binTableMax/m {
-		w.binTab = make([]int, 0, dec.Size()*m)
-		var bins []int
-		for c := range dec.Size() {
-			bins, _ = dec.Bins(c, bins)
-			w.binTab = append(w.binTab, bins...)
-		}
 	}
 	return w, nil
 }
@@ -510,13 +493,8 @@ func (w *Writer) encode(j *rowGroupJob) error {
 		pending = 0
 		return nil
 	}
-	m := w.dec.NumColumns()
 	for i, cell := range j.cells {
-		if w.binTab != nil {
-			j.bins = w.binTab[int(cell)*m : int(cell+1)*m : int(cell+1)*m]
-		} else {
-			j.bins, _ = w.dec.Bins(cell, j.bins) // checked by Add and AddRow
-		}
+		j.bins, _ = w.dec.Bins(cell, j.bins) // checked by Add and AddRow
 		n := int64(1)
 		if j.counts != nil {
 			n = j.counts[i]
