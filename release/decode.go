@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"time"
 
 	"github.com/synth-dp/synth/spec"
@@ -52,6 +53,7 @@ type decodedColumn struct {
 	name   string
 	typ    spec.ColumnType
 	n      int64
+	magic  uint64    // ⌈2^64/n⌉ for n ≥ 2 (see Decoder.Bins); 0 for n = 1
 	strs   []string  // categorical
 	ints   []int64   // integer
 	floats []float64 // numeric
@@ -109,6 +111,9 @@ func decodeColumn(name string, c *spec.Column) (decodedColumn, error) {
 		return dc, fmt.Errorf("release: column %q (%s) has an empty domain", name, c.Type)
 	}
 	dc.n = int64(k)
+	if k > 1 {
+		dc.magic = ^uint64(0)/uint64(k) + 1
+	}
 	switch c.Type {
 	case spec.Categorical:
 		dc.strs = append([]string(nil), c.Values...)
@@ -227,6 +232,25 @@ func (d *Decoder) Bins(cell int64, dst []int) ([]int, error) {
 		dst = make([]int, len(d.cols))
 	}
 	dst = dst[:len(d.cols)]
+	if d.size <= 1<<32 {
+		// Division by multiplication (Lemire, Kaser and Kurz, "Faster
+		// remainder by direct computation", 2019, Theorem 1 with
+		// N = 32, F = 64): for a numerator and a divisor below 2^32,
+		// ⌊c/n⌋ is the high word of c·⌈2^64/n⌉. Every quotient here is
+		// below the universe size, so below 2^32. Bins was a quarter of the
+		// writer's CPU with hardware division.
+		c := uint64(cell)
+		for j := len(d.cols) - 1; j >= 0; j-- {
+			col := &d.cols[j]
+			q := c
+			if col.magic != 0 {
+				q, _ = bits.Mul64(c, col.magic)
+			}
+			dst[j] = int(c - q*uint64(col.n))
+			c = q
+		}
+		return dst, nil
+	}
 	for j := len(d.cols) - 1; j >= 0; j-- {
 		n := d.cols[j].n
 		dst[j] = int(cell % n)

@@ -2,7 +2,9 @@ package release
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"testing"
@@ -203,6 +205,57 @@ func TestNewDecoderErrors(t *testing.T) {
 			}
 			if s := err.Error(); len(s) < 9 || s[:9] != "release: " {
 				t.Errorf("error %q lacks the package prefix", s)
+			}
+		})
+	}
+}
+
+// TestDecoderBinsLargeUniverses checks Bins against plain division on
+// universes up to and past 2^32 cells, where Bins switches from division
+// by multiplication to hardware division: radices of 1, powers of two and
+// the largest column, at the first and last cells and at random ones.
+func TestDecoderBinsLargeUniverses(t *testing.T) {
+	integer := func(n int) *spec.Column { return &spec.Column{Type: spec.Integer, Min: 0, Max: float64(n - 1)} }
+	cases := []struct {
+		name  string
+		radix []int
+	}{
+		{"2^32 exactly", []int{1 << 16, 1, 1 << 16}},
+		{"just below 2^32", []int{65521, 65537, 1}},
+		{"2^22 bins times 1021", []int{1021, 1 << 22}},
+		{"just above 2^32", []int{65537, 65537}},
+		{"small odd", []int{7, 3, 5, 1, 11}},
+		{"one column", []int{1 << 26}},
+	}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			names := make([]string, len(tc.radix))
+			cols := make([]*spec.Column, len(tc.radix))
+			for j, n := range tc.radix {
+				names[j], cols[j] = fmt.Sprint("c", j), integer(n)
+			}
+			d, err := NewDecoder(names, cols)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cells := []int64{0, 1, d.Size() - 1, d.Size() - 2, d.Size() / 2}
+			for range 20000 {
+				cells = append(cells, rnd.Int64N(d.Size()))
+			}
+			var bins []int
+			for _, cell := range cells {
+				if bins, err = d.Bins(cell, bins); err != nil {
+					t.Fatal(err)
+				}
+				c := cell
+				for j := len(tc.radix) - 1; j >= 0; j-- {
+					n := int64(tc.radix[j])
+					if want := int(c % n); bins[j] != want {
+						t.Fatalf("Bins(%d)[%d] = %d, want %d (bins %v)", cell, j, bins[j], want, bins)
+					}
+					c /= n
+				}
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,16 +45,17 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 // values, [Decoder.Value]) or by [Writer.AddRow] (one row of a cell, in any
 // order). The writer is columnar and parallel: the rows of one Parquet row
 // group (at most 2^20) are collected as cells, then a goroutine encodes
-// them — every bin of every column has its Parquet value precomputed once,
-// a row copies one value per column into per-column buffers of
-// [BatchRows] rows, and a full buffer goes to Parquet column by column —
-// while the next row group is collected. Up to min(GOMAXPROCS,
-// [MaxWriterGoroutines]) row groups are encoded at once, and they are
-// committed to the file in order, so the file is the same whatever the
-// number of goroutines. Memory is bounded by that many row groups plus the
-// one being collected — each 8 MiB of cells, the column buffers and
-// parquet-go's compressed pages until the commit: about 20 MiB a row group
-// for the TPC-H example's five columns — not by the output.
+// them — a row writes its bin number into a per-column buffer of
+// [BatchRows] rows (a boolean column: its precomputed Parquet value), and
+// a full buffer goes to Parquet column by column, where the column's
+// dictionary index and page bounds come from tables of the public bins
+// (see binType) — while the next row group is collected. Up to
+// min(GOMAXPROCS, [MaxWriterGoroutines]) row groups are encoded at once,
+// and they are committed to the file in order, so the file is the same
+// whatever the number of goroutines. Memory is bounded by that many row
+// groups plus the one being collected — each 8 MiB of cells, the batch
+// buffers and parquet-go's dictionary indexes and compressed pages until
+// the commit — not by the output.
 //
 // The file's columns are the released columns in release order, all
 // required (never null), with these types:
@@ -74,9 +76,9 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 // carry no statistics. (parquet-go has no option to leave a column out of
 // the page index: skipping a column's bounds writes "" as every page's
 // bounds, which readers that prune pages by the index take for real and
-// then miss every row — so the categorical columns' bounds are computed,
-// string comparisons that take about 40% of the writer's CPU.) The file-level key-value metadata holds the pairs
-// given to [NewWriter], among them [MetadataKey].
+// then miss every row — so every column's bounds are computed, by bin
+// rank.) The file-level key-value metadata holds the pairs given to
+// [NewWriter], among them [MetadataKey].
 //
 // The rows written depend only on the counts (DP outputs) and the public
 // domain: writing is post-processing.
@@ -90,8 +92,9 @@ type Writer struct {
 	file  *File
 	pw    *parquet.GenericWriter[any]
 
-	// vals[j][b] is the Parquet value of bin b of released column j, its
-	// column index set: the only per-value work left is a copy.
+	// vals[j][b] is the Parquet value of bin b of boolean column j, its
+	// column index set: the only per-value work left is a copy. vals[j] is
+	// nil for a column written as bin numbers (see binType).
 	vals  [][]parquet.Value
 	batch int // rows between two context checks, and rows per encoded batch
 
@@ -119,7 +122,9 @@ type rowGroupJob struct {
 	counts []int64 // counts[i] rows of cells[i]; nil: one row per cell
 	rows   int     // rows in the job
 	rg     *parquet.ConcurrentRowGroupWriter
-	buf    [][]parquet.Value // per output column, batch values
+	buf    [][]parquet.Value // per output column without bins, batch values
+	binBuf []binBatch        // per output column written as bins, batch bins
+	one    [1]parquet.Value  // the value that carries a binBatch
 	bins   []int
 	done   chan struct{} // closed when the encoder is done
 	err    error         // the encoder's error, read after done
@@ -180,8 +185,33 @@ func newWriterWith(path string, names []string, cols []*spec.Column, extra []Mea
 	if !json.Valid([]byte(report)) {
 		return nil, fmt.Errorf("release: privacy report %q is not valid JSON", MetadataKey)
 	}
+	opts, err := writerOptions(parquetSchemaWith(dec, extra), metadata)
+	if err != nil {
+		return nil, err
+	}
+	f, err := CreateFile(path, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{
+		dec:       dec,
+		extra:     extra,
+		file:      f,
+		pw:        parquet.NewGenericWriter[any](f, opts...),
+		vals:      boolValues(dec),
+		batch:     batch,
+		workers:   min(max(1, runtime.GOMAXPROCS(0)), MaxWriterGoroutines),
+		groupRows: rowGroupRows,
+		last:      -1,
+	}
+	return w, nil
+}
+
+// writerOptions returns parquet-go's options for a file of the given
+// schema and key-value metadata, validated.
+func writerOptions(schema *parquet.Schema, metadata map[string]string) ([]parquet.WriterOption, error) {
 	opts := []parquet.WriterOption{
-		parquetSchemaWith(dec, extra),
+		schema,
 		parquet.Compression(&parquet.Zstd),
 		parquet.MaxRowsPerRowGroup(rowGroupRows),
 		// Min and max per page go to the page index and, merged, to the
@@ -209,23 +239,7 @@ func newWriterWith(path string, names []string, cols []*spec.Column, extra []Mea
 	if _, err := parquet.NewWriterConfig(opts...); err != nil {
 		return nil, fmt.Errorf("release: parquet writer configuration: %w", err)
 	}
-
-	f, err := CreateFile(path, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	w := &Writer{
-		dec:       dec,
-		extra:     extra,
-		file:      f,
-		pw:        parquet.NewGenericWriter[any](f, opts...),
-		vals:      columnValues(dec),
-		batch:     batch,
-		workers:   min(max(1, runtime.GOMAXPROCS(0)), MaxWriterGoroutines),
-		groupRows: rowGroupRows,
-		last:      -1,
-	}
-	return w, nil
+	return opts, nil
 }
 
 // columnValues returns the Parquet value of every bin of every released
@@ -257,6 +271,19 @@ func columnValues(dec *Decoder) [][]parquet.Value {
 	return out
 }
 
+// boolValues returns the Parquet value of every bin of every boolean
+// released column, and nil for the other columns: they are written as bin
+// numbers (see [binType]).
+func boolValues(dec *Decoder) [][]parquet.Value {
+	out := columnValues(dec)
+	for j := range out {
+		if dec.Type(j) != spec.Boolean {
+			out[j] = nil
+		}
+	}
+	return out
+}
+
 // Schema returns the Parquet schema of the file the writer of names and
 // cols produces (see [Writer] for the types), named "synth", for callers
 // that check a file against its spec (the golden schema test does).
@@ -280,24 +307,35 @@ func parquetSchemaWith(dec *Decoder, extra []MeasureColumn) *parquet.Schema {
 		order = append(order, m.Name)
 		g[m.Name] = parquet.Required(parquet.Encoded(parquet.Leaf(parquet.DoubleType), &parquet.RLEDictionary))
 	}
+	vals := columnValues(dec)
 	for j := range dec.NumColumns() {
-		var n parquet.Node
-		switch dec.Type(j) {
-		case spec.Categorical:
-			n = parquet.Encoded(parquet.String(), &parquet.RLEDictionary)
-		case spec.Boolean:
-			n = parquet.Leaf(parquet.BooleanType)
-		case spec.Integer:
-			n = parquet.Encoded(parquet.Int(64), &parquet.RLEDictionary)
-		case spec.Numeric:
-			n = parquet.Encoded(parquet.Leaf(parquet.DoubleType), &parquet.RLEDictionary)
-		case spec.Date:
-			n = parquet.Encoded(parquet.Date(), &parquet.RLEDictionary)
+		n := leafNode(dec.Type(j))
+		if dec.Type(j) != spec.Boolean {
+			// Written as bin numbers through a precomputed dictionary:
+			// see binType.
+			n = parquet.Encoded(binNode{Node: n, typ: newBinType(n.Type(), vals[j])}, &parquet.RLEDictionary)
 		}
 		order[j] = dec.Name(j)
 		g[order[j]] = parquet.Required(n)
 	}
 	return parquet.NewSchema("synth", newOrderedGroup(g, order))
+}
+
+// leafNode returns the Parquet leaf of a released column of type typ (see
+// [Writer] for the types), before its encoding.
+func leafNode(typ spec.ColumnType) parquet.Node {
+	switch typ {
+	case spec.Categorical:
+		return parquet.String()
+	case spec.Boolean:
+		return parquet.Leaf(parquet.BooleanType)
+	case spec.Integer:
+		return parquet.Int(64)
+	case spec.Numeric:
+		return parquet.Leaf(parquet.DoubleType)
+	default: // spec.Date
+		return parquet.Date()
+	}
 }
 
 // orderedGroup is a Parquet group whose fields keep the release order;
@@ -409,12 +447,13 @@ func (w *Writer) job() (*rowGroupJob, error) {
 // newJob returns an empty row group with its encoder's buffers.
 func (w *Writer) newJob() *rowGroupJob {
 	m := w.dec.NumColumns() + len(w.extra)
-	j := &rowGroupJob{rg: w.pw.BeginRowGroup(), buf: make([][]parquet.Value, m)}
-	// One backing array for all columns' buffers: column k is
-	// all[k·batch : (k+1)·batch].
-	all := make([]parquet.Value, m*w.batch)
-	for k := range j.buf {
-		j.buf[k] = all[k*w.batch : (k+1)*w.batch : (k+1)*w.batch]
+	j := &rowGroupJob{rg: w.pw.BeginRowGroup(), buf: make([][]parquet.Value, m), binBuf: make([]binBatch, m)}
+	for k := range m {
+		if k < len(w.vals) && w.vals[k] == nil {
+			j.binBuf[k] = make(binBatch, 4*w.batch)
+		} else {
+			j.buf[k] = make([]parquet.Value, w.batch)
+		}
 	}
 	return j
 }
@@ -486,7 +525,14 @@ func (w *Writer) encode(j *rowGroupJob) error {
 	pending := 0
 	flush := func() error {
 		for k, cw := range j.rg.ColumnWriters() {
-			if _, err := cw.WriteRowValues(j.buf[k][:pending]); err != nil {
+			var vals []parquet.Value
+			if p := j.binBuf[k]; p != nil {
+				j.one[0] = p.value(pending)
+				vals = j.one[:]
+			} else {
+				vals = j.buf[k][:pending]
+			}
+			if _, err := cw.WriteRowValues(vals); err != nil {
 				return fmt.Errorf("release: writing %s: column %q: %w", w.file.Path(), w.columnName(k), err)
 			}
 		}
@@ -535,11 +581,19 @@ func (w *Writer) appendRows(j *rowGroupJob, lo, n int) {
 	// fill the writer was 20% slower on one core (BenchmarkWriterTPCH).
 	if n == 1 {
 		for k, b := range j.bins {
-			j.buf[k][lo] = w.vals[k][b]
+			if p := j.binBuf[k]; p != nil {
+				binary.LittleEndian.PutUint32(p[4*lo:], uint32(b))
+			} else {
+				j.buf[k][lo] = w.vals[k][b]
+			}
 		}
 	} else {
 		for k, b := range j.bins {
-			fill(j.buf[k][lo:hi], w.vals[k][b])
+			if p := j.binBuf[k]; p != nil {
+				p.set(lo, hi, b)
+			} else {
+				fill(j.buf[k][lo:hi], w.vals[k][b])
+			}
 		}
 	}
 	for e, m := range w.extra {
