@@ -38,6 +38,29 @@ import (
 // wrappers are tied to that version (go.mod pins it); the byte-identity
 // test guards an upgrade.
 
+// maxDictionaryBytes bounds the bytes of a categorical column's values.
+// parquet-go's column writer switches a column whose byte-array
+// dictionary passes 1 GiB to PLAIN encoding, replacing the column's
+// buffer with one of the type it finds under parquet-go's own indexed type
+// — which a binIndexedType is not, so the bin numbers would be written as
+// they are. A column whose values fit under the bound never gets there.
+var maxDictionaryBytes = 1 << 30
+
+// checkDictionaries returns an error if a categorical column's values
+// take more than [maxDictionaryBytes].
+func checkDictionaries(dec *Decoder) error {
+	for j := range dec.NumColumns() {
+		n := 0
+		for _, v := range dec.cols[j].strs {
+			n += len(v)
+		}
+		if n > maxDictionaryBytes {
+			return fmt.Errorf("release: column %q: its values take %d bytes, more than the writer's limit of %d for a Parquet dictionary", dec.Name(j), n, maxDictionaryBytes)
+		}
+	}
+	return nil
+}
+
 // binType is the Parquet type of a released column written as bin
 // numbers: its own methods are those of the column's real type (string,
 // int64, double or date), but its dictionaries are [binDictionary].

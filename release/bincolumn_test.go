@@ -295,3 +295,29 @@ func TestBinBufferRejects(t *testing.T) {
 		t.Errorf("dictionary %q, want the bins in order of first use [b a]", got)
 	}
 }
+
+// TestWriterRefusesHugeDictionary: a categorical column whose values take
+// more than maxDictionaryBytes (1 GiB; lowered here) is refused before a
+// file is created.
+func TestWriterRefusesHugeDictionary(t *testing.T) {
+	defer func(n int) { maxDictionaryBytes = n }(maxDictionaryBytes)
+	maxDictionaryBytes = 10
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		values []string
+		ok     bool
+	}{
+		{[]string{"abcde", "fghij"}, true},
+		{[]string{"abcde", "fghijk"}, false},
+	} {
+		path := filepath.Join(dir, "x.parquet")
+		w, err := NewWriter(path, []string{"c"}, []*spec.Column{{Type: spec.Categorical, Values: tc.values}}, testMetadata())
+		if tc.ok != (err == nil) {
+			t.Fatalf("values %q: error %v, want ok %v", tc.values, err, tc.ok)
+		}
+		if err == nil {
+			w.Abort()
+		}
+		assertOnly(t, dir)
+	}
+}

@@ -178,6 +178,9 @@ func newWriterWith(path string, names []string, cols []*spec.Column, extra []Mea
 		}
 		seen[m.Name] = true
 	}
+	if err := checkDictionaries(dec); err != nil {
+		return nil, err
+	}
 	report, ok := metadata[MetadataKey]
 	if !ok {
 		return nil, fmt.Errorf("release: metadata lacks the privacy report %q", MetadataKey)
