@@ -73,12 +73,12 @@
 // An embedded DuckDB engine's buffers are bounded by DuckDB's memory_limit:
 // the environment variable SYNTH_DUCKDB_MEMORY_LIMIT ([MemoryLimitEnv],
 // e.g. 512MB or 4GiB; "max" for DuckDB's default of 80% of the machine's
-// memory), [DefaultMemoryLimit] (512 MB) when unset. The default engine keeps
+// memory), [DefaultMemoryLimit] (256 MB) when unset. The default engine keeps
 // its database in a file, compressed, in a private folder of the temporary
 // directory (os.TempDir, e.g. $TMPDIR) that [Engine.Close] removes, and
 // spills what does not fit the limit there. The limit bounds the buffers,
 // not the process: the memory synth needs grows with the data only until
-// the buffers reach the limit (about SF 10 of the TPC-H example at 512 MB),
+// the buffers reach the limit (about SF 3 of the TPC-H example at 256 MB),
 // plus about 0.2 GiB of DuckDB's allocator and synth's own arrays; beyond
 // that only the disk it uses grows. DuckDB's allocator is told to return
 // freed memory (allocator_background_threads, a 32 MB bulk-deallocation

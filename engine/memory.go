@@ -22,8 +22,12 @@ import (
 const MemoryLimitEnv = "SYNTH_DUCKDB_MEMORY_LIMIT"
 
 // DefaultMemoryLimit is DuckDB's memory_limit when [MemoryLimitEnv] is
-// unset or empty.
-const DefaultMemoryLimit = "512MB"
+// unset or empty. A release of the TPC-H example from Parquet
+// (TestReleaseScale, one run each) with 256MB against 512MB: SF 1 2.34 /
+// 2.29 s and 0.22 / 0.22 GiB peak RSS, SF 3 8.01 / 7.14 s and 0.34 / 0.42
+// GiB, SF 10 35.4 / 39.1 s and 0.45 / 0.64 GiB; 128MB held 0.25 GiB at
+// SF 3 but took twice as long (the join's hash tables spill).
+const DefaultMemoryLimit = "256MB"
 
 // memoryLimitRE is the syntax [MemoryLimitEnv] accepts: a number and a
 // unit, as DuckDB reads them.
@@ -62,8 +66,9 @@ func memoryLimit() (string, error) {
 // these options the peak is 0.41 GiB and the idle engine is back near its
 // buffers within seconds. What remains grows with the data only up to
 // the limit: the buffers (the loaded tables' cached blocks, hash tables,
-// sorts) fill memory_limit at about SF 10 with 512MB, and the process
-// adds some 0.17 GiB to them (code, Go, DuckDB outside its buffers).
+// sorts) fill memory_limit at about SF 3 with 256MB (SF 10 with 512MB),
+// and the process adds some 0.1–0.2 GiB to them (code, Go, DuckDB outside
+// its buffers).
 // Setting DUCKDB_JE_MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0 in the
 // environment (read when the process starts) purges every freed page at
 // once; at SF 3 it gave 0.42 GiB of peak RSS against 0.52 GiB with the

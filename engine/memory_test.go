@@ -71,8 +71,8 @@ func TestMemoryLimit(t *testing.T) {
 		env, want string // want: current_setting('memory_limit'), "" for DuckDB's default
 		bad       bool
 	}{
-		{env: "", want: "488.2 MiB"},
-		{env: "256MB", want: "244.1 MiB"},
+		{env: "", want: "244.1 MiB"}, // DefaultMemoryLimit
+		{env: "512MB", want: "488.2 MiB"},
 		{env: " 2GiB ", want: "2.0 GiB"},
 		{env: "max"},
 		{env: "lots", bad: true},
@@ -103,7 +103,7 @@ func TestMemoryLimit(t *testing.T) {
 			if tc.want != "" && got != tc.want {
 				t.Errorf("memory_limit %q, want %q", got, tc.want)
 			}
-			if tc.want == "" && (got == "488.2 MiB" || got == "") {
+			if tc.want == "" && (got == "244.1 MiB" || got == "") {
 				t.Errorf("memory_limit %q, want DuckDB's default", got)
 			}
 			// Freed memory goes back to the system (allocatorOptions).

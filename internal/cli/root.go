@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release"
@@ -151,7 +152,7 @@ Exit codes:
 		return &UsageError{Err: err}
 	})
 	pf := root.PersistentFlags()
-	pf.StringVar(&opts.engine, "engine", "duckdb", `SQL engine: "duckdb" (embedded, tables in a temporary file removed on exit, buffers capped by SYNTH_DUCKDB_MEMORY_LIMIT, default 512MB), "duckdb:PATH" (a database file), "duckdb::memory:" (in memory) or "postgres://USER@HOST:PORT/DB" (a PostgreSQL server; add ?synth_shards=shard_1,… for a postgres_fdw cluster)`)
+	pf.StringVar(&opts.engine, "engine", "duckdb", `SQL engine: "duckdb" (embedded, tables in a temporary file removed on exit, buffers capped by `+engine.MemoryLimitEnv+`, default `+engine.DefaultMemoryLimit+`), "duckdb:PATH" (a database file), "duckdb::memory:" (in memory) or "postgres://USER@HOST:PORT/DB" (a PostgreSQL server; add ?synth_shards=shard_1,… for a postgres_fdw cluster)`)
 	pf.Uint64Var(&opts.seed, "seed", 0, "seed the noise for a reproducible run (the output is marked not private)")
 	pf.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.BoolVarP(&opts.quiet, "quiet", "q", false, "print errors only")
