@@ -139,7 +139,14 @@ func decodeColumn(name string, c *spec.Column) (decodedColumn, error) {
 		}
 		dc.floats = make([]float64, k)
 		for i := range k {
-			dc.floats[i] = e[i]/2 + e[i+1]/2 // no overflow near ±MaxFloat64
+			m := e[i]/2 + e[i+1]/2 // no overflow near ±MaxFloat64
+			// The halves round: in a bin one or two ulps wide the sum can
+			// land on the next edge (outside a half-open bin) or, with
+			// subnormal edges, below e[i]. Its lower edge is in the bin.
+			if m < e[i] || m > e[i+1] || (m == e[i+1] && i < k-1) {
+				m = e[i]
+			}
+			dc.floats[i] = m
 		}
 	case spec.Date:
 		min := utcDay(c.DateMin)
@@ -267,7 +274,9 @@ func (d *Decoder) Bins(cell int64, dst []int) ([]int, error) {
 //     [e_i, e_{i+1}), that is ⌊(lo+hi)/2⌋ with lo = ⌈e_i⌉ and hi the largest
 //     integer below e_{i+1} (for the last, closed bin: at most e_k), capped at
 //     the column's Max; the bin [1, 6) gives 3, a bin of width 1 its integer;
-//   - numeric: a float64, the bin midpoint (e_i + e_{i+1})/2;
+//   - numeric: a float64, the bin midpoint (e_i + e_{i+1})/2, or e_i in
+//     a bin so narrow (an ulp or two) that the rounded midpoint falls
+//     outside it;
 //   - date: a time.Time at UTC midnight, the first day of the bin
 //     ([spec.Column.DateBinStart]) but not before DateMin: a month or year
 //     bin that DateMin cuts starts at DateMin.

@@ -224,6 +224,9 @@ func TestDecoderBinsLargeUniverses(t *testing.T) {
 		{"just below 2^32", []int{65521, 65537, 1}},
 		{"2^22 bins times 1021", []int{1021, 1 << 22}},
 		{"just above 2^32", []int{65537, 65537}},
+		// Division by multiplication is wrong here (for 7 at the last
+		// cells): only hardware division passes.
+		{"7·2^59", []int{1 << 20, 1 << 20, 1 << 19, 7}},
 		{"small odd", []int{7, 3, 5, 1, 11}},
 		{"one column", []int{1 << 26}},
 	}
@@ -258,5 +261,40 @@ func TestDecoderBinsLargeUniverses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecoderNarrowNumericBins: every numeric representative lies in its
+// bin — [e_i, e_{i+1}), the last closed — also in bins one or two ulps
+// wide (where the rounded midpoint can land on the next edge) and with
+// subnormal edges (where halving rounds).
+func TestDecoderNarrowNumericBins(t *testing.T) {
+	up := func(x float64, n int) []float64 {
+		e := []float64{x}
+		for range n {
+			x = math.Nextafter(x, math.Inf(1))
+			e = append(e, x)
+		}
+		return e
+	}
+	for name, e := range map[string][]float64{
+		"ulps from an odd mantissa":  up(math.Nextafter(1, 2), 6),
+		"ulps from an even mantissa": up(1, 6),
+		"subnormals":                 up(-3*5e-324, 7),
+		"wider bins after ulps":      append(up(math.Nextafter(1, 2), 3), 5, 7, 1e300),
+		"negative ulps":              up(-math.Nextafter(1, 2), 5),
+	} {
+		col := &spec.Column{Type: spec.Numeric, BinEdges: e, Min: e[0], Max: e[len(e)-1]}
+		d, err := NewDecoder([]string{"x"}, []*spec.Column{col})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for i := range len(e) - 1 {
+			v := d.Value(0, i).(float64)
+			last := i == len(e)-2
+			if v < e[i] || v > e[i+1] || (v == e[i+1] && !last) {
+				t.Errorf("%s: bin %d [%v, %v%s holds representative %v", name, i, e[i], e[i+1], map[bool]string{true: "]", false: ")"}[last], v)
+			}
+		}
 	}
 }
