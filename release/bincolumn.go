@@ -26,7 +26,15 @@ import (
 // same values in the same order as when parquet-go inserts them itself),
 // and a page's bounds are the values of its least and greatest bin by a
 // rank computed once from the type's own order. The file is byte for byte
-// the one parquet-go writes from the real values (TestBinColumnSameBytes).
+// the one parquet-go writes from the real values (TestBinColumnSameBytes),
+// but for a numeric column with both −0 and +0 representatives: its bounds
+// are then −0 and +0, as the Parquet format recommends, where parquet-go
+// keeps whichever zero it met first.
+//
+// The cost is a table of 4 bytes per bin for every column of every row
+// group being written (allocated on the column's first rows, reset by
+// the bins used), and a sort of each categorical column's values when
+// the writer is created.
 //
 // parquet-go's Dictionary and ColumnBuffer interfaces have unexported
 // methods, so the wrappers below embed them: binDictionary and binPage
@@ -40,10 +48,12 @@ import (
 
 // maxDictionaryBytes bounds the bytes of a categorical column's values.
 // parquet-go's column writer switches a column whose byte-array
-// dictionary passes 1 GiB to PLAIN encoding, replacing the column's
-// buffer with one of the type it finds under parquet-go's own indexed type
-// — which a binIndexedType is not, so the bin numbers would be written as
-// they are. A column whose values fit under the bound never gets there.
+// dictionary passes 1 GiB (or a configured DictionaryMaxBytes, which the
+// writer does not set) to PLAIN encoding and asks the column's type for a
+// new buffer; a binBuffer cannot write PLAIN values, so the second buffer
+// of a dictionary refuses every write (see binIndexedType.NewColumnBuffer)
+// and the release fails. A column whose values fit under the bound never
+// gets there.
 var maxDictionaryBytes = 1 << 30
 
 // checkDictionaries returns an error if a categorical column's values
@@ -77,7 +87,11 @@ func newBinType(typ parquet.Type, vals []parquet.Value) *binType {
 	for b := range order {
 		order[b] = int32(b)
 	}
-	slices.SortStableFunc(order, func(a, b int32) int { return typ.Compare(vals[a], vals[b]) })
+	// Integer, numeric and date bins are in order already; categorical
+	// values are in the order the spec declares them.
+	if !slices.IsSortedFunc(vals, typ.Compare) {
+		slices.SortStableFunc(order, func(a, b int32) int { return typ.Compare(vals[a], vals[b]) })
+	}
 	rank := make([]int32, len(vals))
 	for r, b := range order {
 		rank[b] = int32(r)
@@ -103,20 +117,20 @@ func (t *binType) NewDictionary(columnIndex, numValues int, data encoding.Values
 	if numValues > 0 {
 		return d
 	}
-	idx := make([]int32, len(t.vals))
-	for b := range idx {
-		idx[b] = -1
-	}
-	return &binDictionary{Dictionary: d, t: t, idx: idx}
+	return &binDictionary{Dictionary: d, t: t}
 }
 
 // binDictionary is parquet-go's dictionary of a column chunk plus the
 // dictionary index of every bin that occurred in the chunk.
 type binDictionary struct {
 	parquet.Dictionary
-	t    *binType
-	idx  []int32 // idx[b]: dictionary index of bin b's value, -1 if not yet inserted
-	rank []int32 // rank[i]: the rank (binType.rank) of dictionary entry i
+	t       *binType
+	idx     []int32 // idx[b]: dictionary index of bin b's value, -1 if not yet inserted; nil before the first rows
+	rank    []int32 // rank[i]: the rank (binType.rank) of dictionary entry i
+	used    []int32 // the bins inserted, in order
+	vals    []parquet.Value
+	ins     []int32
+	buffers int // column buffers made for the dictionary
 }
 
 // Type returns the type of the column's indexed buffers and pages.
@@ -128,22 +142,34 @@ func (d *binDictionary) Type() parquet.Type {
 // group).
 func (d *binDictionary) Reset() {
 	d.Dictionary.Reset()
-	for b := range d.idx {
+	for _, b := range d.used {
 		d.idx[b] = -1
 	}
-	d.rank = d.rank[:0]
+	d.used, d.rank = d.used[:0], d.rank[:0]
 }
 
-// insert inserts bin b's value, on the bin's first row in the column
-// chunk, and returns its dictionary index.
-func (d *binDictionary) insert(b int32) int32 {
-	var i [1]int32
-	d.Dictionary.Insert(i[:], d.t.vals[b:b+1])
-	if int(i[0]) == len(d.rank) { // a new entry (two bins may share a value)
-		d.rank = append(d.rank, d.t.rank[b])
+// insert inserts the values of the bins used[from:] (bins first seen in a
+// batch, in the order of their first rows) into the dictionary, in one
+// call — one call per value was most of the writer's time on a column of
+// 2^20 bins — and sets their indexes.
+func (d *binDictionary) insert(from int) {
+	fresh := d.used[from:]
+	if len(fresh) == 0 {
+		return
 	}
-	d.idx[b] = i[0]
-	return i[0]
+	d.vals = d.vals[:0]
+	for _, b := range fresh {
+		d.vals = append(d.vals, d.t.vals[b])
+	}
+	d.ins = slices.Grow(d.ins[:0], len(fresh))[:len(fresh)]
+	d.Dictionary.Insert(d.ins, d.vals)
+	for k, b := range fresh {
+		i := d.ins[k]
+		if int(i) == len(d.rank) { // a new entry (two bins may share a value)
+			d.rank = append(d.rank, d.t.rank[b])
+		}
+		d.idx[b] = i
+	}
 }
 
 // binIndexedType is parquet-go's indexed type of a dictionary, whose
@@ -154,8 +180,12 @@ type binIndexedType struct {
 }
 
 // NewColumnBuffer returns a buffer of bin numbers for the column writer.
+// A column writer asks once; a second buffer for the same dictionary is
+// asked for only when parquet-go falls back to PLAIN encoding, which bin
+// numbers cannot feed: that buffer refuses every write.
 func (t *binIndexedType) NewColumnBuffer(columnIndex, numValues int) parquet.ColumnBuffer {
-	return &binBuffer{typ: t, column: columnIndex, idx: make([]int32, 0, numValues)}
+	t.d.buffers++
+	return &binBuffer{typ: t, column: columnIndex, idx: make([]int32, 0, numValues), plain: t.d.buffers > 1}
 }
 
 // binBuffer is the column writer's buffer of a page: the dictionary
@@ -165,6 +195,7 @@ type binBuffer struct {
 	typ                  *binIndexedType
 	column               int
 	idx                  []int32
+	plain                bool // asked for by a fallback to PLAIN encoding: refuses writes
 }
 
 // WriteValues appends the rows of a batch of bin numbers. Each value is a
@@ -174,7 +205,16 @@ type binBuffer struct {
 // buffer's Len, so one value carries a whole batch and the writer never
 // builds a parquet.Value per row. The return value counts the rows.
 func (c *binBuffer) WriteValues(values []parquet.Value) (int, error) {
+	if c.plain {
+		return 0, fmt.Errorf("release: column %d: parquet-go switched the column to PLAIN encoding, which the writer's bin numbers cannot feed", c.column)
+	}
 	d := c.typ.d
+	if d.idx == nil {
+		d.idx = make([]int32, len(d.t.vals))
+		for b := range d.idx {
+			d.idx[b] = -1
+		}
+	}
 	bins := uint32(len(d.idx))
 	rows := 0
 	for _, v := range values {
@@ -185,21 +225,46 @@ func (c *binBuffer) WriteValues(values []parquet.Value) (int, error) {
 		lo := len(c.idx)
 		c.idx = slices.Grow(c.idx, len(p)/4)[:lo+len(p)/4]
 		dst := c.idx[lo:]
+		from := len(d.used)
+		// A row of a bin already in the dictionary gets its index; a
+		// row of a new bin gets −2−bin, and the second pass, after the
+		// batch's new bins are inserted, its index.
 		for n := range dst {
 			b := binary.LittleEndian.Uint32(p[4*n:])
 			if b >= bins {
+				c.fix(from, dst[:n])
 				c.idx = c.idx[:lo+n]
 				return rows + n, fmt.Errorf("release: column %d: bin number %d, want one below %d", c.column, b, bins)
 			}
 			i := d.idx[b]
 			if i < 0 {
-				i = d.insert(int32(b))
+				if i == -1 {
+					d.idx[b] = -2
+					d.used = append(d.used, int32(b))
+				}
+				i = -2 - int32(b)
 			}
 			dst[n] = i
 		}
+		c.fix(from, dst)
 		rows += len(dst)
 	}
 	return rows, nil
+}
+
+// fix inserts the bins new since used[from] and replaces the −2−bin marks
+// in dst by their indexes.
+func (c *binBuffer) fix(from int, dst []int32) {
+	d := c.typ.d
+	if len(d.used) == from {
+		return
+	}
+	d.insert(from)
+	for n, i := range dst {
+		if i < 0 {
+			dst[n] = d.idx[-2-i]
+		}
+	}
 }
 
 // binBatch is a batch of rows of one column as bin numbers, the way

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -70,21 +73,7 @@ func randomUniverse(rnd *rand.Rand) ([]string, []*spec.Column) {
 // bounds. It is the reference for TestBinColumnSameBytes.
 func writePlain(t *testing.T, path string, dec *Decoder, extra []MeasureColumn, metadata map[string]string, batch, groupRows int, rows []int64) {
 	t.Helper()
-	g := parquet.Group{}
-	var order []string
-	for j := range dec.NumColumns() {
-		n := leafNode(dec.Type(j))
-		if dec.Type(j) != spec.Boolean {
-			n = parquet.Encoded(n, &parquet.RLEDictionary)
-		}
-		order = append(order, dec.Name(j))
-		g[dec.Name(j)] = parquet.Required(n)
-	}
-	for _, m := range extra {
-		order = append(order, m.Name)
-		g[m.Name] = parquet.Required(parquet.Encoded(parquet.Leaf(parquet.DoubleType), &parquet.RLEDictionary))
-	}
-	opts, err := writerOptions(parquet.NewSchema("synth", newOrderedGroup(g, order)), metadata)
+	opts, err := writerOptions(buildSchema(dec, extra, false), metadata)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +83,10 @@ func writePlain(t *testing.T, path string, dec *Decoder, extra []MeasureColumn, 
 	}
 	defer f.Close()
 	pw := parquet.NewGenericWriter[any](f, opts...)
-	vals := columnValues(dec)
+	vals := make([][]parquet.Value, dec.NumColumns())
+	for j := range vals {
+		vals[j] = columnValues(dec, j)
+	}
 	m := dec.NumColumns() + len(extra)
 	buf := make([][]parquet.Value, m)
 	var bins []int
@@ -133,6 +125,93 @@ func writePlain(t *testing.T, path string, dec *Decoder, extra []MeasureColumn, 
 	}
 }
 
+// testSeed returns the seed of a randomized test: SYNTH_TEST_SEED when
+// set (to replay a failure), else the clock; the test logs it.
+func testSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("SYNTH_TEST_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("SYNTH_TEST_SEED=%q: %v", v, err)
+		}
+	}
+	t.Logf("seed %d (SYNTH_TEST_SEED replays it)", seed)
+	return seed
+}
+
+// sameBytesCase is one release written both ways by checkSameBytes.
+type sameBytesCase struct {
+	names                     []string
+	cols                      []*spec.Column
+	extra                     []MeasureColumn
+	rows                      []int64 // one cell per row; in increasing order when runs
+	runs                      bool    // written by Add (runs of equal cells), else AddRow
+	batch, groupRows, workers int
+}
+
+// checkSameBytes writes c through the Writer and through writePlain and
+// fails unless the files are the same bytes and hold the rows.
+func checkSameBytes(t *testing.T, c sameBytesCase) {
+	t.Helper()
+	dec, err := NewDecoder(c.names, c.cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	got := filepath.Join(dir, "bins.parquet")
+	w, err := newWriterWith(got, c.names, c.cols, c.extra, testMetadata(), c.batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.groupRows, w.workers = c.groupRows, c.workers
+	ctx := context.Background()
+	rows := c.rows
+	if c.runs {
+		for i := 0; i < len(rows); {
+			j := i
+			for j < len(rows) && rows[j] == rows[i] {
+				j++
+			}
+			if err := w.Add(ctx, rows[i], int64(j-i)); err != nil {
+				t.Fatal(err)
+			}
+			i = j
+		}
+	} else {
+		for _, cell := range rows {
+			if err := w.AddRow(ctx, cell); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(dir, "plain.parquet")
+	writePlain(t, want, dec, c.extra, testMetadata(), c.batch, c.groupRows, rows)
+	a, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		i := 0
+		for i < min(len(a), len(b)) && a[i] == b[i] {
+			i++
+		}
+		t.Fatalf("%v, %d rows, runs %v, batch %d, row groups of %d: the files differ from byte %d (%d and %d bytes)",
+			c.cols, len(rows), c.runs, c.batch, c.groupRows, i, len(a), len(b))
+	}
+	// The comparison is not vacuous: the file holds the rows.
+	if pf := openParquet(t, got); pf.NumRows() != int64(len(rows)) {
+		t.Fatalf("%d rows in the file, %d written", pf.NumRows(), len(rows))
+	}
+}
+
 // TestBinColumnSameBytes: a file the Writer writes through binType (bin
 // numbers, precomputed dictionary indexes, bounds by rank) is byte for byte
 // the file parquet-go writes from the real values with its own
@@ -141,11 +220,11 @@ func writePlain(t *testing.T, path string, dec *Decoder, extra []MeasureColumn, 
 // column type, with measure columns, rows added one by one in random
 // order and in runs, several pages per row group (a page holds 64,225
 // dictionary indexes) and several row groups, written by one or two
-// goroutines.
+// goroutines; and on universes the random ones miss: 2^16 and more bins
+// (17-bit dictionary indexes), bins an ulp wide, empty and non-UTF-8
+// strings, one-bin columns, 0 and 1 rows.
 func TestBinColumnSameBytes(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rnd := rand.New(rand.NewPCG(seed, 7))
+	rnd := rand.New(rand.NewPCG(testSeed(t), 7))
 	trials := 10
 	if testing.Short() {
 		trials = 3
@@ -156,87 +235,89 @@ func TestBinColumnSameBytes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
-		var extra []MeasureColumn
+		c := sameBytesCase{names: names, cols: cols,
+			batch: 1000 + rnd.IntN(9000), groupRows: 70_000 + rnd.IntN(80_000),
+			// One goroutine reuses a row group's writer (and its
+			// dictionaries, reset) from the second row group on.
+			workers: 1 + rnd.IntN(2), runs: rnd.IntN(2) == 0}
 		if rnd.IntN(2) == 0 {
-			extra = []MeasureColumn{{Name: "measure", Value: func(b []int) float64 { return float64(b[0]%7) / 4 }}}
+			c.extra = []MeasureColumn{{Name: "measure", Value: func(b []int) float64 { return float64(b[0]%7) / 4 }}}
 		}
-		batch := 1000 + rnd.IntN(9000)
-		groupRows := 70_000 + rnd.IntN(80_000)
-		n := rnd.IntN(4 * groupRows)
-		runs := rnd.IntN(2) == 0
-		var rows []int64
-		if runs { // Add: counts in increasing cell order
-			for c := int64(0); c < dec.Size() && len(rows) < n; c++ {
+		n := rnd.IntN(4 * c.groupRows)
+		if c.runs { // Add: counts in increasing cell order
+			for cell := int64(0); cell < dec.Size() && len(c.rows) < n; cell++ {
 				k := rnd.IntN(3)
 				if rnd.IntN(4) == 0 {
 					k = rnd.IntN(20_000)
 				}
 				for range k {
-					rows = append(rows, c)
+					c.rows = append(c.rows, cell)
 				}
 			}
 		} else {
-			rows = make([]int64, n)
-			for i := range rows {
+			c.rows = make([]int64, n)
+			for i := range c.rows {
 				// Skewed, so that some bins are rare and enter a
 				// dictionary late.
-				rows[i] = int64(rnd.Float64() * rnd.Float64() * float64(dec.Size()))
+				c.rows[i] = int64(rnd.Float64() * rnd.Float64() * float64(dec.Size()))
 			}
 		}
-		dir := t.TempDir()
-		got := filepath.Join(dir, "bins.parquet")
-		w, err := newWriterWith(got, names, cols, extra, testMetadata(), batch)
+		checkSameBytes(t, c)
+	}
+
+	cat := func(n int) *spec.Column {
+		c := &spec.Column{Type: spec.Categorical, Values: []string{""}}
+		seen := map[string]bool{"": true}
+		for len(c.Values) < n {
+			v := make([]byte, rnd.IntN(9))
+			for i := range v {
+				v[i] = byte(rnd.IntN(256)) // not UTF-8, mostly
+			}
+			if !seen[string(v)] {
+				seen[string(v)] = true
+				c.Values = append(c.Values, string(v))
+			}
+		}
+		return c
+	}
+	// Bins an ulp wide (representatives their lower edges), then wider.
+	x := math.Nextafter(1, 2)
+	ulps := []float64{x, math.Nextafter(x, 2), math.Nextafter(math.Nextafter(x, 2), 2), 5, 7, 9, 11}
+	day := func(y int) time.Time { return time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC) }
+	edges := map[string][]*spec.Column{
+		"integer, 100k bins":    {{Type: spec.Integer, Min: -50_000, Max: 49_999}},
+		"categorical, 70k":      {cat(70_000)},
+		"date, 73k days":        {{Type: spec.Date, DateMin: day(1900), DateMax: day(2099), Granularity: spec.Day}},
+		"numeric, 2^17 bins":    {{Type: spec.Numeric, Min: -1e6, Max: 1e6, Bins: 1 << 17}},
+		"bins an ulp wide":      {{Type: spec.Numeric, BinEdges: ulps, Min: ulps[0], Max: ulps[len(ulps)-1]}, {Type: spec.Boolean}},
+		"one bin per column":    {{Type: spec.Categorical, Values: []string{"only"}}, {Type: spec.Integer, Min: 5, Max: 5}, {Type: spec.Date, DateMin: day(2000), DateMax: day(2000), Granularity: spec.Day}},
+		"categorical x integer": {cat(300), {Type: spec.Integer, Min: 0, Max: 299}},
+	}
+	sizes := []int{0, 1, 150_000}
+	if testing.Short() {
+		sizes = []int{0, 1, 20_000}
+	}
+	for name, cols := range edges {
+		names := make([]string, len(cols))
+		for j := range cols {
+			names[j] = fmt.Sprint("c", j)
+		}
+		dec, err := NewDecoder(names, cols)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", name, err)
 		}
-		// One goroutine reuses a row group's writer (and its
-		// dictionaries, reset) from the second row group on.
-		w.groupRows, w.workers = groupRows, 1+rnd.IntN(2)
-		ctx := context.Background()
-		if runs {
-			for i := 0; i < len(rows); {
-				j := i
-				for j < len(rows) && rows[j] == rows[i] {
-					j++
+		for _, n := range sizes {
+			for _, runs := range []bool{false, true} {
+				c := sameBytesCase{names: names, cols: cols, runs: runs, batch: BatchRows, groupRows: 1 << 16, workers: 2}
+				for range n {
+					c.rows = append(c.rows, rnd.Int64N(dec.Size()))
 				}
-				if err := w.Add(ctx, rows[i], int64(j-i)); err != nil {
-					t.Fatal(err)
+				if runs {
+					slices.Sort(c.rows)
+				} else if n > 1 {
+					c.extra = []MeasureColumn{{Name: "m", Value: func(b []int) float64 { return float64(b[0]%13) - 6 }}}
 				}
-				i = j
-			}
-		} else {
-			for _, c := range rows {
-				if err := w.AddRow(ctx, c); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		want := filepath.Join(dir, "plain.parquet")
-		writePlain(t, want, dec, extra, testMetadata(), batch, groupRows, rows)
-		a, err := os.ReadFile(got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(a, b) {
-			i := 0
-			for i < min(len(a), len(b)) && a[i] == b[i] {
-				i++
-			}
-			t.Fatalf("trial %d (%v, %d rows, runs %v, batch %d, row groups of %d): the files differ from byte %d (%d and %d bytes)",
-				trial, cols, len(rows), runs, batch, groupRows, i, len(a), len(b))
-		}
-		if len(rows) > 0 && trial == 0 {
-			// The comparison is not vacuous: the file holds the rows.
-			pf := openParquet(t, got)
-			if pf.NumRows() != int64(len(rows)) {
-				t.Fatalf("%d rows in the file, %d written", pf.NumRows(), len(rows))
+				t.Run(fmt.Sprintf("%s/%d rows/runs %v", name, n, runs), func(t *testing.T) { checkSameBytes(t, c) })
 			}
 		}
 	}
@@ -319,5 +400,66 @@ func TestWriterRefusesHugeDictionary(t *testing.T) {
 			w.Abort()
 		}
 		assertOnly(t, dir)
+	}
+}
+
+// TestBinColumnRefusesPlainFallback: when parquet-go falls back from
+// dictionary to PLAIN encoding (here forced by DictionaryMaxBytes, which
+// the writer does not set; at 1 GiB of values otherwise), the bin column
+// refuses the rows that follow instead of writing dictionary indexes as
+// PLAIN values.
+func TestBinColumnRefusesPlainFallback(t *testing.T) {
+	dec, err := NewDecoder([]string{"c"}, []*spec.Column{{Type: spec.Categorical, Values: []string{"alpha", "beta", "gamma"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := writerOptions(buildSchema(dec, nil, true), testMetadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := parquet.NewGenericWriter[any](io.Discard, append(opts, parquet.DictionaryMaxBytes(4))...)
+	cw := pw.BeginRowGroup().ColumnWriters()[0]
+	p := make(binBatch, 12)
+	p.set(0, 1, 0)
+	p.set(1, 2, 1)
+	p.set(2, 3, 2)
+	var errs []error
+	for range 3 {
+		_, err := cw.WriteRowValues([]parquet.Value{p.value(3)})
+		errs = append(errs, err)
+		if err := cw.Flush(); err != nil { // the fallback happens here
+			t.Fatal(err)
+		}
+	}
+	if errs[0] != nil || errs[1] == nil || errs[2] == nil {
+		t.Errorf("writes before and after the fallback: %v; want ok, then errors", errs)
+	}
+}
+
+// TestBinDictionarySharedValue: two bins with the same value (which a
+// decoder never makes: its representatives lie in disjoint bins) share one
+// dictionary entry, and the entries after it keep their own ranks, so the
+// page bounds stay right.
+func TestBinDictionarySharedValue(t *testing.T) {
+	var vals []parquet.Value
+	for _, v := range []string{"b", "a", "a", "c", "0"} {
+		vals = append(vals, parquet.ByteArrayValue([]byte(v)))
+	}
+	typ := newBinType(parquet.String().Type(), vals)
+	d := typ.NewDictionary(0, 0, typ.NewValues(nil, nil))
+	buf := d.Type().NewColumnBuffer(0, 8)
+	p := make(binBatch, 4*5)
+	for n, b := range []int{1, 2, 3, 4, 0} {
+		p.set(n, n+1, b)
+	}
+	if _, err := buf.WriteValues([]parquet.Value{p.value(5)}); err != nil {
+		t.Fatal(err)
+	}
+	if d.Len() != 4 {
+		t.Errorf("%d dictionary entries, want 4 (a, c, 0, b)", d.Len())
+	}
+	lo, hi, ok := buf.Page().Bounds()
+	if !ok || string(lo.ByteArray()) != "0" || string(hi.ByteArray()) != "c" {
+		t.Errorf("Bounds = %q, %q, %v; want 0, c, true", lo.ByteArray(), hi.ByteArray(), ok)
 	}
 }

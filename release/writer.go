@@ -188,7 +188,7 @@ func newWriterWith(path string, names []string, cols []*spec.Column, extra []Mea
 	if !json.Valid([]byte(report)) {
 		return nil, fmt.Errorf("release: privacy report %q is not valid JSON", MetadataKey)
 	}
-	opts, err := writerOptions(parquetSchemaWith(dec, extra), metadata)
+	opts, err := writerOptions(buildSchema(dec, extra, true), metadata)
 	if err != nil {
 		return nil, err
 	}
@@ -245,43 +245,39 @@ func writerOptions(schema *parquet.Schema, metadata map[string]string) ([]parque
 	return opts, nil
 }
 
-// columnValues returns the Parquet value of every bin of every released
-// column (required flat columns: repetition and definition levels 0,
-// column index = position), in the physical types of [Writer].
-func columnValues(dec *Decoder) [][]parquet.Value {
-	out := make([][]parquet.Value, dec.NumColumns())
-	for j := range out {
-		c := &dec.cols[j]
-		v := make([]parquet.Value, c.n)
-		for b := range v {
-			var x parquet.Value
-			switch c.typ {
-			case spec.Categorical:
-				x = parquet.ByteArrayValue([]byte(c.strs[b]))
-			case spec.Boolean:
-				x = parquet.BooleanValue(b == 1)
-			case spec.Integer:
-				x = parquet.Int64Value(c.ints[b])
-			case spec.Numeric:
-				x = parquet.DoubleValue(c.floats[b])
-			case spec.Date:
-				x = parquet.Int32Value(c.days[b])
-			}
-			v[b] = x.Level(0, 0, j)
+// columnValues returns the Parquet value of every bin of released column
+// j (a required flat column: repetition and definition levels 0, column
+// index j), in the physical types of [Writer].
+func columnValues(dec *Decoder, j int) []parquet.Value {
+	c := &dec.cols[j]
+	v := make([]parquet.Value, c.n)
+	for b := range v {
+		var x parquet.Value
+		switch c.typ {
+		case spec.Categorical:
+			x = parquet.ByteArrayValue([]byte(c.strs[b]))
+		case spec.Boolean:
+			x = parquet.BooleanValue(b == 1)
+		case spec.Integer:
+			x = parquet.Int64Value(c.ints[b])
+		case spec.Numeric:
+			x = parquet.DoubleValue(c.floats[b])
+		case spec.Date:
+			x = parquet.Int32Value(c.days[b])
 		}
-		out[j] = v
+		v[b] = x.Level(0, 0, j)
 	}
-	return out
+	return v
 }
 
 // boolValues returns the Parquet value of every bin of every boolean
 // released column, and nil for the other columns: they are written as bin
 // numbers (see [binType]).
 func boolValues(dec *Decoder) [][]parquet.Value {
-	out := columnValues(dec)
+	out := make([][]parquet.Value, dec.NumColumns())
 	for j := range out {
-		if dec.Type(j) != spec.Boolean {
-			out[j] = nil
+		if dec.Type(j) == spec.Boolean {
+			out[j] = columnValues(dec, j)
 		}
 	}
 	return out
@@ -289,34 +285,34 @@ func boolValues(dec *Decoder) [][]parquet.Value {
 
 // Schema returns the Parquet schema of the file the writer of names and
 // cols produces (see [Writer] for the types), named "synth", for callers
-// that check a file against its spec (the golden schema test does).
+// that check a file against its spec (the golden schema test does) or
+// write such a file themselves.
 func Schema(names []string, cols []*spec.Column) (*parquet.Schema, error) {
 	dec, err := NewDecoder(names, cols)
 	if err != nil {
 		return nil, err
 	}
-	return parquetSchema(dec), nil
+	return buildSchema(dec, nil, false), nil
 }
 
-// parquetSchema is the Parquet schema of the released table.
-func parquetSchema(dec *Decoder) *parquet.Schema { return parquetSchemaWith(dec, nil) }
-
-// parquetSchemaWith is the Parquet schema of the released table followed
-// by the measure columns.
-func parquetSchemaWith(dec *Decoder, extra []MeasureColumn) *parquet.Schema {
+// buildSchema is the Parquet schema of the released table followed by the
+// measure columns. With bins, the columns with a dictionary have a
+// [binType] (the writer's, which takes bin numbers); without, parquet-go's
+// own types, which take the real values — the same file schema.
+func buildSchema(dec *Decoder, extra []MeasureColumn, bins bool) *parquet.Schema {
 	g := parquet.Group{}
 	order := make([]string, dec.NumColumns(), dec.NumColumns()+len(extra))
 	for _, m := range extra {
 		order = append(order, m.Name)
 		g[m.Name] = parquet.Required(parquet.Encoded(parquet.Leaf(parquet.DoubleType), &parquet.RLEDictionary))
 	}
-	vals := columnValues(dec)
 	for j := range dec.NumColumns() {
 		n := leafNode(dec.Type(j))
 		if dec.Type(j) != spec.Boolean {
-			// Written as bin numbers through a precomputed dictionary:
-			// see binType.
-			n = parquet.Encoded(binNode{Node: n, typ: newBinType(n.Type(), vals[j])}, &parquet.RLEDictionary)
+			if bins {
+				n = binNode{Node: n, typ: newBinType(n.Type(), columnValues(dec, j))}
+			}
+			n = parquet.Encoded(n, &parquet.RLEDictionary)
 		}
 		order[j] = dec.Name(j)
 		g[order[j]] = parquet.Required(n)
