@@ -54,8 +54,9 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 // and they are committed to the file in order, so the file is the same
 // whatever the number of goroutines. Memory is bounded by that many row
 // groups plus the one being collected — each 8 MiB of cells, the batch
-// buffers and parquet-go's dictionary indexes and compressed pages until
-// the commit — not by the output.
+// buffers, a table of 4 bytes per bin for each column (binType) and
+// parquet-go's dictionary indexes and compressed pages until the commit —
+// not by the output.
 //
 // The file's columns are the released columns in release order, all
 // required (never null), with these types:
