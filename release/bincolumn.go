@@ -125,12 +125,12 @@ func (t *binType) NewDictionary(columnIndex, numValues int, data encoding.Values
 type binDictionary struct {
 	parquet.Dictionary
 	t       *binType
-	idx     []int32 // idx[b]: dictionary index of bin b's value, -1 if not yet inserted; nil before the first rows
-	rank    []int32 // rank[i]: the rank (binType.rank) of dictionary entry i
-	used    []int32 // the bins inserted, in order
-	vals    []parquet.Value
-	ins     []int32
-	buffers int // column buffers made for the dictionary
+	idx     []int32         // idx[b]: dictionary index of bin b's value, −1 if not inserted; nil before the first rows
+	rank    []int32         // rank[i]: the rank (binType.rank) of dictionary entry i
+	used    []int32         // the bins inserted (or marked −2 in idx, to insert), in order
+	vals    []parquet.Value // scratch of insert: the values of the new bins
+	ins     []int32         // scratch of insert: their dictionary indexes
+	buffers int             // column buffers made for the dictionary
 }
 
 // Type returns the type of the column's indexed buffers and pages.
