@@ -71,9 +71,21 @@ func randomUniverse(rnd *rand.Rand) ([]string, []*spec.Column) {
 // rows, Flush then Commit — but with parquet-go's own dictionaries: the
 // real values go in, and parquet-go indexes them and finds every page's
 // bounds. It is the reference for TestBinColumnSameBytes.
-func writePlain(t *testing.T, path string, dec *Decoder, extra []MeasureColumn, metadata map[string]string, batch, groupRows int, rows []int64) {
+func writePlain(t *testing.T, path string, names []string, cols []*spec.Column, extra []MeasureColumn, metadata map[string]string, batch, groupRows int, rows []int64) {
 	t.Helper()
-	opts, err := writerOptions(buildSchema(dec, extra, false), metadata)
+	dec, err := NewDecoder(names, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Through the exported Schema when there are no measures: it must
+	// take the real values.
+	schema := buildSchema(dec, extra, false)
+	if extra == nil {
+		if schema, err = Schema(names, cols); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts, err := writerOptions(schema, metadata)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,13 +163,10 @@ type sameBytesCase struct {
 }
 
 // checkSameBytes writes c through the Writer and through writePlain and
-// fails unless the files are the same bytes and hold the rows.
-func checkSameBytes(t *testing.T, c sameBytesCase) {
+// fails unless the files are the same bytes and hold the rows; it returns
+// the path of the Writer's file.
+func checkSameBytes(t *testing.T, c sameBytesCase) string {
 	t.Helper()
-	dec, err := NewDecoder(c.names, c.cols)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	got := filepath.Join(dir, "bins.parquet")
 	w, err := newWriterWith(got, c.names, c.cols, c.extra, testMetadata(), c.batch)
@@ -189,7 +198,7 @@ func checkSameBytes(t *testing.T, c sameBytesCase) {
 		t.Fatal(err)
 	}
 	want := filepath.Join(dir, "plain.parquet")
-	writePlain(t, want, dec, c.extra, testMetadata(), c.batch, c.groupRows, rows)
+	writePlain(t, want, c.names, c.cols, c.extra, testMetadata(), c.batch, c.groupRows, rows)
 	a, err := os.ReadFile(got)
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +219,24 @@ func checkSameBytes(t *testing.T, c sameBytesCase) {
 	if pf := openParquet(t, got); pf.NumRows() != int64(len(rows)) {
 		t.Fatalf("%d rows in the file, %d written", pf.NumRows(), len(rows))
 	}
+	return got
+}
+
+// dictionaryLen returns the number of entries in the dictionary of the
+// first column of the first row group of the Parquet file at path.
+func dictionaryLen(t *testing.T, path string) int {
+	t.Helper()
+	pages := openParquet(t, path).RowGroups()[0].ColumnChunks()[0].Pages()
+	defer pages.Close()
+	p, err := pages.ReadPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parquet.Release(p)
+	if p.Dictionary() == nil {
+		t.Fatal("the first column is not dictionary encoded")
+	}
+	return p.Dictionary().Len()
 }
 
 // TestBinColumnSameBytes: a file the Writer writes through binType (bin
@@ -284,20 +311,29 @@ func TestBinColumnSameBytes(t *testing.T) {
 	x := math.Nextafter(1, 2)
 	ulps := []float64{x, math.Nextafter(x, 2), math.Nextafter(math.Nextafter(x, 2), 2), 5, 7, 9, 11}
 	day := func(y int) time.Time { return time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC) }
-	edges := map[string][]*spec.Column{
-		"integer, 100k bins":    {{Type: spec.Integer, Min: -50_000, Max: 49_999}},
-		"categorical, 70k":      {cat(70_000)},
-		"date, 73k days":        {{Type: spec.Date, DateMin: day(1900), DateMax: day(2099), Granularity: spec.Day}},
-		"numeric, 2^17 bins":    {{Type: spec.Numeric, Min: -1e6, Max: 1e6, Bins: 1 << 17}},
-		"bins an ulp wide":      {{Type: spec.Numeric, BinEdges: ulps, Min: ulps[0], Max: ulps[len(ulps)-1]}, {Type: spec.Boolean}},
-		"one bin per column":    {{Type: spec.Categorical, Values: []string{"only"}}, {Type: spec.Integer, Min: 5, Max: 5}, {Type: spec.Date, DateMin: day(2000), DateMax: day(2000), Granularity: spec.Day}},
-		"categorical x integer": {cat(300), {Type: spec.Integer, Min: 0, Max: 299}},
+	// A slice, not a map: the cases draw their rows from rnd in this
+	// order, so SYNTH_TEST_SEED replays them.
+	edges := []struct {
+		name string
+		cols []*spec.Column
+	}{
+		{"integer, 100k bins", []*spec.Column{{Type: spec.Integer, Min: -50_000, Max: 49_999}}},
+		{"categorical, 70k", []*spec.Column{cat(70_000)}},
+		{"date, 73k days", []*spec.Column{{Type: spec.Date, DateMin: day(1900), DateMax: day(2099), Granularity: spec.Day}}},
+		{"numeric, 2^17 bins", []*spec.Column{{Type: spec.Numeric, Min: -1e6, Max: 1e6, Bins: 1 << 17}}},
+		{"bins an ulp wide", []*spec.Column{{Type: spec.Numeric, BinEdges: ulps, Min: ulps[0], Max: ulps[len(ulps)-1]}, {Type: spec.Boolean}}},
+		{"one bin per column", []*spec.Column{{Type: spec.Categorical, Values: []string{"only"}}, {Type: spec.Integer, Min: 5, Max: 5}, {Type: spec.Date, DateMin: day(2000), DateMax: day(2000), Granularity: spec.Day}}},
+		{"categorical x integer", []*spec.Column{cat(300), {Type: spec.Integer, Min: 0, Max: 299}}},
 	}
+	// 150,000 rows in row groups of 2^17: two row groups, the first with
+	// about 73,000 of the 100k integers and 83,000 of the 2^17 numeric
+	// bins — dictionary indexes above 2^16 (checked below).
 	sizes := []int{0, 1, 150_000}
 	if testing.Short() {
 		sizes = []int{0, 1, 20_000}
 	}
-	for name, cols := range edges {
+	for _, e := range edges {
+		name, cols := e.name, e.cols
 		names := make([]string, len(cols))
 		for j := range cols {
 			names[j] = fmt.Sprint("c", j)
@@ -308,7 +344,7 @@ func TestBinColumnSameBytes(t *testing.T) {
 		}
 		for _, n := range sizes {
 			for _, runs := range []bool{false, true} {
-				c := sameBytesCase{names: names, cols: cols, runs: runs, batch: BatchRows, groupRows: 1 << 16, workers: 2}
+				c := sameBytesCase{names: names, cols: cols, runs: runs, batch: BatchRows, groupRows: 1 << 17, workers: 2}
 				for range n {
 					c.rows = append(c.rows, rnd.Int64N(dec.Size()))
 				}
@@ -317,7 +353,14 @@ func TestBinColumnSameBytes(t *testing.T) {
 				} else if n > 1 {
 					c.extra = []MeasureColumn{{Name: "m", Value: func(b []int) float64 { return float64(b[0]%13) - 6 }}}
 				}
-				t.Run(fmt.Sprintf("%s/%d rows/runs %v", name, n, runs), func(t *testing.T) { checkSameBytes(t, c) })
+				t.Run(fmt.Sprintf("%s/%d rows/runs %v", name, n, runs), func(t *testing.T) {
+					path := checkSameBytes(t, c)
+					if n == 150_000 && name == "integer, 100k bins" {
+						if k := dictionaryLen(t, path); k <= 1<<16 {
+							t.Errorf("the first row group's dictionary has %d entries, want more than 2^16", k)
+						}
+					}
+				})
 			}
 		}
 	}
@@ -350,6 +393,23 @@ func TestBinBufferRejects(t *testing.T) {
 		n, err := buf.WriteValues(tc.vals)
 		if (err != nil) != tc.wantErr || n != tc.rows || buf.Len() != tc.rows {
 			t.Errorf("%s: WriteValues = %d, %v; Len %d; want %d rows, error %v", tc.name, n, err, buf.Len(), tc.rows, tc.wantErr)
+		}
+	}
+	// The rows kept before a bad bin hold dictionary indexes, and so do
+	// later rows of the bins they brought in.
+	buf.Reset()
+	if _, err := buf.WriteValues([]parquet.Value{bad.value(3)}); err == nil {
+		t.Fatal("a bin out of range was taken")
+	}
+	again := make(binBatch, 8)
+	again.set(0, 1, 0)
+	again.set(1, 2, 1)
+	if _, err := buf.WriteValues([]parquet.Value{again.value(2)}); err != nil {
+		t.Fatal(err)
+	}
+	for n, i := range buf.(*binBuffer).idx {
+		if i < 0 || int(i) >= d.Len() {
+			t.Fatalf("row %d holds dictionary index %d of %d entries", n, i, d.Len())
 		}
 	}
 	// Bounds by rank: "a" (bin 1) sorts before "b" (bin 0), which a fresh
