@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synth-dp/synth/internal/stattest"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -85,7 +86,7 @@ func randomValue(r *rand.Rand, c *spec.Column) string {
 // drop policy and checks, row by row, that a row is kept exactly when
 // spec.Column.Bin accepts its value, and that its cell is Bin's.
 func TestBinAgreesWithSpec(t *testing.T) {
-	seed := testSeed(t)
+	seed := stattest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 0xb1))
 	ctx := context.Background()
 	dir := t.TempDir()

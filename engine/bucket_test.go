@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/synth-dp/synth/internal/stattest"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -18,7 +19,7 @@ import (
 // exactly the tuples of its values: their max degrees and histograms equal
 // the brute-force ones, and the histograms add up to the whole join's.
 func TestBucketsBruteForce(t *testing.T) {
-	rng := rand.New(rand.NewPCG(testSeed(t), 5))
+	rng := rand.New(rand.NewPCG(stattest.Seed(t), 5))
 	ctx := context.Background()
 	for it := range 25 {
 		dir := t.TempDir()

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/internal/stattest"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -122,7 +123,7 @@ func foldInstance(t *testing.T, r *rand.Rand, sh foldShape) (*spec.Spec, [][]map
 // every set E′ of folded relations and the union E of their members (the
 // identity the folding proofs rest on).
 func TestFoldOracle(t *testing.T) {
-	seed := testSeed(t)
+	seed := stattest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 0xf01d))
 	ctx := context.Background()
 	e := openTest(t)

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/csv"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,20 +11,6 @@ import (
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/spec"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "seed of the random test instances (0: from the clock)")
-
-// testSeed returns the seed of a randomized test, logged so that a failure
-// reproduces with -seed.
-func testSeed(t *testing.T) uint64 {
-	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -seed %d)", seed, seed)
-	return seed
-}
 
 // openTest opens an engine of the default DSN (embedded DuckDB in a
 // temporary file) closed at the end of the test.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/internal/stattest"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -213,7 +214,7 @@ func TestStatisticsOracle(t *testing.T) {
 }
 
 func statisticsOracle(t *testing.T, e *Engine) {
-	seed := testSeed(t)
+	seed := stattest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	ctx := context.Background()
 	n := 200

@@ -17,6 +17,7 @@ import (
 	duckdb "github.com/duckdb/duckdb-go/v2"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
+	"github.com/synth-dp/synth/internal/stattest"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -199,7 +200,7 @@ func TestPostgresBareQuote(t *testing.T) {
 // DuckDB's.
 func TestPostgresAgreesWithDuckDB(t *testing.T) {
 	postgresURL(t)
-	seed := testSeed(t)
+	seed := stattest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 7))
 	numbers := []string{"0", "-0", "1", "1.0", "1.5", "2.", ".5", "+3", "-2.5e0", "1e1", "1E+1", "12e-1", "1e400", "-1e400",
 		"1e-400", "NaN", "inf", "-Infinity", "0x10", " 1", "1 ", "", "1,5", "abc", "99.999", "100", "100.0000001", "-100",

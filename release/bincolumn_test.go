@@ -10,12 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/synth-dp/synth/internal/stattest"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -137,21 +137,6 @@ func writePlain(t *testing.T, path string, names []string, cols []*spec.Column, 
 	}
 }
 
-// testSeed returns the seed of a randomized test: SYNTH_TEST_SEED when
-// set (to replay a failure), else the clock; the test logs it.
-func testSeed(t *testing.T) uint64 {
-	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("SYNTH_TEST_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("SYNTH_TEST_SEED=%q: %v", v, err)
-		}
-	}
-	t.Logf("seed %d (SYNTH_TEST_SEED replays it)", seed)
-	return seed
-}
-
 // sameBytesCase is one release written both ways by checkSameBytes.
 type sameBytesCase struct {
 	names                     []string
@@ -251,7 +236,7 @@ func dictionaryLen(t *testing.T, path string) int {
 // (17-bit dictionary indexes), bins an ulp wide, empty and non-UTF-8
 // strings, one-bin columns, 0 and 1 rows.
 func TestBinColumnSameBytes(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(testSeed(t), 7))
+	rnd := rand.New(rand.NewPCG(stattest.Seed(t), 7))
 	trials := 10
 	if testing.Short() {
 		trials = 3
@@ -312,7 +297,7 @@ func TestBinColumnSameBytes(t *testing.T) {
 	ulps := []float64{x, math.Nextafter(x, 2), math.Nextafter(math.Nextafter(x, 2), 2), 5, 7, 9, 11}
 	day := func(y int) time.Time { return time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC) }
 	// A slice, not a map: the cases draw their rows from rnd in this
-	// order, so SYNTH_TEST_SEED replays them.
+	// order, so -seed replays them.
 	edges := []struct {
 		name string
 		cols []*spec.Column

@@ -2,7 +2,8 @@
 // the samplers (dp, pmw, relational/multi): Pearson's chi-square
 // goodness-of-fit test with small-expectation categories merged, so that
 // its false-failure rate is the stated level and not inflated by one draw
-// in a category that expects almost none.
+// in a category that expects almost none; and [Seed], the seed of a
+// randomized test, from the test binary's -seed flag or the clock.
 //
 // It is imported by tests only.
 package stattest
