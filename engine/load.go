@@ -580,24 +580,15 @@ func expected(c *spec.Column) string {
 // equality agree) or as text.
 func (e *Engine) keyTypes(ctx context.Context, tx querier, t *spec.Table, stage string) (map[string]string, error) {
 	d := e.d
-	var keys, sel []string
+	var keys []string
 	for _, c := range t.Columns {
 		if c.Type == spec.Key {
-			v := d.ident(c.Name)
 			keys = append(keys, c.Name)
-			sel = append(sel, "COALESCE(bool_and("+canonKey(d, v)+"), TRUE)")
 		}
 	}
 	out := map[string]string{}
-	if len(keys) == 0 {
-		return out, nil
-	}
-	ok := make([]bool, len(keys))
-	dst := make([]any, len(keys))
-	for i := range ok {
-		dst[i] = &ok[i]
-	}
-	if err := tx.QueryRowContext(ctx, "SELECT "+strings.Join(sel, ", ")+" FROM "+d.ident(stage)).Scan(dst...); err != nil {
+	ok, err := canonKeys(ctx, tx, d, keys, d.ident(stage))
+	if err != nil {
 		return nil, fmt.Errorf("engine: table %s: key types: %w", t.Name, err)
 	}
 	for i, k := range keys {

@@ -206,7 +206,7 @@ func canonKey(d dialect, v string) string {
 func (e *Engine) sniffKeys(ctx context.Context, q querier, t *spec.Table, sel string, native map[string]string) (map[string]bool, error) {
 	d := e.d
 	out := map[string]bool{}
-	var keys, agg []string
+	var keys []string
 	for _, c := range t.Columns {
 		switch {
 		case c.Type != spec.Key:
@@ -214,19 +214,9 @@ func (e *Engine) sniffKeys(ctx context.Context, q querier, t *spec.Table, sel st
 			out[c.Name] = true
 		default:
 			keys = append(keys, c.Name)
-			agg = append(agg, "COALESCE(bool_and("+canonKey(d, d.ident(c.Name))+"), TRUE)")
 		}
 	}
-	if len(keys) == 0 {
-		return out, nil
-	}
-	ok := make([]bool, len(keys))
-	dst := make([]any, len(keys))
-	for i := range ok {
-		dst[i] = &ok[i]
-	}
-	err := q.QueryRowContext(ctx, fmt.Sprintf("SELECT %s FROM (SELECT * FROM (%s) AS s LIMIT %d) AS s",
-		strings.Join(agg, ", "), sel, sniffRows)).Scan(dst...)
+	ok, err := canonKeys(ctx, q, d, keys, fmt.Sprintf("(SELECT * FROM (%s) AS s LIMIT %d) AS s", sel, sniffRows))
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("engine: load: %w", err)
 	}
@@ -234,6 +224,24 @@ func (e *Engine) sniffKeys(ctx context.Context, q querier, t *spec.Table, sel st
 		out[k] = err != nil || ok[i]
 	}
 	return out, nil
+}
+
+// canonKeys tells, for each key column of the relation from (a table name
+// or a subquery), whether every value of it is empty or a canonical
+// integer ([canonKey]): one aggregate over from.
+func canonKeys(ctx context.Context, q querier, d dialect, keys []string, from string) ([]bool, error) {
+	ok := make([]bool, len(keys))
+	if len(keys) == 0 {
+		return ok, nil
+	}
+	agg := make([]string, len(keys))
+	dst := make([]any, len(keys))
+	for i, k := range keys {
+		agg[i] = "COALESCE(bool_and(" + canonKey(d, d.ident(k)) + "), TRUE)"
+		dst[i] = &ok[i]
+	}
+	err := q.QueryRowContext(ctx, "SELECT "+strings.Join(agg, ", ")+" FROM "+from).Scan(dst...)
+	return ok, err
 }
 
 // scanSelect is the one scan of a source: the SELECT storing the row
