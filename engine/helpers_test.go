@@ -14,13 +14,21 @@ import (
 
 // openTest opens an engine of the default DSN (embedded DuckDB in a
 // temporary file) closed at the end of the test.
-func openTest(t testing.TB) *Engine {
+func openTest(t testing.TB) *Engine { t.Helper(); return openDSNTest(t, "") }
+
+// openDSNTest opens the engine of dsn, closed (a failure reported) at the
+// end of the test.
+func openDSNTest(t testing.TB, dsn string) *Engine {
 	t.Helper()
-	e, err := Open(context.Background(), "")
+	e, err := Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return e
 }
 

@@ -396,12 +396,4 @@ func TestLoadScanOddValues(t *testing.T) {
 // openMemoryTest is an in-memory DuckDB engine closed at the end of the
 // test: the one-scan load is the same as on the default engine, faster
 // for many small tables.
-func openMemoryTest(t testing.TB) *Engine {
-	t.Helper()
-	e, err := Open(context.Background(), "duckdb::memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
+func openMemoryTest(t testing.TB) *Engine { t.Helper(); return openDSNTest(t, "duckdb::memory:") }

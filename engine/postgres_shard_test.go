@@ -36,18 +36,10 @@ func clusterURL(t testing.TB) string {
 // of the test.
 func openClusterTest(t testing.TB) *Engine {
 	t.Helper()
-	e, err := Open(context.Background(), clusterURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := openDSNTest(t, clusterURL(t))
 	if _, ok := e.d.(shardedPostgres); !ok {
 		t.Fatalf("the engine of %s is not sharded", redact(clusterURL(t)))
 	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Error(err)
-		}
-	})
 	return e
 }
 

@@ -38,19 +38,7 @@ func postgresURL(t testing.TB) string {
 
 // openPostgresTest opens an engine on the test server, closed at the end
 // of the test.
-func openPostgresTest(t testing.TB) *Engine {
-	t.Helper()
-	e, err := Open(context.Background(), postgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return e
-}
+func openPostgresTest(t testing.TB) *Engine { t.Helper(); return openDSNTest(t, postgresURL(t)) }
 
 // forEachEngine runs f as a subtest on embedded DuckDB and on PostgreSQL
 // (skipped without a server).
