@@ -26,6 +26,12 @@ type DuplicateKeyError struct {
 	Value []string
 	// Count is the number of rows holding Value.
 	Count int64
+	// Null reports that Value holds a NULL key column (a private key must
+	// have none); Count then counts the rows with that NULL key.
+	Null bool
+	// Reason, when set, replaces the folded lookup's explanation (a
+	// private table's key, checked by [Engine.CheckPrimaryKey]).
+	Reason string
 }
 
 // Error names the table, the key column(s) and the duplicated value.
@@ -38,6 +44,12 @@ func (e *DuplicateKeyError) Error() string {
 			q[i] = fmt.Sprintf("%q", v)
 		}
 		cols, val, what = "("+strings.Join(e.Columns, ", ")+")", "("+strings.Join(q, ", ")+")", "columns"
+	}
+	if e.Reason != "" {
+		if e.Null {
+			return fmt.Sprintf("engine: table %s: primary key %s %s is NULL in %d row(s), e.g. %s (%s)", e.Table, what, cols, e.Count, val, e.Reason)
+		}
+		return fmt.Sprintf("engine: table %s: primary key %s %s is not unique: value %s appears in %d rows (%s)", e.Table, what, cols, val, e.Count, e.Reason)
 	}
 	return fmt.Sprintf("engine: public table %s: primary key %s %s is not unique: value %s appears in %d rows "+
 		"(the table is folded into a private table as a lookup, which needs a unique key; fix the data or the declared primary_key)",

@@ -125,6 +125,15 @@ type Config struct {
 	// dense int64 array over the universe (8 bytes a cell), as the
 	// uniformized releases do with their sub-instances. Run ignores it.
 	MergeCounts bool
+	// NoNHat ([VariantMWEM] only) draws no n̂: the whole (ε, δ) goes to the
+	// initial marginals and the rounds, and [Result.NHat] is 0. For callers
+	// that count the rows themselves (the privacy-unit release, whose
+	// histogram holds bounded weights rather than join rows).
+	NoNHat bool
+	// SensitivityNote, when set, says in the ledger what Sensitivity bounds
+	// under the caller's neighbour relation (the default text speaks of
+	// join tuples).
+	SensitivityNote string
 
 	// Mutation knobs for the privacy audits. Unexported so that only this
 	// package's tests can set them: no production path sets any. Each
@@ -196,6 +205,8 @@ func (c Config) Validate() error {
 		return bad("max rounds = %d, want ≥ 0", c.MaxRounds)
 	case c.Workers < 0:
 		return bad("workers = %d, want ≥ 0 (0 means %d)", c.Workers, DefaultWorkers)
+	case c.NoNHat && c.variant() != VariantMWEM:
+		return bad("no n̂ needs variant %q (the %q variant spends half its budget on n̂)", VariantMWEM, VariantPaper)
 	}
 	return nil
 }

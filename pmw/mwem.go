@@ -232,6 +232,9 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 
 	// Budget split (public).
 	s := cfg.nhatShare()
+	if cfg.NoNHat {
+		s = 0 // the caller counts the rows: everything to the marginals
+	}
 	m.epsN = s * cfg.Epsilon
 	m.epsR = cfg.Epsilon - m.epsN
 	m.selFrac = mwemSelFracLaplace
@@ -248,8 +251,10 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 		m.deltaN = cfg.Delta
 		m.total = m.epsR
 	}
-	if m.nhatNoise, err = dp.NewTruncatedDiscreteLaplace(m.epsN, m.deltaN, int64(math.Ceil(cfg.Sensitivity))); err != nil {
-		return nil, fmt.Errorf("pmw: n̂: %w", err)
+	if !cfg.NoNHat {
+		if m.nhatNoise, err = dp.NewTruncatedDiscreteLaplace(m.epsN, m.deltaN, int64(math.Ceil(cfg.Sensitivity))); err != nil {
+			return nil, fmt.Errorf("pmw: n̂: %w", err)
+		}
 	}
 	if cfg.Rounds > 0 {
 		m.fixed, m.t0, m.maxRounds = true, cfg.Rounds, cfg.Rounds
@@ -291,6 +296,15 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 	m.lr = make([]float64, m.plan.tableLen)
 	m.fac = make([]float64, m.plan.tableLen)
 	return m, nil
+}
+
+// sensNote is cfg.SensitivityNote as a sentence to append to a ledger
+// description ("" without one).
+func (m *mwem) sensNote() string {
+	if m.cfg.SensitivityNote == "" {
+		return ""
+	}
+	return "; Δ̃ here: " + m.cfg.SensitivityNote
 }
 
 // noiseScale returns the per-cell noise of a round of cost c: the discrete
@@ -390,7 +404,9 @@ func (m *mwem) charge(l *dp.Ledger) error {
 	for k, v := range roundsInfo(nil) {
 		details[k] = v
 	}
-	if err := l.Charge("pmw: padded join size n̂ (truncated discrete Laplace)", dp.Budget{Epsilon: m.epsN, Delta: m.deltaN},
+	if m.nhatNoise == nil {
+		// NoNHat: nothing to charge for n̂.
+	} else if err := l.Charge("pmw: padded join size n̂ (truncated discrete Laplace)", dp.Budget{Epsilon: m.epsN, Delta: m.deltaN},
 		fmt.Sprintf("exact truncated discrete Laplace on {0, …, 2τ′}, τ′ = %d, scale ⌈Δ̃⌉/(s·ε), added to the integer |J| "+
 			"of sensitivity ⌈Δ̃⌉: (s·ε, %s)-DP and never below |J| (dp.TruncatedDiscreteLaplace; Ghazi et al. App. A); "+
 			"basic composition with the rest", m.nhatNoise.Tau(), map[bool]string{true: "s·δ", false: "δ"}[m.gauss]),
@@ -409,7 +425,7 @@ func (m *mwem) charge(l *dp.Ledger) error {
 		z, err := l.SplitZCDP("pmw: MWEM initial marginals and rounds (zCDP)", dp.Budget{Epsilon: m.epsR, Delta: m.deltaR},
 			fmt.Sprintf("ρ = %g, the largest ρ whose zCDP-to-(ε, δ) conversion (Canonne–Kamath–Steinke 2020) fits "+
 				"((1−s)·ε, (1−s)·δ) (dp.RhoForBudget); the parts below add up in ρ (Bun–Steinke 2016, Lemma 2.3); "+
-				"basic composition with n̂", m.total), details)
+				"basic composition with n̂", m.total)+m.sensNote(), details)
 		if err != nil {
 			return fmt.Errorf("pmw: %w", err)
 		}
@@ -491,7 +507,9 @@ func (m *mwem) init(hist []Cell) error {
 			m.truth[pl.tableOff[p]+pr.index(id)] += c
 		}
 	}
-	if !m.cfg.testExactN {
+	if m.nhatNoise == nil {
+		n = 0 // NoNHat: the true total is not kept, nor published
+	} else if !m.cfg.testExactN {
 		pad := m.nhatNoise.Sample(m.src)
 		if n+pad > 1<<53 {
 			return fmt.Errorf("%w: n̂ = %d + %d is beyond 2⁵³", ErrInvalidInput, n, pad)
@@ -946,7 +964,11 @@ func runMWEM(ctx context.Context, src dp.Source, u *Universe, fams []Family, his
 	if err != nil {
 		return nil, err
 	}
-	if err := chargeThenInit(cfg.Ledger, m.charge, func() error { return m.init(hist) }, &m.nhat); err != nil {
+	nhat := &m.nhat
+	if cfg.NoNHat {
+		nhat = nil // nothing to publish
+	}
+	if err := chargeThenInit(cfg.Ledger, m.charge, func() error { return m.init(hist) }, nhat); err != nil {
 		return nil, err
 	}
 	for !m.done {

@@ -302,7 +302,7 @@ func Run(ctx context.Context, src dp.Source, u *Universe, fams []Family, hist []
 // chargeThenInit is the privacy-critical opening of both variants: when l
 // is set, charge the whole split (refused before any charge if it does not
 // remain) before init reads the private histogram, then publish n̂, which
-// init sets through nhat.
+// init sets through nhat (nil: no n̂ to publish).
 func chargeThenInit(l *dp.Ledger, charge func(*dp.Ledger) error, init func() error, nhat *float64) error {
 	if l != nil {
 		if err := charge(l); err != nil {
@@ -312,7 +312,7 @@ func chargeThenInit(l *dp.Ledger, charge func(*dp.Ledger) error, init func() err
 	if err := init(); err != nil {
 		return err
 	}
-	if l != nil {
+	if l != nil && nhat != nil {
 		l.Publish("n_hat", *nhat)
 	}
 	return nil

@@ -914,7 +914,7 @@ func (p *parser) checkJoin() {
 }
 
 func (p *parser) release(n *yaml.Node) {
-	m := p.mapping(n, "release", "method", "columns", "beta", "rows", "measures", "measures_share")
+	m := p.mapping(n, "release", "method", "columns", "beta", "rows", "measures", "measures_share", "contribution_bound")
 	if v := m.get("rows"); v != nil {
 		x := p.number(v, "release.rows")
 		if !(x >= 1 && x <= 1<<53) || x != math.Trunc(x) {
@@ -924,7 +924,20 @@ func (p *parser) release(n *yaml.Node) {
 	}
 	p.s.Release.Method = Auto
 	if v := m.get("method"); v != nil {
-		p.s.Release.Method = Method(p.choice(v, "release.method", string(Auto), string(JoinAsOne), string(Uniformized)))
+		p.s.Release.Method = Method(p.choice(v, "release.method", string(Auto), string(JoinAsOne), string(Uniformized), string(PrivacyUnit)))
+		if p.s.Release.Method == PrivacyUnit && p.s.Privacy.Unit == "" {
+			p.fail(deref(v), "release.method", "privacy-unit needs privacy.unit: the table whose rows are the individuals to protect")
+		}
+	}
+	if v := m.get("contribution_bound"); v != nil {
+		x := p.number(v, "release.contribution_bound")
+		if !(x >= 1 && x <= 1<<20) {
+			p.fail(deref(v), "release.contribution_bound", "must be a number of rows between 1 and 2^20, got %v (every unit's rows together weigh at most this many rows)", x)
+		}
+		if p.s.Privacy.Unit == "" {
+			p.fail(deref(v), "release.contribution_bound", "needs privacy.unit: the bound applies to each unit's rows")
+		}
+		p.s.Release.ContributionBound = x
 	}
 	if v := m.get("beta"); v != nil {
 		if b := p.number(v, "release.beta"); b > 0 {

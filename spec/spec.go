@@ -66,9 +66,13 @@ const (
 	JoinAsOne Method = "join-as-one"
 	// Uniformized partitions the instance by noisy degrees first (Alg. 4–7).
 	Uniformized Method = "uniformized"
+	// PrivacyUnit releases under user-level DP (privacy.unit): every unit's
+	// contribution to the join is bounded, then measured (package
+	// privacyunit). It is what auto picks whenever privacy.unit is set.
+	PrivacyUnit Method = "privacy-unit"
 	// Auto (the default) picks the method from the spec alone, never from
-	// the data: uniformized for a join of two relations (after folding)
-	// that share a join attribute, join-as-one otherwise.
+	// the data: privacy-unit when privacy.unit is set, join-as-one
+	// otherwise (uniformized is opt-in; see release.ChooseMethod).
 	Auto Method = "auto"
 )
 
@@ -238,6 +242,27 @@ type Release struct {
 	// [DefaultMeasuresShare] when Measures is not empty and the spec gives
 	// none; 0 when Measures is empty (the release is then unchanged).
 	MeasuresShare float64
+	// ContributionBound is r of a privacy-unit release
+	// (release.contribution_bound): every unit's join rows together weigh
+	// at most r rows; a unit with n > r rows has each row weighted r/n.
+	// 0 means [DefaultContributionBound]. Public: chosen without looking at
+	// the data.
+	ContributionBound float64
+}
+
+// DefaultContributionBound is r of a privacy-unit release when the spec
+// gives none: every unit counts as at most one row. Measured on TPC-H
+// customer ⋈ orders ⋈ lineitem (docs/privacy-units.md): r = 1 was within
+// noise of the best r chosen in hindsight.
+const DefaultContributionBound = 1.0
+
+// Bound returns r of a privacy-unit release: ContributionBound, or
+// [DefaultContributionBound] when it is 0.
+func (r Release) Bound() float64 {
+	if r.ContributionBound == 0 {
+		return DefaultContributionBound
+	}
+	return r.ContributionBound
 }
 
 // DefaultMeasuresShare is the share of ε a release spends on its measures

@@ -1,0 +1,378 @@
+// Package privacyunit releases synthetic data of a join under user-level
+// differential privacy: a neighbour deletes one privacy unit (a tuple of
+// the spec's privacy.unit table) and every private tuple that references
+// it through the spec's foreign keys — the neighbour relation of R2T and of
+// Dong–Sun–Yi's multi-query SJA, shared with `synth answer --unit`.
+//
+// Under tuple-level DP one person's tuple reaches hundreds of join rows, so
+// every count of the join is noised at that scale; here each unit's rows
+// are bounded instead (contribution bounding, as in PipelineDP and Tumult
+// Analytics): a unit with n_u join rows weighs min(1, r/n_u) per row, so
+// its rows weigh at most r in every marginal, and the marginals of the
+// bounded histogram have sensitivity r whatever the data. The mwem rounds
+// of package pmw (exponential-mechanism selection of whole marginals,
+// discrete Gaussian measurement, annealing, one consistent fit) run on the
+// bounded histogram with Δ̃ = r; the file's row count is a separate DP
+// count of the join under the same neighbour relation.
+//
+// Which bound: L1 over a unit's rows (a row-count bound, PipelineDP's
+// contribution bound) rather than L2 clipping of each unit's vector per
+// marginal (Dong–Sun–Yi Alg. 1). One weight per unit, the same in every
+// marginal, makes all marginals those of one weighted histogram: every
+// measurement describes one distribution (the fit stays consistent), the
+// selection score's L1 sensitivity equals the measurement's L2 one (r),
+// and the statistic is a single aggregate query. L2 clipping per marginal
+// would keep up to √cells more weight of a unit whose rows spread over a
+// marginal, but its L1 sensitivity (the selection score's) is r·√cells and
+// each marginal would weigh units differently.
+package privacyunit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/relational"
+	"github.com/synth-dp/synth/spec"
+)
+
+// Algorithm names the mechanism in reports.
+const Algorithm = "privacy-unit release: per-unit contribution bounding (L1, r rows) + mwem PMW on the bounded histogram + clipped DP row count"
+
+// Neighbours is the neighbour notion of a privacy-unit release.
+const Neighbours = "delete one privacy unit (a tuple of the privacy.unit table) and every private tuple that references it through the spec's foreign keys (user-level DP, as R2T and Dong–Sun–Yi); public tables never change"
+
+// Grid is the number of weight steps of one row: weights are multiples of
+// 1/Grid, so the bounded histogram holds integers (in units of 1/Grid) and
+// the integer discrete Gaussian noise keeps it on the integers. A unit of n
+// rows gets ⌊Grid·r/n⌋/Grid per row: at most n/Grid below r/n·n = r in
+// all (under 1% for n ≤ 655), and nothing when n > Grid·r.
+const Grid = 1 << 16
+
+// DefaultCountShare is the share of ε spent on the row count; the rest
+// (with all of δ) goes to the marginals. The row count does not enter the
+// workload's marginals (they are distributions); it sets the file's size.
+const DefaultCountShare = 0.1
+
+// countQuantileShare is the part of the count's ε that chooses the clip C.
+const countQuantileShare = 0.3
+
+// clipCandidates are the public candidates of the count's clip C: ⌈2^(j/2)⌉
+// for j = 0..40 (1 … 2²⁰ rows per unit), without repeats.
+var clipCandidates = func() []int64 {
+	var out []int64
+	for j := 0; j <= 40; j++ {
+		c := int64(math.Ceil(math.Pow(2, float64(j)/2) - 1e-9))
+		if len(out) == 0 || out[len(out)-1] != c {
+			out = append(out, c)
+		}
+	}
+	return out
+}()
+
+// Config holds the public parameters of a privacy-unit release.
+type Config struct {
+	// Epsilon and Delta are the budget of the whole release.
+	Epsilon, Delta float64
+	// Columns are the released columns in the folded hypergraph.
+	Columns []spec.ColumnRef
+	// Universe and Families are PMW's universe and workload.
+	Universe *pmw.Universe
+	Families []pmw.Family
+	// Bound is r ≥ 1: the rows a unit may weigh in all.
+	Bound float64
+	// CountShare is the share of ε for the row count; 0 means
+	// DefaultCountShare.
+	CountShare float64
+	// Noise, Rounds and MaxRounds configure the mwem rounds (pmw.Config).
+	Noise             pmw.Noise
+	Rounds, MaxRounds int
+	// Progress hears of every PMW round.
+	Progress func(round, rounds int)
+
+	mutation mutation
+}
+
+// mutation is a planted bug for the audits (tests only).
+type mutation int
+
+const (
+	mutNone       mutation = iota
+	mutNoBounding          // every row weighs one row, whatever its unit's size
+	mutTrueClip            // the count's clip C is the true quantile (no noise in the choice)
+	mutRowSigma            // the marginals' noise is calibrated to one row instead of r
+	mutExactCount          // the row count without noise
+)
+
+// Stats is what a run reads from the engine: aggregates only.
+type Stats interface {
+	CheckPrimaryKey(ctx context.Context, h *hypergraph.Hypergraph, table string, key []string) error
+	UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, key engine.UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]engine.Cell, []engine.UnitDegree, error)
+}
+
+var _ Stats = (*engine.Engine)(nil)
+
+// Plan is a privacy-unit release prepared from public information: the
+// unit's ownership structure, the bound, the budget split (charged), and
+// the tables whose keys must be checked.
+type Plan struct {
+	cfg      Config
+	s        *spec.Spec
+	folding  *hypergraph.Folding
+	unit     string
+	key      engine.UnitKey
+	checks   []keyCheck
+	bound    int64 // Grid·r, the sensitivity in grid units
+	epsQ     float64
+	epsN     float64
+	countL   *dp.Ledger
+	pmwL     *dp.Ledger
+	pmwCfg   pmw.Config
+	ran      bool
+	countSub string
+}
+
+type keyCheck struct {
+	table string
+	key   []string
+}
+
+// ErrOwnership wraps every refusal of a spec whose tables do not all belong
+// to the unit.
+var ErrOwnership = errors.New("privacyunit: the privacy unit does not own every private table")
+
+// Prepare checks the spec's unit structure and charges the whole budget to
+// ledger, before any data is read. It refuses (wrapping ErrOwnership) a
+// private table that does not reach the unit through the join's foreign
+// keys (child column = the parent's one-column primary_key), along exactly
+// one path.
+func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.Ledger) (*Plan, error) {
+	unit := s.Privacy.Unit
+	t := s.Table(unit)
+	if t == nil || t.Public {
+		return nil, fmt.Errorf("%w: privacy.unit %q is not a private table of the spec", ErrOwnership, unit)
+	}
+	if len(t.PrimaryKey) != 1 {
+		return nil, fmt.Errorf("%w: privacy.unit %s needs a one-column primary_key (its rows' ids; it declares %d column(s))", ErrOwnership, unit, len(t.PrimaryKey))
+	}
+	q := &relational.Query{Text: "the release's join", Agg: relational.Count, Joins: s.Join}
+	for _, tb := range s.Tables {
+		q.Tables = append(q.Tables, tb.Name)
+	}
+	if _, _, err := relational.UnitColumns(s, q, []string{unit}); err != nil {
+		return nil, fmt.Errorf("%w: %w (a private table belongs to the unit through join edges child.column = parent.primary_key leading to %s; declare the missing edge and primary_key, or mark a table that holds no one's data public: true)", ErrOwnership, err, unit)
+	}
+	if !(cfg.Bound >= 1) || cfg.Bound > 1<<20 {
+		return nil, fmt.Errorf("privacyunit: contribution bound r = %v, want 1 ≤ r ≤ 2²⁰", cfg.Bound)
+	}
+	p := &Plan{cfg: cfg, s: s, folding: folding, unit: unit, bound: int64(math.Floor(Grid * cfg.Bound))}
+	rel, col, ok := folding.Locate(unit, t.PrimaryKey[0])
+	if !ok {
+		return nil, fmt.Errorf("privacyunit: unit %s is not in the join", unit)
+	}
+	p.key = engine.UnitKey{Relation: rel, Column: col}
+	// Keys to check: the unit's, and every private table a foreign key
+	// points to (the parents on the ownership paths). A duplicated parent
+	// key would let one child row join two parents of different units.
+	parents := map[string]bool{unit: true}
+	for _, eq := range s.Join {
+		for _, r := range []spec.ColumnRef{eq.Left, eq.Right} {
+			if tb := s.Table(r.Table); tb != nil && !tb.Public && len(tb.PrimaryKey) == 1 && tb.PrimaryKey[0] == r.Column {
+				parents[r.Table] = true
+			}
+		}
+	}
+	for _, tb := range s.Tables {
+		if parents[tb.Name] {
+			p.checks = append(p.checks, keyCheck{table: tb.Name, key: slices.Clone(tb.PrimaryKey)})
+		}
+	}
+
+	share := cfg.CountShare
+	if share == 0 {
+		share = DefaultCountShare
+	}
+	if !(share > 0 && share < 1) {
+		return nil, fmt.Errorf("privacyunit: count share %v, want 0 < s < 1", share)
+	}
+	epsC := share * cfg.Epsilon
+	p.epsQ, p.epsN = countQuantileShare*epsC, (1-countQuantileShare)*epsC
+	// The count's largest noise scale is public: check it now.
+	if _, err := dp.NewDiscreteLaplace(dp.NoiseScale(float64(clipCandidates[len(clipCandidates)-1]), p.epsN)); err != nil {
+		return nil, fmt.Errorf("privacyunit: row count noise: %w", err)
+	}
+	if _, err := dp.NewDiscreteLaplace(dp.NoiseScale(1, p.epsN)); err != nil {
+		return nil, fmt.Errorf("privacyunit: row count noise: %w", err)
+	}
+	p.pmwCfg = pmw.Config{
+		Epsilon:     cfg.Epsilon - epsC,
+		Delta:       cfg.Delta,
+		Sensitivity: float64(p.bound),
+		Variant:     pmw.VariantMWEM,
+		Noise:       cfg.Noise,
+		Rounds:      cfg.Rounds,
+		MaxRounds:   cfg.MaxRounds,
+		Progress:    cfg.Progress,
+		NoNHat:      true,
+		SensitivityNote: fmt.Sprintf("the bounded weight of one unit, %d = %d·r grid steps (r = %v rows): deleting a unit removes its rows, "+
+			"each weighing min(%d, ⌊%d/n_u⌋) steps, n_u its rows, and changes no other unit's weight; so every marginal moves by "+
+			"at most Δ̃ in L1 and in L2", p.bound, Grid, cfg.Bound, Grid, p.bound),
+	}
+	if cfg.mutation == mutRowSigma {
+		p.pmwCfg.Sensitivity = Grid // planted bug: one row's weight, not r's
+	}
+	if err := p.pmwCfg.Validate(); err != nil {
+		return nil, fmt.Errorf("privacyunit: %w", err)
+	}
+	root, err := ledger.Split("privacy-unit release", dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta},
+		"basic composition of the row count and the marginals; every part is DP under the unit neighbour relation",
+		map[string]any{"unit": unit, "contribution_bound": cfg.Bound, "grid": Grid, "neighbours": Neighbours})
+	if err != nil {
+		return nil, err
+	}
+	if p.countL, err = root.Split("row count (clipped count of the join)", dp.Budget{Epsilon: epsC},
+		"basic composition of the clip's choice and the count", map[string]any{"share": share}); err != nil {
+		return nil, err
+	}
+	if err := p.countL.Charge("row count: clip C (exponential mechanism over public candidates)", dp.Budget{Epsilon: p.epsQ},
+		fmt.Sprintf("score −|#{units with more than C join rows} − m| over C ∈ {⌈2^(j/2)⌉: j = 0..40}, m = ⌈ln(%d)/ε_C⌉ public; "+
+			"deleting a unit changes the count of units above C by at most 1: sensitivity 1 (dp.ExponentialGrid, exact)", len(clipCandidates)),
+		map[string]any{"candidates": len(clipCandidates), "target_units_above": p.target()}); err != nil {
+		return nil, err
+	}
+	if err := p.countL.Charge("row count: Σ_u min(n_u, C) + discrete Laplace", dp.Budget{Epsilon: p.epsN},
+		"deleting a unit removes its n_u join rows, which count min(n_u, C) ≤ C: sensitivity C; discrete Laplace of scale C/ε "+
+			"on the integer sum is ε-DP (the geometric mechanism); C is a DP output, so the two compose", nil); err != nil {
+		return nil, err
+	}
+	if p.pmwL, err = root.Split("pmw on the bounded histogram", dp.Budget{Epsilon: p.pmwCfg.Epsilon, Delta: p.pmwCfg.Delta},
+		"mwem PMW with Δ̃ = the bounded weight of one unit", nil); err != nil {
+		return nil, err
+	}
+	p.pmwCfg.Ledger = p.pmwL
+	return p, nil
+}
+
+// target is m, the number of units the clip aims to leave above C: the
+// exponential mechanism's own additive error ln(K)/ε (public).
+func (p *Plan) target() int64 {
+	return int64(math.Ceil(math.Log(float64(len(clipCandidates))) / p.epsQ))
+}
+
+// Unit returns the unit's table and its key's place in the folded join.
+func (p *Plan) Unit() (string, engine.UnitKey) { return p.unit, p.key }
+
+// Result is the output of a run: DP outputs and public parameters only.
+type Result struct {
+	// PMW is the mwem run on the bounded histogram, with Rows set to the
+	// DP row count.
+	PMW *pmw.Result
+	// Rows is the DP row count of the join (≥ 0).
+	Rows int64
+	// Clip is C, the DP-chosen clip of the row count.
+	Clip int64
+	// CountScale is the discrete Laplace scale of the row count (public
+	// given Clip).
+	CountScale float64
+	// BoundedShare is a DP estimate of the share of the join's row weight
+	// that bounding removed: 1 − (bounded weight)/(rows), post-processing
+	// of the marginals' total and Rows, clamped to [0, 1].
+	BoundedShare float64
+}
+
+// ErrPlanUsed is returned by a second [Plan.Run]: its budget was spent.
+var ErrPlanUsed = errors.New("privacyunit: plan already ran; its budget is spent")
+
+// Run checks the keys, reads the bounded histogram and the units' row
+// counts (aggregates), and runs the mechanisms whose budget Prepare
+// charged.
+func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, error) {
+	if p.ran {
+		return nil, ErrPlanUsed
+	}
+	p.ran = true
+	orig := p.folding.Original()
+	for _, c := range p.checks {
+		if err := stats.CheckPrimaryKey(ctx, orig, c.table, c.key); err != nil {
+			return nil, err
+		}
+	}
+	h := p.folding.Folded()
+	grid, bound := int64(Grid), p.bound
+	if p.cfg.mutation == mutNoBounding {
+		bound = 1 << 40 // planted bug: no unit is ever bounded (min(Grid, ⌊2⁴⁰/n_u⌋) = Grid)
+	}
+	cells, degs, err := stats.UnitHistogram(ctx, h, p.key, p.cfg.Columns, p.cfg.Universe.Sizes(), grid, bound)
+	if err != nil {
+		return nil, err
+	}
+	rows, clip, scale, err := p.count(src, degs)
+	if err != nil {
+		return nil, err
+	}
+	hist := make([]pmw.Cell, len(cells))
+	for i, c := range cells {
+		hist[i] = pmw.Cell{Index: c.Index, Count: c.Count}
+	}
+	res, err := pmw.Run(ctx, src, p.cfg.Universe, p.cfg.Families, hist, p.pmwCfg)
+	if err != nil {
+		return nil, err
+	}
+	// The marginals' total (res.Rows, in grid steps: an unbiased DP
+	// estimate of the bounded weight) against the DP row count: the share
+	// bounding removed. Post-processing.
+	share := 0.0
+	if rows > 0 {
+		share = math.Min(1, math.Max(0, 1-float64(res.Rows)/float64(Grid)/float64(rows)))
+	}
+	res.Rows = rows
+	p.countL.Publish("rows", float64(rows))
+	p.countL.Publish("clip", float64(clip))
+	p.pmwL.Publish("bounded_share", share)
+	return &Result{PMW: res, Rows: rows, Clip: clip, CountScale: scale, BoundedShare: share}, nil
+}
+
+// count draws the DP row count: the clip C by the exponential mechanism,
+// then Σ_u min(n_u, C) plus discrete Laplace noise of scale C/ε_N, clamped
+// at 0 (post-processing).
+func (p *Plan) count(src dp.Source, degs []engine.UnitDegree) (rows, clip int64, scale float64, err error) {
+	m := p.target()
+	scores := make([]float64, len(clipCandidates))
+	best := 0
+	for j, c := range clipCandidates {
+		var above int64
+		for _, d := range degs {
+			if d.Rows > c {
+				above += d.Units
+			}
+		}
+		scores[j] = -math.Abs(float64(above - m))
+		if scores[j] > scores[best] {
+			best = j
+		}
+	}
+	k := best
+	if p.cfg.mutation != mutTrueClip {
+		k = dp.ExponentialGrid(src, scores, p.epsQ, 1, 0)
+	}
+	clip = clipCandidates[k]
+	var sum int64
+	for _, d := range degs {
+		sum += min(d.Rows, clip) * d.Units
+	}
+	scale = dp.NoiseScale(float64(clip), p.epsN)
+	if p.cfg.mutation != mutExactCount {
+		smp, err := dp.NewDiscreteLaplace(scale)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("privacyunit: row count noise: %w", err)
+		}
+		sum += smp.Sample(src)
+	}
+	return max(sum, 0), clip, scale, nil
+}
