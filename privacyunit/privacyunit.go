@@ -241,9 +241,10 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 		return nil, err
 	}
 	if err := p.countL.Charge("row count: clip C (exponential mechanism over public candidates)", dp.Budget{Epsilon: p.epsQ},
-		fmt.Sprintf("score −|#{units with more than C join rows} − m| over C ∈ {⌈2^(j/2)⌉: j = 0..40}, m = ⌈ln(%d)/ε_C⌉ public; "+
-			"deleting a unit changes the count of units above C by at most 1: sensitivity 1 (dp.ExponentialGrid, exact)", len(clipCandidates)),
-		map[string]any{"candidates": len(clipCandidates), "target_units_above": p.target()}); err != nil {
+		"score −#{units with more than C_j join rows} − j/ε_C over the public ladder C_j ∈ {⌈2^(j/2)⌉}, 1 … 2²⁰; "+
+			"deleting a unit changes the count of units above C_j by at most 1 and the penalty not at all: sensitivity 1 "+
+			"(dp.ExponentialGrid, exact)",
+		map[string]any{"candidates": len(clipCandidates), "step_penalty": p.stepPenalty()}); err != nil {
 		return nil, err
 	}
 	if err := p.countL.Charge("row count: Σ_u min(n_u, C) + discrete Laplace", dp.Budget{Epsilon: p.epsN},
@@ -259,11 +260,13 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 	return p, nil
 }
 
-// target is m, the number of units the clip aims to leave above C: the
-// exponential mechanism's own additive error ln(K)/ε (public).
-func (p *Plan) target() int64 {
-	return int64(math.Ceil(math.Log(float64(len(clipCandidates))) / p.epsQ))
-}
+// stepPenalty is λ of the clip's score −#{units above C_j} − λ·j: a step
+// up the ladder (√2 times the count's noise) must bring at least λ units
+// under the clip to pay. λ = 1/ε_Q makes the exponential mechanism's
+// weights fall by e^{−1/2} a step once no unit is clipped any more, so the
+// plateau of large clips cannot outweigh the right one however long the
+// ladder is. Public.
+func (p *Plan) stepPenalty() float64 { return 1 / p.epsQ }
 
 // Unit returns the unit's table and its key's place in the folded join.
 func (p *Plan) Unit() (string, engine.UnitKey) { return p.unit, p.key }
@@ -342,7 +345,6 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 // then Σ_u min(n_u, C) plus discrete Laplace noise of scale C/ε_N, clamped
 // at 0 (post-processing).
 func (p *Plan) count(src dp.Source, degs []engine.UnitDegree) (rows, clip int64, scale float64, err error) {
-	m := p.target()
 	scores := make([]float64, len(clipCandidates))
 	best := 0
 	for j, c := range clipCandidates {
@@ -352,7 +354,7 @@ func (p *Plan) count(src dp.Source, degs []engine.UnitDegree) (rows, clip int64,
 				above += d.Units
 			}
 		}
-		scores[j] = -math.Abs(float64(above - m))
+		scores[j] = -float64(above) - p.stepPenalty()*float64(j)
 		if scores[j] > scores[best] {
 			best = j
 		}
