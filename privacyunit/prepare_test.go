@@ -1,0 +1,83 @@
+package privacyunit
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/spec"
+)
+
+// TestPrepareOwnership: a spec whose private tables do not all belong to
+// the unit is refused before any charge, naming the table.
+func TestPrepareOwnership(t *testing.T) {
+	const head = `privacy: {epsilon: 1, delta: 1e-6, unit: u}
+tables:
+  - name: u
+    source: u.csv
+    primary_key: u_id
+    columns: {u_id: {type: key}, u_cat: {type: categorical, values: [a, b]}}
+`
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"ok", head + `  - name: o
+    source: o.csv
+    primary_key: o_id
+    columns: {o_id: {type: key}, o_ref: {type: key}}
+join: [o.o_ref = u.u_id]
+release: {columns: [u_cat]}
+`, ""},
+		{"private table that references no unit", head + `  - name: o
+    source: o.csv
+    columns: {o_id: {type: key}, o_x: {type: key}}
+  - name: x
+    source: x.csv
+    primary_key: x_id
+    columns: {x_id: {type: key}, x_ref: {type: key}}
+join: [o.o_x = x.x_id, x.x_ref = u.u_id, o.o_id = u.u_id]
+release: {columns: [u_cat]}
+`, "more than one"},
+		{"join on a non-key column", head + `  - name: o
+    source: o.csv
+    columns: {o_id: {type: key}, o_cat: {type: categorical, values: [a]}}
+  - name: p
+    source: p.csv
+    columns: {p_id: {type: key}}
+join: [o.o_id = u.u_id, p.p_id = o.o_id]
+release: {columns: [u_cat]}
+`, "table p"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := spec.Parse([]byte(tc.yaml), filepath.Join(t.TempDir(), "s.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := s.Folding()
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := pmw.NewUniverse([]string{"u_cat"}, []int{2}, 0)
+			l, _ := dp.NewLedger(dp.Budget{Epsilon: 1, Delta: 1e-6})
+			_, err = Prepare(s, f, Config{Epsilon: 1, Delta: 1e-6, Columns: spec.FoldColumns(f, s.Release.Columns), Universe: u,
+				Families: []pmw.Family{pmw.Marginal([]int{0})}, Bound: 1}, l)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.want == "":
+				if rem := l.Remaining(); rem.Epsilon > 1e-9 {
+					t.Fatalf("prepared but %v of ε left uncharged", rem.Epsilon)
+				}
+			case err == nil || !errors.Is(err, ErrOwnership) || !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("error %v, want ErrOwnership naming %q", err, tc.want)
+			default:
+				if rem := l.Remaining(); rem.Epsilon != 1 {
+					t.Fatalf("refused after charging: %v of ε left", rem.Epsilon)
+				}
+			}
+		})
+	}
+}
