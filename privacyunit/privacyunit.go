@@ -268,6 +268,9 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 // ladder is. Public.
 func (p *Plan) stepPenalty() float64 { return 1 / p.epsQ }
 
+// Bound returns r, the rows a unit may weigh in all.
+func (p *Plan) Bound() float64 { return p.cfg.Bound }
+
 // Unit returns the unit's table and its key's place in the folded join.
 func (p *Plan) Unit() (string, engine.UnitKey) { return p.unit, p.key }
 

@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/joinasone"
@@ -45,13 +46,15 @@ func (o *Options) progress(phase Phase, done, total int64) {
 // [PhasePartitions] as each bucket's sub-instance is read.
 type partitionProgress struct {
 	uniformize.TwoTableData
-	o *Options
-	n int64
+	hooks Hooks
+	n     int
 }
 
 // Bucket reports the bucket, then reads its sub-instance.
 func (p *partitionProgress) Bucket(ctx context.Context, i int) (*hypergraph.Hypergraph, joinasone.Stats, error) {
 	p.n++
-	p.o.progress(PhasePartitions, p.n, -1)
+	if p.hooks.Partition != nil {
+		p.hooks.Partition(p.n, -1, fmt.Sprintf("bucket %d", i))
+	}
 	return p.TwoTableData.Bucket(ctx, i)
 }

@@ -1,0 +1,305 @@
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/joinasone"
+	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/privacyunit"
+	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/uniformize"
+)
+
+// A Method is one way to release the synthetic rows of a join: join-as-one
+// (tuple-level DP), the uniformized partitions (tuple-level DP) and the
+// privacy-unit release (user-level DP). [Run] calls its parts in order:
+// Check and Memory on the spec alone, Prepare to charge its budget, all
+// before any data is read; then the prepared run on the engine, which
+// returns the synthetic cells.
+type Method interface {
+	// Name is the method's name in the spec (release.method).
+	Name() spec.Method
+	// Neighbours states the neighbour relation of the method's guarantee.
+	Neighbours() string
+	// Check refuses, with a reason, a spec the method cannot release.
+	Check(p *Plan) error
+	// MergeCounts reports whether the method adds up the counts of several
+	// PMW runs in one dense array (see pmw.Config.MergeCounts): part of its
+	// public memory plan.
+	MergeCounts() bool
+	// Prepare charges the method's whole budget to ledger and returns its
+	// run. It reads no data.
+	Prepare(p *Plan, ledger *dp.Ledger, hooks Hooks) (Prepared, error)
+}
+
+// Prepared is a method whose budget is charged, ready to read the data.
+type Prepared interface {
+	// Algorithm names what will run (public).
+	Algorithm() string
+	// Run computes the method's statistics on eng and runs its mechanisms.
+	Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*Output, error)
+}
+
+// Hooks are the run's progress callbacks, which a method passes to its
+// mechanisms; they see public values only.
+type Hooks struct {
+	// Round hears of PMW's round t of T.
+	Round func(t, total int)
+	// Partition hears of the k-th uniformized partition or sub-instance of
+	// n (n = −1 when not known in advance).
+	Partition func(k, n int, config string)
+}
+
+// Output is what a method produces: DP outputs and public parameters only.
+type Output struct {
+	// Algorithm names what ran.
+	Algorithm string
+	// NHat and DeltaTilde are the DP join size and sensitivity bound (see
+	// [Summary]).
+	NHat, DeltaTilde float64
+	// Eps0 is the paper variant's per-step ε₀ (0 otherwise).
+	Eps0 float64
+	// Rounds is the number of PMW rounds: an int, or one per sub-instance.
+	Rounds any
+	// Variant is the PMW variant that ran.
+	Variant string
+	// Params are the method's entries of the report's parameters.
+	Params map[string]any
+	// Counts emits the synthetic count of every non-empty cell (see
+	// pmw.Result.Counts); post-processing.
+	Counts func(dp.Source, func(cell, count int64) error) error
+}
+
+// ChooseMethod returns the release method of a spec, from the spec alone,
+// with the reason: privacy-unit when privacy.unit is set (a declared unit
+// is never silently released at tuple level); otherwise the spec's
+// release.method, or for auto the choice of uniformize.ChooseMethod
+// (join-as-one, with the measurements that keep uniformized opt-in).
+func ChooseMethod(s *spec.Spec) (Method, string, error) {
+	if s.Privacy.Unit != "" {
+		switch s.Release.Method {
+		case spec.JoinAsOne, spec.Uniformized:
+			return nil, "", fmt.Errorf("%w: release.method %s is tuple-level DP, but privacy.unit %s declares user-level DP: "+
+				"remove release.method (or set it to %s) to protect each %s with all its rows",
+				spec.ErrInvalid, s.Release.Method, s.Privacy.Unit, spec.PrivacyUnit, s.Privacy.Unit)
+		}
+		return unitMethod{}, fmt.Sprintf("privacy.unit %s is declared: user-level DP, each unit's rows bounded to r = %v row(s) in all "+
+			"(release.contribution_bound)", s.Privacy.Unit, s.Release.Bound()), nil
+	}
+	if s.Release.Method == spec.PrivacyUnit {
+		return nil, "", fmt.Errorf("%w: release.method privacy-unit needs privacy.unit", spec.ErrInvalid)
+	}
+	m, why, err := uniformize.ChooseMethod(s)
+	if err != nil {
+		return nil, "", err
+	}
+	switch m {
+	case spec.JoinAsOne:
+		return joinAsOneMethod{}, why, nil
+	case spec.Uniformized:
+		return uniformizedMethod{}, why, nil
+	}
+	return nil, "", fmt.Errorf("%w: release method %q (use join-as-one or uniformized)", ErrUnsupported, m)
+}
+
+// tupleNeighbours is the neighbour notion of the tuple-level methods.
+const tupleNeighbours = "add or remove one tuple of one private table (tuple-DP, Ghazi et al. Def. 1.1); public tables never change"
+
+// joinAsOneMethod is Ghazi et al. Alg. 1 / Alg. 3 (package joinasone).
+type joinAsOneMethod struct{}
+
+func (joinAsOneMethod) Name() spec.Method   { return spec.JoinAsOne }
+func (joinAsOneMethod) Neighbours() string  { return tupleNeighbours }
+func (joinAsOneMethod) MergeCounts() bool   { return false }
+func (joinAsOneMethod) Check(p *Plan) error { return needDelta(p, "join-as-one") }
+func (m joinAsOneMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
+	plan, err := joinasone.Prepare(p.Folded, p.joinConfig(hk), l)
+	if err != nil {
+		return nil, err
+	}
+	return joinAsOneRun{plan: plan, h: p.Folded}, nil
+}
+
+type joinAsOneRun struct {
+	plan *joinasone.Plan
+	h    *hypergraph.Hypergraph
+}
+
+func (r joinAsOneRun) Algorithm() string { return string(r.plan.Algorithm()) }
+
+func (r joinAsOneRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*Output, error) {
+	res, err := r.plan.Run(ctx, src, eng)
+	if err != nil {
+		return nil, err
+	}
+	return &Output{Algorithm: string(res.Algorithm), NHat: res.PMW.NHat, DeltaTilde: res.DeltaTilde, Eps0: res.PMW.Eps0,
+		Rounds: res.PMW.Rounds, Variant: string(res.PMW.Variant), Params: map[string]any{}, Counts: res.PMW.Counts}, nil
+}
+
+// needDelta refuses δ = 0 for the methods whose padding needs δ > 0.
+func needDelta(p *Plan, name string) error {
+	if !(p.Spec.Privacy.Delta > 0) {
+		return fmt.Errorf("%w: %s needs δ > 0 (its truncated Laplace padding is (ε, δ)-DP), the spec has δ = %v", ErrUnsupported, name, p.Spec.Privacy.Delta)
+	}
+	return nil
+}
+
+// uniformizedMethod is Alg. 4 with Alg. 5 (two relations after folding) or
+// Alg. 6 + 7 (hierarchical joins) of Ghazi et al. (package uniformize).
+type uniformizedMethod struct{}
+
+func (uniformizedMethod) Name() spec.Method  { return spec.Uniformized }
+func (uniformizedMethod) Neighbours() string { return tupleNeighbours }
+func (uniformizedMethod) MergeCounts() bool  { return true }
+func (uniformizedMethod) Check(p *Plan) error {
+	if len(p.Spec.Release.Measures) > 0 {
+		return fmt.Errorf("%w: release.measures with the %s method: the measures reuse join-as-one's Δ̃ (use method join-as-one)", ErrUnsupported, spec.Uniformized)
+	}
+	return needDelta(p, "uniformized")
+}
+
+func (uniformizedMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
+	h, jcfg := p.Folded, p.joinConfig(hk)
+	// Two relations: Alg. 4 + 5; more, when hierarchical: Alg. 4 with
+	// Alg. 6 + 7 (the choice reads the folded join, the spec alone).
+	uplan, err := uniformize.PrepareTwoTable(h, uniformize.TwoTableConfig{Config: jcfg}, l)
+	switch {
+	case err == nil:
+		return twoTableRun{plan: uplan, hooks: hk}, nil
+	case errors.Is(err, uniformize.ErrNotTwoTable) && h.Len() < 3:
+		return nil, fmt.Errorf("%w: release method uniformized on %d relations after folding: %v (use join-as-one)", ErrUnsupported, h.Len(), err)
+	case !errors.Is(err, uniformize.ErrNotTwoTable):
+		return nil, fmt.Errorf("release: method uniformized: %w", err)
+	}
+	hcfg := uniformize.HierConfig{Config: jcfg, OnSub: func(k, n int, config string) {
+		if hk.Partition != nil {
+			hk.Partition(k, n, config)
+		}
+	}}
+	hplan, err := uniformize.PrepareHier(h, hcfg, l)
+	if errors.Is(err, uniformize.ErrNotHierarchical) {
+		return nil, fmt.Errorf("%w: release method uniformized on %d relations after folding: %w (use join-as-one)", ErrUnsupported, h.Len(), err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release: method uniformized: %w", err)
+	}
+	return hierRun{plan: hplan, h: h}, nil
+}
+
+type twoTableRun struct {
+	plan  *uniformize.TwoTablePlan
+	hooks Hooks
+}
+
+func (twoTableRun) Algorithm() string { return uniformize.TwoTableAlgorithm }
+
+func (r twoTableRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*Output, error) {
+	data := &partitionProgress{TwoTableData: uniformize.TwoTableEngine(eng), hooks: r.hooks}
+	res, err := r.plan.Run(ctx, src, data)
+	if err != nil {
+		return nil, err
+	}
+	out := &Output{Algorithm: uniformize.TwoTableAlgorithm, NHat: res.NHat, DeltaTilde: res.DeltaTilde, Counts: res.Counts}
+	var rounds []int
+	for _, run := range res.Runs() {
+		rounds = append(rounds, run.PMW.Rounds)
+		out.Variant = string(run.PMW.Variant)
+	}
+	out.Rounds = rounds
+	out.Params = map[string]any{
+		"uniformized_partitions": res.Partitions,
+		"uniformized_lambda":     res.Lambda,
+		"uniformized_always_run": res.AlwaysRun,
+	}
+	return out, nil
+}
+
+type hierRun struct {
+	plan *uniformize.HierPlan
+	h    *hypergraph.Hypergraph
+}
+
+func (hierRun) Algorithm() string { return uniformize.HierAlgorithm }
+
+func (r hierRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*Output, error) {
+	res, err := r.plan.Run(ctx, src, uniformize.HierEngine(eng, r.h))
+	if err != nil {
+		return nil, err
+	}
+	out := &Output{Algorithm: uniformize.HierAlgorithm, NHat: res.NHat, DeltaTilde: res.DeltaTilde, Counts: res.Counts}
+	var rounds []int
+	for _, run := range res.Runs() {
+		rounds = append(rounds, run.PMW.Rounds)
+		out.Variant = string(run.PMW.Variant)
+	}
+	out.Rounds = rounds
+	out.Params = map[string]any{
+		"uniformized_partitions":     res.Partitions,
+		"uniformized_attribute_tree": res.Tree,
+		"uniformized_levels":         res.Levels,
+		"uniformized_lambda":         res.Lambda,
+		"uniformized_k":              res.K,
+		"uniformized_k_deg":          res.KDeg,
+		"uniformized_composition": fmt.Sprintf("partition (ε/2, δ/2): every noisy degree (ε/(2·K_deg), δ/(2·K_deg)), "+
+			"K_deg = %d; sub-instances (ε/2, δ/2): every one of the %d runs with (ε/(2K), δ/(2K)), one tuple in at most K = %d "+
+			"(basic composition, Ghazi et al. Lemmas 4.10 and 4.11)", res.KDeg, len(res.Partitions), res.K),
+	}
+	return out, nil
+}
+
+// unitMethod is the privacy-unit release (package privacyunit).
+type unitMethod struct{}
+
+func (unitMethod) Name() spec.Method  { return spec.PrivacyUnit }
+func (unitMethod) Neighbours() string { return privacyunit.Neighbours }
+func (unitMethod) MergeCounts() bool  { return false }
+func (unitMethod) Check(p *Plan) error {
+	s := p.Spec
+	switch {
+	case len(s.Release.Measures) > 0:
+		return fmt.Errorf("%w: release.measures with privacy.unit: the measures' mechanism is tuple-level (drop release.measures, or privacy.unit for a tuple-level release)", ErrUnsupported)
+	case s.PMW.Variant == string(pmw.VariantPaper):
+		return fmt.Errorf("%w: pmw.variant paper with privacy.unit: the privacy-unit release runs the mwem rounds (remove pmw.variant)", ErrUnsupported)
+	case !(s.Privacy.Delta > 0) && pmw.Noise(s.PMW.Noise) != pmw.NoiseLaplace:
+		return fmt.Errorf("%w: privacy.unit with δ = 0 needs pmw.noise: laplace (the Gaussian rounds are (ε, δ)-DP)", ErrUnsupported)
+	}
+	return nil
+}
+
+func (unitMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
+	s := p.Spec
+	plan, err := privacyunit.Prepare(s, p.Folding, privacyunit.Config{
+		Epsilon: p.RowsBudget.Epsilon, Delta: p.RowsBudget.Delta,
+		Columns: spec.FoldColumns(p.Folding, s.Release.Columns), Universe: p.Universe, Families: p.Families,
+		Bound: s.Release.Bound(), Noise: pmw.Noise(s.PMW.Noise), Rounds: p.Rounds, MaxRounds: p.MaxRounds, Progress: hk.Round,
+	}, l)
+	if err != nil {
+		return nil, err
+	}
+	return unitRun{plan: plan}, nil
+}
+
+type unitRun struct{ plan *privacyunit.Plan }
+
+func (unitRun) Algorithm() string { return privacyunit.Algorithm }
+
+func (r unitRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*Output, error) {
+	res, err := r.plan.Run(ctx, src, eng)
+	if err != nil {
+		return nil, err
+	}
+	unit, _ := r.plan.Unit()
+	return &Output{Algorithm: privacyunit.Algorithm, NHat: float64(res.Rows), DeltaTilde: 1, Rounds: res.PMW.Rounds,
+		Variant: string(res.PMW.Variant), Counts: res.PMW.Counts, Params: map[string]any{
+			"privacy_unit":                unit,
+			"contribution_bound":          r.plan.Bound(),
+			"row_count_clip":              res.Clip,
+			"row_count_noise_scale":       res.CountScale,
+			"bounded_share_of_row_weight": res.BoundedShare,
+		}}, nil
+}

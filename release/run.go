@@ -1,0 +1,545 @@
+package release
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"time"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/internal/version"
+	"github.com/synth-dp/synth/joinasone"
+	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/spec"
+)
+
+// Run performs a release as a list of stages: plan (public) → check the
+// output folder → charge the budget → load → the method's statistics and
+// mechanism → measures → rows → write → publish. The whole budget is
+// charged to the run's ledger in one place (charge), before any data is
+// read, and the output folder is checked (and a locked staging folder made
+// beside it) before that too. Output is atomic as a whole: every file is
+// written into the staging folder, which is then published as the output
+// folder by one rename (see [NewStage]); on error, cancellation or a kill,
+// the output folder is as it was.
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	started := createdAt()
+	r := newRun(o)
+	p, err := NewPlan(o.Spec, o.MemoryCap, o.Rounds, o.MaxRounds)
+	if err != nil {
+		return nil, err
+	}
+	stage, err := r.openStage(o.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	defer stage.Abort()
+	c, err := r.charge(p)
+	if err != nil {
+		return nil, err
+	}
+	r.log.Info("release planned", "method", string(p.Method.Name()), "why", p.Reason, "algorithm", c.run.Algorithm(),
+		"relations", p.Folded.Len(), "universe_cells", p.Universe.Len(), "pmw_memory_bytes", p.Memory,
+		"families", len(p.Families), "epsilon", p.Spec.Privacy.Epsilon, "delta", p.Spec.Privacy.Delta, "seeded", r.src.Seeded())
+	out, err := r.mechanism(ctx, p, c)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := r.drawRows(p, c, out)
+	if err != nil {
+		return nil, err
+	}
+	report, reportJSON, err := r.report(p, c, out, rows, started)
+	if err != nil {
+		return nil, err
+	}
+	n, err := r.write(ctx, p, c, rows, stage.Dir(), report, reportJSON)
+	if err != nil {
+		return nil, err
+	}
+	return r.publish(stage, c, out, report, n)
+}
+
+// run is the state a release's stages share.
+type run struct {
+	o   Options
+	log *slog.Logger
+	src dp.Source
+}
+
+func newRun(o Options) *run {
+	r := &run{o: o, log: o.Logger, src: o.Source}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.src == nil {
+		r.src = dp.NewSource()
+	}
+	return r
+}
+
+// Plan is everything public a release decides from its spec alone,
+// before the output folder is touched or any data read.
+type Plan struct {
+	// Spec is the validated spec.
+	Spec *spec.Spec
+	// Method is the release method and Reason why it was chosen.
+	Method Method
+	Reason string
+	// Folding folds public lookup tables into their private neighbours;
+	// Folded is the folded join (hypergraph.Fold proves both keep every
+	// statistic's guarantee).
+	Folding *hypergraph.Folding
+	Folded  *hypergraph.Hypergraph
+	// Names and Columns are the released columns (output names and spec
+	// columns); Sizes their domain sizes.
+	Names   []string
+	Columns []*spec.Column
+	Sizes   []int
+	// Universe and Families are PMW's universe and workload.
+	Universe *pmw.Universe
+	Families []pmw.Family
+	// Variant is the PMW variant.
+	Variant pmw.Variant
+	// Memory is the bytes of PMW's arrays (pmw.CheckMemory).
+	Memory int64
+	// Rounds and MaxRounds are PMW's rounds (Options).
+	Rounds, MaxRounds int
+	// MemoryCap is the cap of PMW's arrays and of each measure's universe.
+	MemoryCap int64
+	// RowsBudget is the method's budget: the spec's, less the measures'
+	// share. Set by the charge stage.
+	RowsBudget dp.Budget
+}
+
+// NewPlan chooses the method and sizes everything public: the universe,
+// the workload and the memory of PMW's arrays (refused above memCap, with
+// the bytes named). It reads no data. memCap 0 means the defaults;
+// maxRounds 0 means the variant's default cap.
+func NewPlan(s *spec.Spec, memCap int64, rounds, maxRounds int) (*Plan, error) {
+	m, why, err := ChooseMethod(s)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Spec: s, Method: m, Reason: why, Rounds: rounds, MaxRounds: maxRounds, MemoryCap: memCap}
+	if err := m.Check(p); err != nil {
+		return nil, err
+	}
+	if p.Folding, err = s.Folding(); err != nil {
+		return nil, err
+	}
+	p.Folded = p.Folding.Folded()
+	p.Names, p.Columns, p.Sizes = ColumnNames(s), s.ReleaseColumns(), s.ReleaseSizes()
+	pmwCap := memCap
+	if pmwCap == 0 {
+		pmwCap = pmw.DefaultMemoryCap
+	}
+	if p.Universe, err = pmw.NewUniverse(p.Names, p.Sizes, pmwCap); err != nil {
+		return nil, err
+	}
+	if p.Families, err = Families(s); err != nil {
+		return nil, err
+	}
+	p.Variant = pmw.Variant(s.PMW.Variant)
+	// The memory of PMW's arrays — dense cells, the histogram, every
+	// family's tables, queries and bound arrays, and a uniformized
+	// release's merged counts — is counted from the spec alone and refused
+	// here, before any data is read (the count is the one pmw.Run checks).
+	mem, err := pmw.CheckMemory(p.Universe, p.Families, pmw.Config{Variant: p.Variant, MergeCounts: m.MergeCounts()})
+	if err != nil {
+		return nil, err
+	}
+	p.Memory = mem.Total()
+	if p.MaxRounds == 0 && p.Variant == pmw.VariantPaper {
+		p.MaxRounds = DefaultMaxRounds
+	}
+	return p, nil
+}
+
+// joinConfig is the tuple-level methods' configuration.
+func (p *Plan) joinConfig(hk Hooks) joinasone.Config {
+	s := p.Spec
+	return joinasone.Config{
+		Epsilon:   p.RowsBudget.Epsilon,
+		Delta:     p.RowsBudget.Delta,
+		Beta:      s.Release.Beta,
+		Columns:   spec.FoldColumns(p.Folding, s.Release.Columns),
+		Universe:  p.Universe,
+		Families:  p.Families,
+		Variant:   p.Variant,
+		Noise:     pmw.Noise(s.PMW.Noise),
+		NHatShare: s.PMW.NHatShare,
+		Rounds:    p.Rounds,
+		MaxRounds: p.MaxRounds,
+		Progress:  hk.Round,
+	}
+}
+
+// openStage checks the output folder before any data is read — a file in
+// the way, an unwritable parent, a full disk or a previous release
+// (without Overwrite) stops the run — and makes the fresh, locked staging
+// folder beside it (see NewStage). Killed runs' staging folders are
+// cleaned first; failing to remove one is not a reason to stop.
+func (r *run) openStage(dir string) (*Stage, error) {
+	s := r.o.Spec
+	if dir == "" {
+		dir = s.Output.Path
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("release: %w: no output folder: give --out or output.path in the spec", spec.ErrInvalid)
+	}
+	if removed, err := CleanStale(dir); err != nil {
+		r.log.Warn("could not clean stale temporary files", "dir", dir, "removed", removed, "err", err)
+	} else if len(removed) > 0 {
+		r.log.Info("removed stale temporary files left by a killed run", "files", removed)
+	}
+	return NewStage(dir, r.o.Overwrite)
+}
+
+// charged is the outcome of the charge stage.
+type charged struct {
+	ledger *dp.Ledger
+	run    Prepared
+	mplan  *measurePlan
+	dec    *Decoder
+}
+
+// charge is the one place where the budget is charged: the measures' share
+// (s·ε, 0) when there are measures, the rest to the method. Nothing here
+// reads data.
+func (r *run) charge(p *Plan) (*charged, error) {
+	s := p.Spec
+	ledger, err := dp.NewLedger(dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta})
+	if err != nil {
+		return nil, fmt.Errorf("release: %w", err)
+	}
+	c := &charged{ledger: ledger}
+	if c.dec, err = NewDecoder(p.Names, p.Columns); err != nil {
+		return nil, err
+	}
+	if c.mplan, err = planMeasures(s, p.Folding, p.Names, c.dec, p.MemoryCap, ledger); err != nil {
+		return nil, err
+	}
+	p.RowsBudget = dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta}
+	if c.mplan != nil {
+		p.RowsBudget.Epsilon -= c.mplan.share.Epsilon
+	}
+	hooks := Hooks{
+		Round: func(t, total int) {
+			r.o.progress(PhasePMW, int64(t), int64(total))
+			if t == total || t%max(1, total/10) == 0 {
+				r.log.Info("PMW round", "round", t, "of", total)
+			}
+		},
+		Partition: func(k, n int, config string) {
+			r.o.progress(PhasePartitions, int64(k), -1)
+			if n >= 0 {
+				r.log.Info("sub-instance", "sub_instance", k, "of", n, "configuration", config)
+			}
+		},
+	}
+	if c.run, err = p.Method.Prepare(p, ledger, hooks); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// mechanism loads the tables, runs the method's statistics and mechanism
+// and the measures, and closes the engine: nothing reads the private
+// tables after it.
+func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, error) {
+	s, log := p.Spec, r.log
+	// The inputs' SHA-256 for the custodian's records (stderr only): a
+	// hash of private data is not DP and never enters the report. Hashed
+	// beside the load; the lines are logged before this stage returns.
+	hashed := make(chan struct{})
+	go func() {
+		defer close(hashed)
+		if hashes, err := HashInputs(ctx, s); err == nil {
+			for _, in := range hashes {
+				log.Info("input file (custodian only, not published)", "table", in.Table, "file", in.File, "sha256", in.SHA256)
+			}
+		} else if ctx.Err() == nil {
+			log.Warn("could not hash the input files", "err", err)
+		}
+	}()
+	defer func() { <-hashed }()
+	log.Info("loading tables", "engine", engine.Redact(r.o.Engine))
+	r.o.progress(PhaseLoad, 0, 1)
+	eng, err := engine.Open(ctx, r.o.Engine)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	if err := eng.Load(ctx, s); err != nil {
+		return nil, err
+	}
+	// The folded relations, once the folded public tables' keys are
+	// checked unique (a check on public data only).
+	if err := eng.Fold(ctx, p.Folding); err != nil {
+		return nil, err
+	}
+	r.o.progress(PhaseLoad, 1, 1)
+	log.Info("computing join statistics and running PMW")
+	out, err := c.run.Run(ctx, r.src, eng)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("mechanism done", "algorithm", out.Algorithm, "delta_tilde", out.DeltaTilde, "n_hat", out.NHat,
+		"pmw_variant", out.Variant, "pmw_rounds", out.Rounds)
+	if c.mplan != nil {
+		if err := c.mplan.run(ctx, r.src, eng, p.Folded, s, p.Folding, out.DeltaTilde); err != nil {
+			return nil, err
+		}
+		if err := c.mplan.finite(); err != nil {
+			return nil, err
+		}
+		log.Info("measures done", "measures", len(c.mplan.ms), "delta_tilde", out.DeltaTilde)
+	}
+	// The engine is closed now, so that its buffers go back before the
+	// rows are written (the deferred Close then does nothing). A failure
+	// is logged: the outputs are already drawn.
+	if err := eng.Close(); err != nil {
+		log.Warn("closing the engine", "err", err)
+	}
+	return out, nil
+}
+
+// rowPlan is how many rows are written and how they are drawn.
+type rowPlan struct {
+	cells, counts []int64
+	dpRows, rows  int64
+	mode          Sampling
+	rowCap        int64
+	capped        bool
+	requested     int64
+	drawn         []int64 // with measures: the rows' cells, drawn first
+}
+
+// drawRows gathers the method's counts (DP outputs) and decides the rows
+// to write: a function of the DP row count and public parameters only
+// (Options.Rows or release.rows, the cap). With measures, the rows are
+// drawn here (post-processing, the same draws as the writer's) so that
+// every row's measure value is known before the file is written.
+func (r *run) drawRows(p *Plan, c *charged, out *Output) (*rowPlan, error) {
+	rp := &rowPlan{mode: SampleAll}
+	if err := out.Counts(r.src, func(cell, count int64) error {
+		rp.cells, rp.counts = append(rp.cells, cell), append(rp.counts, count)
+		rp.dpRows += count
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	rp.requested = r.o.Rows
+	if rp.requested == 0 {
+		rp.requested = p.Spec.Release.Rows // --rows overrides release.rows
+	}
+	rp.rows = rp.dpRows
+	rp.rowCap = r.o.MaxRows
+	if rp.rowCap == 0 {
+		rp.rowCap = DefaultMaxRows
+	}
+	switch {
+	case rp.requested > 0 && rp.dpRows == 0:
+		r.log.Warn("the synthetic distribution is empty (the DP row count is 0): no rows to sample", "rows_asked", rp.requested)
+		rp.rows = 0
+	case rp.requested > 0:
+		rp.rows = rp.requested
+		if rp.rows > rp.dpRows {
+			rp.mode = SampleWithReplacement
+		} else if rp.rows < rp.dpRows {
+			rp.mode = SampleWithoutReplacement
+		}
+	case rp.dpRows > rp.rowCap:
+		rp.rows, rp.mode, rp.capped = rp.rowCap, SampleWithoutReplacement, true
+		r.log.Warn("the DP row count exceeds the row cap: writing a uniform random sample of the cap (give --rows N to choose the number of rows)",
+			"dp_rows", rp.dpRows, "cap", rp.rowCap)
+	}
+	if c.mplan == nil {
+		return rp, nil
+	}
+	rp.drawn = make([]int64, 0, rp.rows)
+	if err := Shuffle(rand.New(r.src), rp.cells, rp.counts, rp.rows, rp.mode, func(cell int64) error {
+		rp.drawn = append(rp.drawn, cell)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := c.mplan.count(c.dec, p.Sizes, rp.drawn); err != nil {
+		return nil, err
+	}
+	for _, m := range c.mplan.summaries() {
+		r.log.Info("measure written", "column", m.Column.String(), "output_column", m.OutputColumn, "grid_cells", len(m.CellSums),
+			"cells_without_rows", m.CellsWithoutRows, "lost_sum", m.LostSum)
+	}
+	return rp, nil
+}
+
+// report builds the privacy report: public parameters and DP outputs only.
+func (r *run) report(p *Plan, c *charged, out *Output, rp *rowPlan, started time.Time) (dp.Report, []byte, error) {
+	s := p.Spec
+	orig := p.Folding.Original()
+	params := map[string]any{}
+	for k, v := range out.Params {
+		params[k] = v
+	}
+	params["release_method"] = string(p.Method.Name())
+	params["release_method_reason"] = p.Reason
+	params["release_columns"] = p.Names
+	params["universe_size"] = p.Universe.Len()
+	params["pmw_rounds"] = out.Rounds
+	params["pmw_variant"] = out.Variant
+	if out.Eps0 > 0 {
+		// The paper variant's per-step ε₀, a function of the DP T and the
+		// public budget.
+		params["pmw_eps0"] = out.Eps0
+	}
+	params["relations"] = orig.Names(orig.All())
+	params["public_relations"] = append([]string{}, orig.Names(orig.All()&^orig.Private())...)
+	params["folded_relations"] = p.Folded.Names(p.Folded.All())
+	params["rows_dp"] = rp.dpRows
+	params["rows_written"] = rp.rows
+	params["rows_sampling"] = string(rp.mode)
+	params["rows_cap"] = rp.rowCap
+	params["rows_capped"] = rp.capped
+	if rp.requested > 0 {
+		params["rows_requested"] = rp.requested
+	}
+	params["row_order"] = "uniformly random (post-processing with the run's randomness)"
+	if c.mplan != nil {
+		params["measures"] = c.mplan.params()
+	}
+	if r.o.BudgetOverride {
+		params["budget_source"] = "command line (--epsilon/--delta), overriding the spec's privacy section"
+	}
+	report := c.ledger.Report(dp.ReportMeta{
+		Neighbours:      p.Method.Neighbours(),
+		Mechanism:       out.Algorithm,
+		Seeded:          r.src.Seeded(),
+		SoftwareVersion: version.String(),
+		SpecDigest:      s.Digest(),
+		Parameters:      params,
+		CreatedAt:       started.Format(time.RFC3339),
+		Columns:         p.Names,
+		Inputs:          InputFiles(s),
+	})
+	js, err := json.MarshalIndent(report, "", "  ")
+	if err != nil {
+		return report, nil, fmt.Errorf("release: %w", err)
+	}
+	return report, js, nil
+}
+
+// write writes the Parquet file and both reports into the staging folder
+// dir and commits them (each file synced and in place); it returns the
+// rows written.
+func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir string, report dp.Report, reportJSON []byte) (int64, error) {
+	var measureCols []MeasureColumn
+	if c.mplan != nil {
+		measureCols = c.mplan.columns(p.Sizes)
+	}
+	w, err := NewMeasureWriter(filepath.Join(dir, ParquetName), p.Names, p.Columns, measureCols, map[string]string{MetadataKey: string(reportJSON)})
+	if err != nil {
+		return 0, err
+	}
+	defer w.Abort()
+	rows := rp.rows
+	r.log.Info("writing synthetic rows", "rows", rows, "sampling", string(rp.mode), "folder", filepath.Dir(dir))
+	// Progress every 10% in the log for outputs large enough to take a
+	// moment; the progress function hears of every progressEvery rows and
+	// of the last one.
+	const progressRows, progressEvery = 100_000, 4096
+	var decile int64 // of the rows, logged last
+	nextProgress := int64(progressEvery)
+	emit := func(cell int64) error {
+		if testHookAdd != nil {
+			testHookAdd(w.Rows())
+		}
+		if err := w.AddRow(ctx, cell); err != nil {
+			return err
+		}
+		n := w.Rows()
+		if n < nextProgress && n < rows {
+			return nil
+		}
+		nextProgress = n + progressEvery
+		r.o.progress(PhaseWrite, n, rows)
+		if d := n * 10 / rows; rows >= progressRows && d > decile {
+			decile = d
+			r.log.Info("writing synthetic rows", "written", n, "of", rows, "percent", n*100/rows)
+		}
+		return nil
+	}
+	if rp.drawn != nil {
+		for _, cell := range rp.drawn {
+			if err = emit(cell); err != nil {
+				break
+			}
+		}
+	} else {
+		err = Shuffle(rand.New(r.src), rp.cells, rp.counts, rows, rp.mode, emit)
+	}
+	rp.cells, rp.counts, rp.drawn = nil, nil, nil
+	if err != nil {
+		return 0, err
+	}
+	pf, err := w.Finish()
+	if err != nil {
+		return 0, err
+	}
+	var files Group
+	files.Add(pf)
+	if err := writeFile(&files, filepath.Join(dir, ReportName), append(reportJSON, '\n')); err != nil {
+		return 0, err
+	}
+	// The same report for a compliance reader, published with the rest.
+	if err := writeFile(&files, filepath.Join(dir, MarkdownName), MarkdownReport(report, FactsFor(p.Spec, w.Rows()))); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		files.Abort()
+		return 0, err
+	}
+	if err := files.Commit(); err != nil {
+		return 0, err
+	}
+	return w.Rows(), ctx.Err()
+}
+
+// writeFile creates path in the group and writes b, aborting the group on
+// failure.
+func writeFile(files *Group, path string, b []byte) error {
+	f, err := files.Create(path, 0o644)
+	if err != nil {
+		files.Abort()
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		files.Abort()
+		return fmt.Errorf("release: %w", err)
+	}
+	return nil
+}
+
+// publish makes the staging folder the release by one rename.
+func (r *run) publish(stage *Stage, c *charged, out *Output, report dp.Report, rows int64) (*Summary, error) {
+	replaced, err := stage.Publish(r.o.Overwrite)
+	if err != nil {
+		return nil, err
+	}
+	dir := stage.Target()
+	r.log.Info("release written", "rows", rows, "folder", dir, "replaced_previous_release", replaced)
+	sum := &Summary{
+		Dir: dir, Parquet: filepath.Join(dir, ParquetName), Report: filepath.Join(dir, ReportName), Rows: rows,
+		NHat: out.NHat, DeltaTilde: out.DeltaTilde, Privacy: report,
+	}
+	if c.mplan != nil {
+		sum.Measures = c.mplan.summaries()
+	}
+	return sum, nil
+}
