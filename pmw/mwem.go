@@ -298,6 +298,15 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 	return m, nil
 }
 
+// composeWith says how the rounds' share composes with the rest of the
+// run's budget.
+func (m *mwem) composeWith() string {
+	if m.nhatNoise == nil {
+		return "the caller composes it with the rest of its budget"
+	}
+	return "basic composition with n̂"
+}
+
 // sensNote is cfg.SensitivityNote as a sentence to append to a ledger
 // description ("" without one).
 func (m *mwem) sensNote() string {
@@ -389,6 +398,9 @@ func (m *mwem) charge(l *dp.Ledger) error {
 	d := len(m.u.sizes)
 	details := map[string]any{"variant": string(VariantMWEM), "noise": string(m.cfg.noise()), "sensitivity": cfg.Sensitivity,
 		"nhat_share": cfg.nhatShare(), "T0": m.t0, "candidates": len(m.cand), "columns": d}
+	if m.nhatNoise == nil {
+		delete(details, "nhat_share") // NoNHat: no n̂
+	}
 	// roundsInfo states T: fixed, or adaptive with its cap (T itself is
 	// then the published output pmw_rounds).
 	roundsInfo := func(extra map[string]any) map[string]any {
@@ -425,7 +437,7 @@ func (m *mwem) charge(l *dp.Ledger) error {
 		z, err := l.SplitZCDP("pmw: MWEM initial marginals and rounds (zCDP)", dp.Budget{Epsilon: m.epsR, Delta: m.deltaR},
 			fmt.Sprintf("ρ = %g, the largest ρ whose zCDP-to-(ε, δ) conversion (Canonne–Kamath–Steinke 2020) fits "+
 				"((1−s)·ε, (1−s)·δ) (dp.RhoForBudget); the parts below add up in ρ (Bun–Steinke 2016, Lemma 2.3); "+
-				"basic composition with n̂", m.total)+m.sensNote(), details)
+				"%s", m.total, m.composeWith())+m.sensNote(), details)
 		if err != nil {
 			return fmt.Errorf("pmw: %w", err)
 		}

@@ -46,7 +46,7 @@ import (
 const Algorithm = "privacy-unit release: per-unit contribution bounding (L1, r rows) + mwem PMW on the bounded histogram + clipped DP row count"
 
 // Neighbours is the neighbour notion of a privacy-unit release.
-const Neighbours = "delete one privacy unit (a tuple of the privacy.unit table) and every private tuple that references it through the spec's foreign keys (user-level DP, as R2T and Dong–Sun–Yi); public tables never change"
+const Neighbours = "one privacy unit: a tuple of the privacy.unit table together with every private tuple that references it through the spec's foreign keys (user-level DP, as R2T and Dong–Sun–Yi); public tables never change"
 
 // Grid is the number of weight steps of one row: weights are multiples of
 // 1/Grid, so the bounded histogram holds integers (in units of 1/Grid) and

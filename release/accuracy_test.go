@@ -52,7 +52,7 @@ func tv1(a, b []engine.Cell, sizes []int) []float64 {
 func TestAccuracyTPCH(t *testing.T) {
 	ctx := context.Background()
 	for _, eps := range []float64{1, 8} {
-		s := loadSpec(t, "../examples/tpch/synth.yaml")
+		s := exampleSpec(t, "tpch"+tupleLevel)
 		s.Privacy.Epsilon = eps
 		dir := t.TempDir()
 		sum, err := Run(ctx, Options{Spec: s, OutDir: dir, Source: dp.NewSeededSource(11)})

@@ -218,13 +218,24 @@ func MarkdownReport(r dp.Report, f ReportFacts) []byte {
 	p("**Privacy unit.** Two input databases are neighbours when they differ by %s. ", strings.TrimSuffix(unitText(r.Neighbours), "."))
 	p("Everything published (the synthetic file, this report and the JSON report) is computed so that it ")
 	p("looks almost the same whether or not any one such row was in the input.\n\n")
+	units := strings.HasPrefix(r.Neighbours, "one privacy unit")
+	what, many := "one row is", "the number of rows"
+	if units {
+		what, many = "one unit with all its rows is", "the number of units"
+	}
 	p("**ε = %s and δ = %s.** For every possible result, its probability changes by at most a factor ", num(r.Epsilon), num(r.Delta))
-	p("e^ε = %s when one row is added or removed, except with probability at most δ. ", num(round(math.Exp(r.Epsilon), 3)))
-	p("A smaller ε means stronger privacy; δ should be far smaller than one over the number of rows. ")
+	p("e^ε = %s when %s added or removed, except with probability at most δ. ", num(round(math.Exp(r.Epsilon), 3)), what)
+	p("A smaller ε means stronger privacy; δ should be far smaller than one over %s. ", many)
 	p("The guarantee covers the whole run: every mechanism below draws from this one budget, and the ")
 	p("spends add up to ε = %s, δ = %s by the composition rules stated with them.\n\n", num(r.Spent.Epsilon), num(r.Spent.Delta))
-	p("**What it does not cover.** A person who contributes many rows (or rows in several tables) is protected ")
-	p("with a correspondingly weaker guarantee (group privacy: about k·ε for k rows). ")
+	if units {
+		p("**What it does not cover.** Each unit is protected with all its rows in every private table; a person who ")
+		p("appears as several units (say, two customer accounts) is protected with a correspondingly weaker guarantee ")
+		p("(group privacy: about k·ε for k units). ")
+	} else {
+		p("**What it does not cover.** A person who contributes many rows (or rows in several tables) is protected ")
+		p("with a correspondingly weaker guarantee (group privacy: about k·ε for k rows). ")
+	}
 	p("Error messages, logs and the `sensitivity` and `evaluate` commands read the private data directly ")
 	p("and are for the data custodian only.\n\n")
 

@@ -208,11 +208,11 @@ func buildInspectReport(path string, s *spec.Spec, h *hypergraph.Hypergraph) ins
 		PublicRelations: h.Names(h.All() &^ h.Private()),
 		Acyclic:         h.Acyclic(),
 		Method: func() string {
-			m, why, err := uniformize.ChooseMethod(s)
+			m, why, err := release.ChooseMethod(s)
 			if err != nil {
-				return string(s.Release.Method)
+				return fmt.Sprintf("%s → refused: %v", s.Release.Method, err)
 			}
-			return fmt.Sprintf("%s → %s (%s)", s.Release.Method, m, why)
+			return fmt.Sprintf("%s → %s (%s)", s.Release.Method, m.Name(), why)
 		}(),
 		Budget:   budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta},
 		Warnings: []string{},
@@ -253,6 +253,8 @@ func buildFoldedJoin(s *spec.Spec, f *hypergraph.Folding) foldedJoin {
 	fh := f.Folded()
 	fj := foldedJoin{Relations: fh.Names(fh.All()), RelationCount: fh.Len(), Folds: []foldStep{}}
 	switch {
+	case s.Privacy.Unit != "":
+		fj.Algorithm = "not join-as-one (privacy.unit " + s.Privacy.Unit + ": the privacy-unit release)"
 	case s.Release.Method == spec.Uniformized:
 		fj.Algorithm = "not join-as-one (method " + string(s.Release.Method) + ")"
 	case fh.Private() == 0:
