@@ -23,12 +23,14 @@ func newDemoCmd(g *globalOptions) *cobra.Command {
 	o := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo [--out DIR]",
-		Short: "Release a built-in skewed two-table instance (no input files, no server)",
-		Long: `demo builds the skewed two-table instance of Example 4.2 of Ghazi et al.
-(accounts ⋈ transactions on branch_id: k²/8^i branches with 2^i accounts and
-2^i transactions each), releases tier, channel and amount of the join with
-ε = 1, δ = 1e-6, and prints where the files are and synth query commands
-to try on the released file.`,
+		Short: "Release a built-in customers ⋈ transactions instance under user-level DP (no input files, no server)",
+		Long: `demo builds a skewed two-table instance — customers and their transactions
+(customers ⋈ transactions on customer_id: k²/8^i customers with 2^i
+transactions each, as in Example 4.2 of Ghazi et al.) — and releases tier,
+channel and amount of the join with ε = 1, δ = 1e-6 and the customer as the
+privacy unit (user-level DP: each customer is protected with all their
+transactions). It prints where the files are and synth query commands to
+try on the released file.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !(o.eps > 0) || math.IsInf(o.eps, 0) {
@@ -46,12 +48,13 @@ to try on the released file.`,
 			if err != nil {
 				return err
 			}
-			g.logger.Info("demo instance built", "k", o.k, "tables", "accounts, transactions")
+			g.logger.Info("demo instance built", "k", o.k, "tables", "customers, transactions")
 			sum, err := runRelease(cmd.Context(), g, s, release.Options{OutDir: o.out, Overwrite: true})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "synth demo: released %d synthetic rows of accounts ⋈ transactions (ε = %g, δ = 1e-6, %s)\n"+
+			fmt.Fprintf(g.stdout, "synth demo: released %d synthetic rows of customers ⋈ transactions (ε = %g, δ = 1e-6, user-level: "+
+				"each customer protected with all their transactions; %s)\n"+
 				"  data:   %s\n  report: %s\n", sum.Rows, o.eps, sum.Privacy.Privacy, sum.Parquet, sum.Report)
 			if md := filepath.Join(sum.Dir, release.MarkdownName); fileExists(md) {
 				fmt.Fprintf(g.stdout, "          %s (the same, for reading)\n", md)

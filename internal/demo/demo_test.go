@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// TestWriteMatchesExample42 checks the instance against its definition: for
-// each i there are k²/8^i branches of degree 2^i in both tables, so each
-// table has Σ counts[i]·2^i rows.
+// TestWriteMatchesExample42 checks the instance against its definition:
+// for each i there are k²/8^i customers with 2^i transactions each, every
+// transaction references a customer, and about 60% of a tier's
+// transactions use its favourite channel.
 func TestWriteMatchesExample42(t *testing.T) {
 	for _, k := range []int{8, 64, 128} {
 		dir := t.TempDir()
@@ -19,43 +20,63 @@ func TestWriteMatchesExample42(t *testing.T) {
 		}
 		counts := Degrees(k)
 		if counts[0] != k*k {
-			t.Errorf("k=%d: %d degree-1 values, want k² = %d", k, counts[0], k*k)
+			t.Errorf("k=%d: %d customers of one transaction, want k² = %d", k, counts[0], k*k)
 		}
-		wantRows := 0
-		wantDeg := map[int]int{} // degree -> number of branches
-		for i, c := range counts {
-			wantRows += c << i
-			wantDeg[1<<i] = c
-		}
-		for _, name := range []string{"accounts.csv", "transactions.csv"} {
+		read := func(name string) [][]string {
 			f, err := os.Open(filepath.Join(dir, name))
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer f.Close()
 			rows, err := csv.NewReader(f).ReadAll()
-			f.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rows)-1 != wantRows {
-				t.Errorf("k=%d %s: %d rows, want %d", k, name, len(rows)-1, wantRows)
+			return rows[1:]
+		}
+		customers, txs := read("customers.csv"), read("transactions.csv")
+		wantCust, wantTx := 0, 0
+		wantDeg := map[int]int{}
+		for i, c := range counts {
+			wantCust += c
+			wantTx += c << i
+			wantDeg[1<<i] = c
+		}
+		if len(customers) != wantCust || len(txs) != wantTx {
+			t.Errorf("k=%d: %d customers and %d transactions, want %d and %d", k, len(customers), len(txs), wantCust, wantTx)
+		}
+		tier := map[string]string{}
+		for _, c := range customers {
+			tier[c[0]] = c[1]
+		}
+		deg := map[string]int{}
+		fav, all := 0, 0
+		for _, tx := range txs {
+			tr, ok := tier[tx[1]]
+			if !ok {
+				t.Fatalf("k=%d: transaction %s references no customer (%s)", k, tx[0], tx[1])
 			}
-			deg := map[string]int{}
-			for _, r := range rows[1:] {
-				deg[r[1]]++
-			}
-			got := map[int]int{}
-			for _, d := range deg {
-				got[d]++
-			}
-			for d, c := range wantDeg {
-				if got[d] != c {
-					t.Errorf("k=%d %s: %d branches of degree %d, want %d", k, name, got[d], d, c)
-				}
+			deg[tx[1]]++
+			all++
+			if tx[2] == Favourite[tr] {
+				fav++
 			}
 		}
-		if len(s.Release.Columns) != 3 || s.Table("accounts") == nil {
-			t.Errorf("k=%d: spec not as expected: %+v", k, s.Release)
+		got := map[int]int{}
+		for _, d := range deg {
+			got[d]++
+		}
+		for d, c := range wantDeg {
+			if got[d] != c {
+				t.Errorf("k=%d: %d customers with %d transactions, want %d", k, got[d], d, c)
+			}
+		}
+		// 60% in expectation; the bound is 5σ of a binomial share.
+		if share := float64(fav) / float64(all); k >= 64 && (share < 0.55 || share > 0.65) {
+			t.Errorf("k=%d: %.3f of transactions use their tier's favourite channel, want about 0.6", k, share)
+		}
+		if s.Privacy.Unit != "customers" || len(s.Release.Columns) != 3 {
+			t.Errorf("k=%d: spec not as expected: unit %q, release %+v", k, s.Privacy.Unit, s.Release)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 const SpecName = "synth.yaml"
 
 // WriteFiles writes the demo instance for k into dir the way a custodian
-// keeps a dataset: accounts.csv, transactions.csv and synth.yaml, the spec
+// keeps a dataset: customers.csv, transactions.csv and synth.yaml, the spec
 // [Write] returns with budget (eps, delta), naming the data files relative
 // to itself. The data depend on k only, so `synth evaluate --config
 // DIR/synth.yaml` reads the very data `synth demo --k k` released. It
@@ -55,8 +55,12 @@ func SpecYAML(s *spec.Spec) []byte {
 		}
 		return list(v)
 	}
-	fmt.Fprintf(&b, "# The demo instance of Example 4.2 of Ghazi et al. (written by internal/demo).\n")
-	fmt.Fprintf(&b, "privacy: {epsilon: %s, delta: %s}\ntables:\n", num(s.Privacy.Epsilon), num(s.Privacy.Delta))
+	fmt.Fprintf(&b, "# The demo instance: customers and their transactions (written by internal/demo).\n")
+	unit := ""
+	if s.Privacy.Unit != "" {
+		unit = ", unit: " + s.Privacy.Unit
+	}
+	fmt.Fprintf(&b, "privacy: {epsilon: %s, delta: %s%s}\ntables:\n", num(s.Privacy.Epsilon), num(s.Privacy.Delta), unit)
 	for _, t := range s.Tables {
 		fmt.Fprintf(&b, "  - name: %s\n    source: %s\n", t.Name, filepath.Base(t.Source))
 		if len(t.PrimaryKey) > 0 {
