@@ -763,7 +763,13 @@ func (m *mwem) round(maxSweeps int) {
 	// is ε_t-DP and ε_t-bounded range at that bound, as the zCDP
 	// accounting above needs.
 	mn := float64(maxSize)
-	errBound := (mn + 2) * unitRoundoff * (2*m.n + m.nhat + mn*m.meanAbs(scale))
+	// With NoNHat there is no n̂ ≥ |J|; init refuses a histogram whose
+	// total reaches 2⁵³, so 2⁵³ is the public bound on Σ truth_c.
+	truthBound := m.nhat
+	if m.nhatNoise == nil {
+		truthBound = 1 << 53
+	}
+	errBound := (mn + 2) * unitRoundoff * (2*m.n + truthBound + mn*m.meanAbs(scale))
 	i := dp.ExponentialGrid(m.src, scores, m.selEpsilon(cost), m.sensSel, errBound)
 	p := m.cand[i]
 	smp, err := m.sampler(scale)
