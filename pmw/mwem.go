@@ -75,6 +75,7 @@ type mwemMeas struct {
 	target []float64
 	kappa  float64 // 1/√prec: the combined noise scale, the log-ratio regulariser
 	beta   float64 // overlap damping of the sweep (see prepareFit)
+	lambda float64 // the shrinkage factor of target (see shrink)
 }
 
 // mwem is the state of one [VariantMWEM] run.
@@ -645,12 +646,14 @@ func (me *mwemMeas) shrink() {
 	}
 	if k < 2 {
 		copy(me.target, me.ybar)
+		me.lambda = 1
 		return
 	}
 	lambda := 0.0
 	if noise := mwemShrinkNoise(k) / me.prec; ss > noise {
 		lambda = 1 - noise/ss
 	}
+	me.lambda = lambda
 	for c, y := range me.ybar {
 		me.target[c] = mean + lambda*(y-mean)
 	}
@@ -952,8 +955,12 @@ func (m *mwem) result() *Result {
 	if m.iu != m.u {
 		w = unpermute(m.u, m.perm, w)
 	}
+	var signals []Signal
+	for _, me := range m.meas {
+		signals = append(signals, Signal{Marginal: m.names[me.p], Cells: len(me.ybar), Sigma: me.kappa, Kept: me.lambda})
+	}
 	return &Result{Variant: VariantMWEM, Universe: m.u, NHat: m.nhat, Rows: int64(rows), RowsFloored: m.floored, Rounds: m.t,
-		Weights: w, Selections: m.sels, Seeded: m.src.Seeded()}
+		Weights: w, Selections: m.sels, Signals: signals, Seeded: m.src.Seeded()}
 }
 
 // permutedProjections returns the projections of iu, the universe in the

@@ -76,12 +76,34 @@ type Result struct {
 	// selection is a DP output and the noise scale a function of the
 	// annealing decisions, themselves functions of DP outputs.
 	Selections []Selection
+	// Signals ([VariantMWEM]) says, for every measured marginal, how much
+	// of its noisy measurements the fit kept (nil for [VariantPaper]).
+	Signals []Signal
 	// Seeded reports that the source was seeded: the run is not private.
 	Seeded bool
 
 	// roundErr[t] is max_q |q(A_t) − q(J)| for t = 0..T−1: internal
 	// diagnostics on the TRUE data for tests, never published.
 	roundErr []float64
+}
+
+// Signal is what one marginal measured by [VariantMWEM] carried: Kept is
+// the positive-part James–Stein factor λ ∈ [0, 1] of its combined noisy
+// measurement (the share of the measured spread around the mean cell that
+// the fit matches). Kept = 0 means the spread was within what noise alone
+// produces, and the marginal fell back to uniform: the release carries no
+// signal about it beyond its total. λ is a function of the DP measurements
+// and public noise scales: post-processing.
+type Signal struct {
+	// Marginal names the marginal, e.g. "marginal(age,income)".
+	Marginal string
+	// Cells is its number of cells.
+	Cells int
+	// Sigma is the per-cell noise of its combined measurements, in the
+	// histogram's units (public).
+	Sigma float64
+	// Kept is λ.
+	Kept float64
 }
 
 // Selection is one marginal [VariantMWEM] measured: which, when, and with

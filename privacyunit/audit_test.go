@@ -26,8 +26,8 @@ import (
 //     r rows' worth, and by auditHeavy without bounding;
 //   - tipping: auditLight units of one row in c1, auditTip units of two
 //     rows in c1, and X with two rows in c0: the clip's score of C = 1 is
-//     −(auditTip+1) with X and −auditTip without, that of C = 2 is −1/ε_C
-//     both times, and auditTip < 1/ε_C < auditTip + 1, so the clip chosen
+//     −(auditTip+1) with X and −auditTip without, that of C = 2 is −λ
+//     both times, and auditTip < λ < auditTip + 1, so the clip chosen
 //     from the true scores is 2 with X and 1 without.
 const (
 	auditEps   = 2.0
@@ -35,7 +35,7 @@ const (
 	auditLight = 1000 // units of one row in c1
 	auditHeavy = 1000 // rows of unit X in the heavy pair, all in c0
 	auditBound = 16   // r: X weighs 16 rows in all
-	auditTip   = 16   // units of two rows in the tipping pair: 1/ε_C = 16.7
+	auditTip   = 16   // units of two rows in the tipping pair: λ = 1/ε_C = 16.7
 )
 
 // memStats serves the statistics of a two-cell instance: per unit, its

@@ -265,7 +265,11 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 // under the clip to pay. λ = 1/ε_Q makes the exponential mechanism's
 // weights fall by e^{−1/2} a step once no unit is clipped any more, so the
 // plateau of large clips cannot outweigh the right one however long the
-// ladder is. Public.
+// ladder is; the clip still lands a few steps above the largest unit in
+// about half the runs on TPC-H SF 0.01 (its noise then doubles or
+// triples). A steeper λ is worse: #units above C_j stays at the number of
+// units until C_j reaches the bulk of the row counts, so 2.5/ε_Q made
+// C = 1 win on TPC-H (1,000 rows for a 60,175-row join). Public.
 func (p *Plan) stepPenalty() float64 { return 1 / p.epsQ }
 
 // Bound returns r, the rows a unit may weigh in all.

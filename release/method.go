@@ -73,6 +73,34 @@ type Output struct {
 	// Counts emits the synthetic count of every non-empty cell (see
 	// pmw.Result.Counts); post-processing.
 	Counts func(dp.Source, func(cell, count int64) error) error
+	// Signals says what each measured marginal carried, noise in rows (nil
+	// when the method does not say: the uniformized releases).
+	Signals []Signal
+}
+
+// Signal is what one measured marginal carried (see pmw.Signal): DP
+// outputs and public noise scales only.
+type Signal struct {
+	// Marginal names it, e.g. "marginal(age,income)".
+	Marginal string `json:"marginal"`
+	// Cells is its number of cells.
+	Cells int `json:"cells"`
+	// NoisePerCell is the standard deviation of its combined noisy
+	// measurement per cell, in rows (public).
+	NoisePerCell float64 `json:"noise_per_cell_rows"`
+	// Kept is the share of the measured spread the fit kept (λ ∈ [0, 1]);
+	// 0: the marginal fell back to uniform (no signal at this ε).
+	Kept float64 `json:"kept"`
+}
+
+// signals converts pmw's signals, whose noise is in units of perRow
+// histogram units per row.
+func signals(ss []pmw.Signal, perRow float64) []Signal {
+	out := make([]Signal, len(ss))
+	for i, s := range ss {
+		out[i] = Signal{Marginal: s.Marginal, Cells: s.Cells, NoisePerCell: s.Sigma / perRow, Kept: s.Kept}
+	}
+	return out
 }
 
 // ChooseMethod returns the release method of a spec, from the spec alone,
@@ -138,7 +166,8 @@ func (r joinAsOneRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine
 		return nil, err
 	}
 	return &Output{Algorithm: string(res.Algorithm), NHat: res.PMW.NHat, DeltaTilde: res.DeltaTilde, Eps0: res.PMW.Eps0,
-		Rounds: res.PMW.Rounds, Variant: string(res.PMW.Variant), Params: map[string]any{}, Counts: res.PMW.Counts}, nil
+		Rounds: res.PMW.Rounds, Variant: string(res.PMW.Variant), Params: map[string]any{}, Counts: res.PMW.Counts,
+		Signals: signals(res.PMW.Signals, 1)}, nil
 }
 
 // needDelta refuses δ = 0 for the methods whose padding needs δ > 0.
@@ -295,7 +324,7 @@ func (r unitRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*O
 	}
 	unit, _ := r.plan.Unit()
 	return &Output{Algorithm: privacyunit.Algorithm, NHat: float64(res.Rows), DeltaTilde: 1, Rounds: res.PMW.Rounds,
-		Variant: string(res.PMW.Variant), Counts: res.PMW.Counts, Params: map[string]any{
+		Variant: string(res.PMW.Variant), Counts: res.PMW.Counts, Signals: signals(res.PMW.Signals, privacyunit.Grid), Params: map[string]any{
 			"privacy_unit":                unit,
 			"contribution_bound":          r.plan.Bound(),
 			"row_count_clip":              res.Clip,

@@ -96,6 +96,9 @@ type Summary struct {
 	Privacy dp.Report
 	// Measures describes the release.measures columns (nil without).
 	Measures []MeasureSummary
+	// Signals says what each measured marginal carried (nil when the
+	// method does not say); see [Headline].
+	Signals []Signal
 }
 
 // ColumnNames returns the names of the released columns in the output

@@ -247,6 +247,18 @@ func MarkdownReport(r dp.Report, f ReportFacts) []byte {
 	}
 	p("\n")
 
+	if ss, ok := r.Parameters["marginals_signal"].([]Signal); ok {
+		p("## What the data carried\n\n")
+		p("%s.\n\n", strings.ToUpper(fmt.Sprint(r.Parameters["signal_headline"])[:1])+fmt.Sprint(r.Parameters["signal_headline"])[1:])
+		p("For each measured marginal: the noise per cell of its combined measurements (in rows) and the share of its measured ")
+		p("spread the fit kept (0: no more than noise alone would produce, so it fell back to uniform). Both are computed from ")
+		p("noisy outputs and public noise scales.\n\n")
+		p("| marginal | cells | noise per cell (rows) | kept |\n| --- | ---: | ---: | ---: |\n")
+		for _, s := range ss {
+			p("| %s | %d | %s | %s |\n", cell(s.Marginal), s.Cells, num(round(s.NoisePerCell, 1)), num(round(s.Kept, 3)))
+		}
+		p("\n")
+	}
 	p("## Published DP outputs\n\n")
 	if len(r.Outputs) == 0 {
 		p("None besides the synthetic rows.\n\n")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/synth-dp/synth/dp"
@@ -417,6 +418,10 @@ func (r *run) report(p *Plan, c *charged, out *Output, rp *rowPlan, started time
 	if r.o.BudgetOverride {
 		params["budget_source"] = "command line (--epsilon/--delta), overriding the spec's privacy section"
 	}
+	if out.Signals != nil {
+		params["marginals_signal"] = out.Signals
+		params["signal_headline"] = Headline(out.Signals)
+	}
 	report := c.ledger.Report(dp.ReportMeta{
 		Neighbours:      p.Method.Neighbours(),
 		Mechanism:       out.Algorithm,
@@ -536,10 +541,31 @@ func (r *run) publish(stage *Stage, c *charged, out *Output, report dp.Report, r
 	r.log.Info("release written", "rows", rows, "folder", dir, "replaced_previous_release", replaced)
 	sum := &Summary{
 		Dir: dir, Parquet: filepath.Join(dir, ParquetName), Report: filepath.Join(dir, ReportName), Rows: rows,
-		NHat: out.NHat, DeltaTilde: out.DeltaTilde, Privacy: report,
+		NHat: out.NHat, DeltaTilde: out.DeltaTilde, Privacy: report, Signals: out.Signals,
 	}
 	if c.mplan != nil {
 		sum.Measures = c.mplan.summaries()
 	}
 	return sum, nil
+}
+
+// Headline says in one sentence how many measured marginals carried
+// signal: "all 9 measured marginals carry signal" or "7 of 9 measured
+// marginals carry no signal at this ε (they fell back to uniform): …".
+func Headline(ss []Signal) string {
+	var none []string
+	for _, s := range ss {
+		if s.Kept == 0 {
+			none = append(none, s.Marginal)
+		}
+	}
+	switch {
+	case len(ss) == 0:
+		return "no marginal was measured"
+	case len(none) == 0:
+		return fmt.Sprintf("all %d measured marginals carry signal", len(ss))
+	}
+	return fmt.Sprintf("%d of %d measured marginals carry no signal at this ε: their measured spread was within their noise, so they "+
+		"fell back to uniform (the data may be near-uniform there, or the noise swamps it; more ε, coarser bins, fewer columns or, "+
+		"for a join, a privacy.unit would help): %s", len(none), len(ss), strings.Join(none, ", "))
 }

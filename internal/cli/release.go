@@ -99,6 +99,9 @@ DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sa
 			}
 			fmt.Fprintf(g.stdout, "wrote %d synthetic rows to %s\nprivacy report: %s and %s (%s)\n",
 				sum.Rows, sum.Parquet, sum.Report, filepath.Join(sum.Dir, release.MarkdownName), sum.Privacy.Privacy)
+			if sum.Signals != nil {
+				fmt.Fprintf(g.stdout, "signal: %s\n", release.Headline(sum.Signals))
+			}
 			for _, m := range sum.Measures {
 				fmt.Fprintf(g.stdout, "measure %s: column %s, %d cell(s) of its grid; %d cell(s) without synthetic rows lose a DP sum of %.6g\n",
 					m.Column, m.OutputColumn, len(m.CellSums), m.CellsWithoutRows, m.LostSum)

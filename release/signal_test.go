@@ -1,0 +1,66 @@
+package release
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/synth-dp/synth/dp"
+)
+
+// TestSignalHeadline: every release says, per measured marginal, whether
+// its noisy measurement carried signal, with a headline in the JSON and
+// Markdown reports. The tuple-level TPC-H release at ε = 1 (Δ̃ ≈ 10³, noise
+// ≈ 6·10⁴ rows per cell against ~10⁴ rows per cell) falls back to uniform
+// on every marginal: a measured spread above the 1 − 10⁻⁴ quantile of pure
+// noise has probability ≤ 10⁻⁴ per marginal. Adult at ε = 1 (Δ̃ = 1,
+// marginals far from uniform) keeps all of them.
+func TestSignalHeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two releases")
+	}
+	for _, tc := range []struct {
+		name   string
+		noneOf bool // every marginal fell back
+	}{
+		{"tpch" + tupleLevel, true},
+		{"adult", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, sum := scoredRelease(t, tc.name, 1, dp.NewSource(), nil)
+			if len(sum.Signals) == 0 {
+				t.Fatal("no signal per measured marginal in the summary")
+			}
+			none := 0
+			for _, s := range sum.Signals {
+				if s.Kept == 0 {
+					none++
+				}
+				if !(s.NoisePerCell > 0) {
+					t.Errorf("%s: noise per cell %v", s.Marginal, s.NoisePerCell)
+				}
+			}
+			h := Headline(sum.Signals)
+			switch {
+			case tc.noneOf && none != len(sum.Signals):
+				t.Errorf("%d of %d marginals fell back, want all: %s", none, len(sum.Signals), h)
+			case !tc.noneOf && none != 0:
+				t.Errorf("%d of %d marginals fell back, want none: %s", none, len(sum.Signals), h)
+			}
+			js, err := os.ReadFile(sum.Report)
+			if err != nil {
+				t.Fatal(err)
+			}
+			md, err := os.ReadFile(strings.TrimSuffix(sum.Report, ReportName) + MarkdownName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(js), `"signal_headline"`) || !strings.Contains(string(js), `"noise_per_cell_rows"`) {
+				t.Errorf("the JSON report lacks the signal headline or the noise per cell")
+			}
+			if !strings.Contains(string(md), "## What the data carried") || !strings.Contains(string(md), h[1:20]) {
+				t.Errorf("the Markdown report lacks the signal section:\n%s", md)
+			}
+		})
+	}
+}
