@@ -115,6 +115,15 @@ type Config struct {
 	// NoRowsFloor is passed to pmw.Config.NoRowsFloor (for callers that
 	// add up many runs, such as the buckets of a uniformized release).
 	NoRowsFloor bool
+	// Factored runs PMW on a factored model (pmw.RunFactored) over the
+	// columns of Sizes, reading the join's marginals over candidate column
+	// sets instead of its histogram over the whole universe; Universe is
+	// then nil. For universes too large for dense weights.
+	Factored bool
+	// Names and Sizes are the released columns' names and domain sizes
+	// (needed with Factored).
+	Names []string
+	Sizes []int
 
 	// mutation plants a known privacy bug for the audits' mutation tests.
 	// Unexported: only this package's tests can set it; no production path
@@ -140,8 +149,11 @@ type Result struct {
 	Algorithm Algorithm
 	// DeltaTilde is Δ̃, the DP upper bound on the join's change.
 	DeltaTilde float64
-	// PMW is the PMW result: n̂ and the synthetic counts.
+	// PMW is the PMW result: n̂ and the synthetic counts (nil with
+	// Config.Factored).
 	PMW *pmw.Result
+	// Factored is the factored model's result (with Config.Factored).
+	Factored *pmw.FactoredResult
 }
 
 // Plan is a join-as-one run whose budget is charged and which has not read
@@ -182,7 +194,7 @@ func Prepare(h *hypergraph.Hypergraph, cfg Config, ledger *dp.Ledger) (*Plan, er
 	if math.IsNaN(cfg.Beta) || math.IsInf(cfg.Beta, 0) || cfg.Beta < 0 {
 		return nil, fmt.Errorf("joinasone: %w: beta = %v, want a finite number > 0 (or 0 for ε/ln(1/δ))", dp.ErrInvalidParameter, cfg.Beta)
 	}
-	if cfg.Universe == nil || len(cfg.Columns) == 0 {
+	if (cfg.Universe == nil && !cfg.Factored) || len(cfg.Columns) == 0 || (cfg.Factored && len(cfg.Sizes) != len(cfg.Columns)) {
 		return nil, errors.New("joinasone: no released columns")
 	}
 	eps, delta := cfg.Epsilon, cfg.Delta
@@ -290,6 +302,9 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 	}
 	p.root.Publish("delta_tilde", deltaTilde)
 
+	if cfg.Factored {
+		return p.runFactored(ctx, src, stats, deltaTilde)
+	}
 	cells, err := stats.Histogram(ctx, h, cfg.Columns, cfg.Universe.Sizes())
 	if err != nil {
 		return nil, err
@@ -374,4 +389,46 @@ func (p *Plan) deltaTilde(ctx context.Context, src dp.Source, stats Stats) (floa
 	// post-processing.
 	deltaTilde = math.Max(deltaTilde, 1)
 	return deltaTilde, nil
+}
+
+// runFactored is Run's PMW step on a factored model: the join's marginal
+// over each candidate column set is one histogram query over those
+// columns (the candidates are public, pmw.FactoredCandidates).
+func (p *Plan) runFactored(ctx context.Context, src dp.Source, stats Stats, deltaTilde float64) (*Result, error) {
+	cfg := p.cfg
+	truth := func(ctx context.Context, set []int) ([]int64, error) {
+		cols := make([]spec.ColumnRef, len(set))
+		sizes := make([]int, len(set))
+		for i, c := range set {
+			cols[i], sizes[i] = cfg.Columns[c], cfg.Sizes[c]
+		}
+		cells, err := stats.Histogram(ctx, p.h, cols, sizes)
+		if err != nil {
+			return nil, err
+		}
+		n := 1
+		for _, s := range sizes {
+			n *= s
+		}
+		tab := make([]int64, n)
+		for _, c := range cells {
+			tab[c.Index] = c.Count
+		}
+		return tab, nil
+	}
+	res, err := pmw.RunFactored(ctx, src, cfg.Names, cfg.Sizes, cfg.Families, truth, pmw.Config{
+		Epsilon:     p.pmwLedger.Total().Epsilon,
+		Delta:       p.pmwLedger.Total().Delta,
+		Sensitivity: deltaTilde,
+		Rounds:      cfg.Rounds,
+		MaxRounds:   cfg.MaxRounds,
+		Ledger:      p.pmwLedger,
+		Progress:    cfg.Progress,
+		NoRowsFloor: cfg.NoRowsFloor,
+		NoNHat:      true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Algorithm: p.alg, DeltaTilde: deltaTilde, Factored: res}, nil
 }

@@ -165,6 +165,12 @@ func (r joinAsOneRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine
 	if err != nil {
 		return nil, err
 	}
+	if f := res.Factored; f != nil {
+		return &Output{Algorithm: string(res.Algorithm) + " on a factored model", DeltaTilde: res.DeltaTilde, Rounds: f.Rounds,
+			Variant: "mwem (factored)", Counts: f.Counts, Signals: signals(f.Signals, 1),
+			Params: map[string]any{"pmw_model": "factored", "pmw_model_cliques": f.Cliques, "pmw_model_cells": f.ModelCells,
+				"pmw_rows_dp": f.Rows}}, nil
+	}
 	return &Output{Algorithm: string(res.Algorithm), NHat: res.PMW.NHat, DeltaTilde: res.DeltaTilde, Eps0: res.PMW.Eps0,
 		Rounds: res.PMW.Rounds, Variant: string(res.PMW.Variant), Params: map[string]any{}, Counts: res.PMW.Counts,
 		Signals: signals(res.PMW.Signals, 1)}, nil

@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -45,7 +46,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	r.log.Info("release planned", "method", string(p.Method.Name()), "why", p.Reason, "algorithm", c.run.Algorithm(),
-		"relations", p.Folded.Len(), "universe_cells", p.Universe.Len(), "pmw_memory_bytes", p.Memory,
+		"relations", p.Folded.Len(), "factored", p.Factored, "pmw_memory_bytes", p.Memory,
 		"families", len(p.Families), "epsilon", p.Spec.Privacy.Epsilon, "delta", p.Spec.Privacy.Delta, "seeded", r.src.Seeded())
 	out, err := r.mechanism(ctx, p, c)
 	if err != nil {
@@ -107,8 +108,11 @@ type Plan struct {
 	Families []pmw.Family
 	// Variant is the PMW variant.
 	Variant pmw.Variant
-	// Memory is the bytes of PMW's arrays (pmw.CheckMemory).
+	// Memory is the bytes of PMW's arrays (pmw.CheckMemory), or the
+	// factored model's cap.
 	Memory int64
+	// Factored runs PMW on the factored model (Universe is nil).
+	Factored bool
 	// Rounds and MaxRounds are PMW's rounds (Options).
 	Rounds, MaxRounds int
 	// MemoryCap is the cap of PMW's arrays and of each measure's universe.
@@ -140,26 +144,78 @@ func NewPlan(s *spec.Spec, memCap int64, rounds, maxRounds int) (*Plan, error) {
 	if pmwCap == 0 {
 		pmwCap = pmw.DefaultMemoryCap
 	}
-	if p.Universe, err = pmw.NewUniverse(p.Names, p.Sizes, pmwCap); err != nil {
-		return nil, err
-	}
 	if p.Families, err = Families(s); err != nil {
 		return nil, err
 	}
 	p.Variant = pmw.Variant(s.PMW.Variant)
-	// The memory of PMW's arrays — dense cells, the histogram, every
-	// family's tables, queries and bound arrays, and a uniformized
-	// release's merged counts — is counted from the spec alone and refused
-	// here, before any data is read (the count is the one pmw.Run checks).
-	mem, err := pmw.CheckMemory(p.Universe, p.Families, pmw.Config{Variant: p.Variant, MergeCounts: m.MergeCounts()})
-	if err != nil {
+	if err := p.chooseModel(pmwCap); err != nil {
 		return nil, err
 	}
-	p.Memory = mem.Total()
 	if p.MaxRounds == 0 && p.Variant == pmw.VariantPaper {
 		p.MaxRounds = DefaultMaxRounds
 	}
 	return p, nil
+}
+
+// chooseModel decides between PMW's dense weights and the factored model,
+// from the spec alone: pmw.model dense or factored when the spec says so;
+// otherwise dense when the universe and the workload's arrays fit the
+// memory cap (counted by pmw.CheckMemory: dense cells, the histogram,
+// every family's tables, queries and bound arrays, a uniformized release's
+// merged counts), factored when they do not and the method and workload
+// allow it. Refusals name the bytes and the reason, before any data is
+// read.
+func (p *Plan) chooseModel(memCap int64) error {
+	s := p.Spec
+	model := s.PMW.Model
+	dense := func() error {
+		u, err := pmw.NewUniverse(p.Names, p.Sizes, memCap)
+		if err != nil {
+			return err
+		}
+		mem, err := pmw.CheckMemory(u, p.Families, pmw.Config{Variant: p.Variant, MergeCounts: p.Method.MergeCounts()})
+		if err != nil {
+			return err
+		}
+		p.Universe, p.Memory = u, mem.Total()
+		return nil
+	}
+	if model == spec.PMWModelDense {
+		return dense()
+	}
+	if model != spec.PMWModelFactored {
+		err := dense()
+		var tooLarge *pmw.TooLargeError
+		if err == nil || !errors.As(err, &tooLarge) {
+			return err
+		}
+		if why := p.factoredRefusal(); why != "" {
+			return fmt.Errorf("%w; the factored model (pmw.model: factored), which needs no dense universe, cannot run this release: %s", err, why)
+		}
+	} else if why := p.factoredRefusal(); why != "" {
+		return fmt.Errorf("%w: pmw.model factored: %s", ErrUnsupported, why)
+	}
+	p.Factored = true
+	p.Memory = 8 * pmw.DefaultFactoredCells
+	return nil
+}
+
+// factoredRefusal says why the factored model cannot run this release
+// ("" when it can).
+func (p *Plan) factoredRefusal() string {
+	s := p.Spec
+	switch {
+	case p.Method.Name() != spec.JoinAsOne:
+		return fmt.Sprintf("it runs with the join-as-one method only (this release: %s)", p.Method.Name())
+	case len(s.Release.Measures) > 0:
+		return "release.measures need the dense universe"
+	case s.PMW.Variant == spec.PMWVariantPaper || s.PMW.Noise == spec.PMWNoiseLaplace:
+		return "it runs the mwem variant with Gaussian noise (remove pmw.variant and pmw.noise)"
+	}
+	if _, _, err := pmw.FactoredCandidates(len(p.Sizes), p.Families); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // joinConfig is the tuple-level methods' configuration.
@@ -178,6 +234,9 @@ func (p *Plan) joinConfig(hk Hooks) joinasone.Config {
 		Rounds:    p.Rounds,
 		MaxRounds: p.MaxRounds,
 		Progress:  hk.Round,
+		Factored:  p.Factored,
+		Names:     p.Names,
+		Sizes:     p.Sizes,
 	}
 }
 
@@ -392,7 +451,11 @@ func (r *run) report(p *Plan, c *charged, out *Output, rp *rowPlan, started time
 	params["release_method"] = string(p.Method.Name())
 	params["release_method_reason"] = p.Reason
 	params["release_columns"] = p.Names
-	params["universe_size"] = p.Universe.Len()
+	if p.Universe != nil {
+		params["universe_size"] = p.Universe.Len()
+	} else {
+		params["pmw_model"] = "factored"
+	}
 	params["pmw_rounds"] = out.Rounds
 	params["pmw_variant"] = out.Variant
 	if out.Eps0 > 0 {

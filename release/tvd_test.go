@@ -39,7 +39,11 @@ const tupleLevel = "@join-as-one"
 func exampleSpec(t testing.TB, name string) *spec.Spec {
 	t.Helper()
 	base, tuple := strings.CutSuffix(name, tupleLevel)
-	s := loadSpec(t, filepath.Join("..", "examples", base, "synth.yaml"))
+	file := filepath.Join("..", "examples", base, "synth.yaml")
+	if strings.Contains(base, "/") { // "adult/wide": examples/adult/wide.yaml
+		file = filepath.Join("..", "examples", base+".yaml")
+	}
+	s := loadSpec(t, file)
 	if tuple {
 		s.Privacy.Unit, s.Release.Method = "", spec.JoinAsOne
 	}

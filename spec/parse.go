@@ -1141,7 +1141,10 @@ func (p *parser) condition(cond *Condition, n *yaml.Node, path string) {
 }
 
 func (p *parser) pmw(n *yaml.Node) {
-	m := p.mapping(n, "pmw", "variant", "noise", "nhat_share")
+	m := p.mapping(n, "pmw", "variant", "noise", "nhat_share", "model")
+	if v := m.get("model"); v != nil {
+		p.s.PMW.Model = p.choice(v, "pmw.model", PMWModelAuto, PMWModelDense, PMWModelFactored)
+	}
 	if v := m.get("variant"); v != nil {
 		p.s.PMW.Variant = p.choice(v, "pmw.variant", PMWVariantMWEM, PMWVariantPaper)
 	}

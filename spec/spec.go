@@ -272,6 +272,11 @@ const DefaultMeasuresShare = 0.2
 // PMW holds the public options of private multiplicative weights (the
 // spec's pmw section). Empty fields take the pmw package's defaults.
 type PMW struct {
+	// Model is how PMW stores its distribution: "auto" (or empty: dense
+	// weights when the universe fits the memory cap, else the factored
+	// model), "dense" or "factored" (a graphical model whose factors are
+	// the measured column sets; package pmw).
+	Model string
 	// Variant is "mwem" (whole-marginal rounds, zCDP; the default) or
 	// "paper" (Ghazi et al. App. A as stated: one query per round, half
 	// the budget on n̂).
@@ -290,6 +295,10 @@ const (
 	PMWVariantPaper = "paper"
 	PMWNoiseGauss   = "gaussian"
 	PMWNoiseLaplace = "laplace"
+	// PMW models (pmw.model).
+	PMWModelAuto     = "auto"
+	PMWModelDense    = "dense"
+	PMWModelFactored = "factored"
 )
 
 // Workload lists the queries that must stay accurate.

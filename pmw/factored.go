@@ -1,0 +1,823 @@
+package pmw
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/synth-dp/synth/dp"
+)
+
+// DefaultFactoredCells is the largest junction tree (in clique cells) the
+// factored model grows to: 2²¹ cells, 16 MiB of beliefs. The cap a round
+// may use grows with the budget spent (AIM): (spent/total)·cap.
+const DefaultFactoredCells = 1 << 21
+
+// ErrNotMarginal is returned by [RunFactored] for a workload family that is
+// not a marginal, a range or a weighted family (explicit linear queries
+// need the dense model).
+var ErrNotMarginal = errors.New("pmw: the factored model answers marginal, range and weighted families only")
+
+// Truth returns the true (or, for a privacy-unit release, bounded)
+// marginal of the data over the sorted universe columns cols: integer
+// counts in mixed radix (the first column most significant). Every value
+// must be ≥ 0 and the total below 2⁵³.
+type Truth func(ctx context.Context, cols []int) ([]int64, error)
+
+// FamilyColumns returns the universe columns a family's queries depend on
+// (sorted), or false for explicit linear queries.
+func FamilyColumns(f Family) ([]int, bool) {
+	var cols []int
+	switch f := f.(type) {
+	case *MarginalFamily:
+		cols = slices.Clone(f.cols)
+	case *RangeFamily:
+		cols = append(slices.Clone(f.by), f.col)
+	case *WeightedFamily:
+		cols = slices.Clone(f.cols)
+	default:
+		return nil, false
+	}
+	slices.Sort(cols)
+	return slices.Compact(cols), true
+}
+
+// FactoredCandidates returns the column sets the factored run may measure,
+// public and fixed before any data is read: every 1-way set, and every
+// non-empty subset of every workload family's columns, in order of first
+// appearance; with weights w_r = Σ_W |r ∩ W| over the workload's sets W
+// (AIM's weighting).
+func FactoredCandidates(d int, fams []Family) (sets [][]int, weights []float64, err error) {
+	var work [][]int
+	for _, f := range fams {
+		cols, ok := FamilyColumns(f)
+		if !ok {
+			return nil, nil, ErrNotMarginal
+		}
+		for _, c := range cols {
+			if c < 0 || c >= d {
+				return nil, nil, fmt.Errorf("%w: column %d outside 0..%d", ErrInvalidInput, c, d-1)
+			}
+		}
+		work = append(work, cols)
+	}
+	seen := map[string]bool{}
+	add := func(s []int) {
+		k := fmt.Sprint(s)
+		if !seen[k] {
+			seen[k] = true
+			sets = append(sets, s)
+		}
+	}
+	for c := range d {
+		add([]int{c})
+	}
+	for _, w := range work {
+		if len(w) > 16 {
+			return nil, nil, fmt.Errorf("%w: a workload family over %d columns", ErrInvalidInput, len(w))
+		}
+		for mask := 1; mask < 1<<len(w); mask++ {
+			var s []int
+			for i, c := range w {
+				if mask&(1<<i) != 0 {
+					s = append(s, c)
+				}
+			}
+			add(s)
+		}
+	}
+	for _, s := range sets {
+		var wt float64
+		for _, w := range work {
+			wt += float64(len(intersect(s, w)))
+		}
+		weights = append(weights, math.Max(wt, 1))
+	}
+	return sets, weights, nil
+}
+
+// factored is the state of one factored run.
+type factored struct {
+	src     dp.Source
+	names   []string
+	sizes   []int
+	cfg     Config
+	sets    [][]int
+	weights []float64
+	truth   [][]int64 // per candidate set (private)
+	wmax    float64
+	maxCell int64
+
+	total, unit, initCost, roundsBudget, used, cost float64
+	t0, maxRounds                                   int
+	fixed                                           bool
+
+	model    *graphical
+	meas     map[string]*mwemMeas // by set key
+	measSet  map[string][]int
+	order    []string // measured set keys, in order
+	n        float64  // model total (rows)
+	nEst     float64
+	nSD      float64
+	floored  bool
+	t        int
+	done     bool
+	sels     []Selection
+	eta      float64
+	measured int
+}
+
+// scoreScale is the fixed-point scale of the selection scores: model
+// cells are rounded to 1/scoreScale rows (public rounding of DP values).
+const scoreScale = 256
+
+// l1Cap caps a score's L1 error, in rows: min(·, 2³⁶) is 1-Lipschitz, so
+// the score's sensitivity is unchanged, and it keeps every score an
+// integer below 2⁵³ in steps of 1/scoreScale (for weights below 512), so
+// the exponential mechanism sees it without float error.
+const l1Cap = 1 << 36
+
+// score is candidate i's AIM score in steps of 1/scoreScale rows, an exact
+// integer held in a float64: w_i·(min(Σ_c |⌊N·μ_c·S⌉ − S·t_c|, S·2³⁶) −
+// ⌊cells·bias·S⌉) with S = scoreScale. A neighbour moves Σ_c t_c by at
+// most Δ̃ in L1 and nothing else (the model's cells and the bias are
+// functions of DP outputs and public parameters): sensitivity w_max·Δ̃·S.
+func (f *factored) score(i int, mu []float64, bias float64) float64 {
+	var l1 int64
+	for c, m := range mu {
+		a := int64(math.Round(math.Min(f.n*m, l1Cap) * scoreScale))
+		d := a - min(f.truth[i][c], l1Cap)*scoreScale
+		if d < 0 {
+			d = -d
+		}
+		l1 = min(l1+d, l1Cap*scoreScale)
+	}
+	b := int64(math.Round(float64(len(mu)) * bias * scoreScale))
+	return f.weights[i] * float64(l1-b)
+}
+
+func setKey(s []int) string {
+	var b strings.Builder
+	for _, c := range s {
+		b.WriteString(strconv.Itoa(c))
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
+func setName(names []string, s []int) string {
+	var parts []string
+	for _, c := range s {
+		parts = append(parts, names[c])
+	}
+	return "marginal(" + strings.Join(parts, ",") + ")"
+}
+
+// FactoredResult is the output of [RunFactored]: DP outputs and public
+// parameters only.
+type FactoredResult struct {
+	// Rows is the number of synthetic rows [FactoredResult.Counts] writes:
+	// an unbiased DP estimate of the total (raised to its public standard
+	// deviation when below it, see RowsFloored).
+	Rows        int64
+	RowsFloored bool
+	// Rounds is the number of rounds run.
+	Rounds int
+	// Selections and Signals are as in [Result].
+	Selections []Selection
+	Signals    []Signal
+	// Cliques names the junction tree's cliques; ModelCells their cells.
+	Cliques    []string
+	ModelCells int64
+	// Seeded reports a seeded source (not private).
+	Seeded bool
+
+	model *graphical
+}
+
+// RunFactored is the mwem variant of [Run] on a factored model (see
+// [graphical]) instead of dense weights: the universe over sizes need not
+// fit in memory, only the model's cliques do. Rounds select a candidate
+// column set ([FactoredCandidates]) as AIM does (McKenna, Mullins, Sheldon,
+// Miklau 2022): score w_r·(‖M_r(model) − M_r(data)‖₁ − √(2/π)·σ·cells_r),
+// among the sets that keep the junction tree within (spent/total) of
+// DefaultFactoredCells; measure it with discrete Gaussian noise; refit all
+// measurements at once by mirror descent on the potentials (Private-PGM,
+// McKenna, Sheldon, Miklau 2019), warm-started; anneal the per-round
+// budget as mwem does.
+//
+// Privacy: as [Run]'s mwem variant, with the Gaussian noise only (zCDP):
+// n̂ (unless NoNHat) with (s·ε, s·δ); the rest converted to ρ; the
+// initial 1-way marginals concatenated have L2 sensitivity Δ̃·√d; a
+// round's selection is the exponential mechanism at ε_t = √(8·0.1·ρ_t)
+// with score sensitivity max_r w_r·Δ̃ (a neighbour moves M_r(data) by ≤ Δ̃
+// in L1, and the model and the bias are functions of DP outputs and
+// public parameters); its measurement has L2 sensitivity Δ̃ at
+// σ_t = Δ̃/√(2·0.9·ρ_t). Which sets are eligible depends on public sizes
+// and the budget spent only. Fitting and sampling are post-processing.
+func RunFactored(ctx context.Context, src dp.Source, names []string, sizes []int, fams []Family, truth Truth, cfg Config) (*FactoredResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.variant() != VariantMWEM || cfg.noise() != NoiseGaussian {
+		return nil, fmt.Errorf("%w: the factored model runs the mwem variant with Gaussian noise", ErrInvalidConfig)
+	}
+	if !cfg.NoNHat {
+		return nil, fmt.Errorf("%w: the factored model counts its rows from the 1-way marginals; set NoNHat", ErrInvalidConfig)
+	}
+	d := len(sizes)
+	var total int64 = 1
+	for _, s := range sizes {
+		if s < 1 || total > math.MaxInt64/4/int64(s) {
+			return nil, fmt.Errorf("%w: universe of %v cells overflows int64", ErrInvalidInput, sizes)
+		}
+		total *= int64(s)
+	}
+	sets, weights, err := FactoredCandidates(d, fams)
+	if err != nil {
+		return nil, err
+	}
+	f := &factored{src: src, names: names, sizes: sizes, cfg: cfg, sets: sets, weights: weights,
+		maxCell: DefaultFactoredCells, meas: map[string]*mwemMeas{}, measSet: map[string][]int{}}
+	for _, w := range weights {
+		f.wmax = math.Max(f.wmax, w)
+	}
+	// Sets whose own table exceeds the cap can never be measured: drop
+	// them now (public).
+	var keep [][]int
+	var kw []float64
+	for i, s := range sets {
+		if int64(cellsOf(sizes, s)) <= f.maxCell {
+			keep = append(keep, s)
+			kw = append(kw, weights[i])
+		}
+	}
+	f.sets, f.weights = keep, kw
+	rho, err := rhoForBudget(dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta})
+	if err != nil {
+		return nil, fmt.Errorf("pmw: rounds: %w", err)
+	}
+	f.total = rho
+	if cfg.Rounds > 0 {
+		f.fixed, f.t0, f.maxRounds = true, cfg.Rounds, cfg.Rounds
+	} else {
+		f.t0 = autoRoundsMWEM(len(fams))
+		f.maxRounds = cfg.MaxRounds
+		if f.maxRounds == 0 {
+			f.maxRounds = DefaultMWEMMaxRounds
+		}
+	}
+	measFrac := 1 - mwemSelFracGauss
+	f.unit = f.total / (float64(f.t0) + measFrac*float64(d))
+	f.initCost = measFrac * float64(d) * f.unit
+	f.roundsBudget = f.total - f.initCost
+	f.cost = f.unit
+	for _, c := range []float64{f.unit, f.roundsBudget} {
+		if _, err := dp.NewDiscreteGaussian(f.noiseScale(c)); err != nil {
+			return nil, fmt.Errorf("pmw: measurement noise: %w", err)
+		}
+	}
+	if _, err := dp.NewDiscreteGaussian(f.initScale()); err != nil {
+		return nil, fmt.Errorf("pmw: measurement noise: %w", err)
+	}
+	if l := cfg.Ledger; l != nil {
+		if err := f.charge(l); err != nil {
+			return nil, err
+		}
+	}
+	// The true marginals of every candidate (the only read of the data).
+	f.truth = make([][]int64, len(f.sets))
+	for i, s := range f.sets {
+		tab, err := truth(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		if len(tab) != cellsOf(sizes, s) {
+			return nil, fmt.Errorf("%w: marginal %v has %d cells, want %d", ErrInvalidInput, s, len(tab), cellsOf(sizes, s))
+		}
+		var tot int64
+		for _, v := range tab {
+			if v < 0 || tot > 1<<53-v {
+				return nil, fmt.Errorf("%w: marginal %v: a negative count or a total beyond 2⁵³", ErrInvalidInput, s)
+			}
+			tot += v
+		}
+		f.truth[i] = tab
+	}
+	if err := f.init(); err != nil {
+		return nil, err
+	}
+	for !f.done {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("pmw: stopped before round %d: %w", f.t+1, err)
+		}
+		if err := f.round(); err != nil {
+			return nil, err
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(f.t, f.maxRounds)
+		}
+	}
+	f.fit(200)
+	return f.result(total), nil
+}
+
+func (f *factored) noiseScale(c float64) float64 {
+	return f.cfg.Sensitivity / math.Sqrt(2*(1-mwemSelFracGauss)*c)
+}
+
+func (f *factored) initScale() float64 {
+	d := float64(len(f.sizes))
+	return f.cfg.Sensitivity * math.Sqrt(d) / math.Sqrt(2*f.initCost)
+}
+
+func (f *factored) selEpsilon(c float64) float64 { return math.Sqrt(8 * mwemSelFracGauss * c) }
+
+// charge records the split, before any data is read.
+func (f *factored) charge(l *dp.Ledger) error {
+	cfg := f.cfg
+	rem := l.Remaining()
+	if rem.Epsilon < cfg.Epsilon*(1-1e-12) || rem.Delta < cfg.Delta*(1-1e-12) {
+		return fmt.Errorf("pmw: %w: needs (ε=%g, δ=%g) but (ε=%g, δ=%g) remain", dp.ErrBudgetExceeded, cfg.Epsilon, cfg.Delta, rem.Epsilon, rem.Delta)
+	}
+	d := len(f.sizes)
+	details := map[string]any{"variant": "mwem (factored model)", "noise": string(NoiseGaussian), "sensitivity": cfg.Sensitivity,
+		"T0": f.t0, "T_max": f.maxRounds, "candidates": len(f.sets), "columns": d, "max_model_cells": f.maxCell,
+		"score_weight_max": f.wmax}
+	z, err := l.SplitZCDP("pmw: factored MWEM initial marginals and rounds (zCDP)", dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta},
+		fmt.Sprintf("ρ = %g, the largest ρ whose zCDP-to-(ε, δ) conversion (Canonne–Kamath–Steinke 2020) fits (ε, δ) "+
+			"(dp.RhoForBudget); the parts below add up in ρ (Bun–Steinke 2016, Lemma 2.3)", f.total)+sensNoteOf(cfg), details)
+	if err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	if err := z.ChargeRho("pmw: 1-way marginals of every released column (discrete Gaussian)", f.initCost,
+		fmt.Sprintf("the d = %d marginals concatenated have L2 sensitivity Δ̃·√d; discrete Gaussian noise of σ₀ = Δ̃·√d/√(2ρ₀) = %g "+
+			"per integer cell is ρ₀-zCDP (Canonne–Kamath–Steinke 2020, Thm. 4)", d, f.initScale()),
+		map[string]any{"sigma": f.initScale(), "columns": d}); err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	sel := mwemSelFracGauss * f.roundsBudget
+	if err := z.ChargeRho("pmw: round selections (exponential mechanism, AIM's weighted scores)", sel,
+		"each round selects a candidate column set r among those that keep the junction tree within a public size cap "+
+			"growing with the budget spent, by the exponential mechanism with score w_r·(‖M_r(model) − M_r(data)‖₁ − √(2/π)·σ_t·cells_r), "+
+			"sensitivity max_r w_r·Δ̃, at ε_t = √(8·0.1·ρ_t): ε_t²/8 = 0.1·ρ_t-zCDP (Cesar–Rogers 2021); the rounds' costs are "+
+			"chosen from DP outputs only and add up to the share (a privacy filter)", map[string]any{"candidates": len(f.sets)}); err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	if err := z.ChargeRho("pmw: round measurements (discrete Gaussian on every cell of the selected set)", f.roundsBudget-sel,
+		"L2 sensitivity Δ̃, σ_t = Δ̃/√(2·0.9·ρ_t): 0.9·ρ_t-zCDP; the mirror-descent fits of the factored model "+
+			"(Private-PGM) and the sampling of rows are post-processing", nil); err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	return nil
+}
+
+// sensNoteOf is [mwem.sensNote] for a config.
+func sensNoteOf(cfg Config) string {
+	if cfg.SensitivityNote == "" {
+		return ""
+	}
+	return "; Δ̃ here: " + cfg.SensitivityNote
+}
+
+// measure adds discrete Gaussian noise of scale s to candidate i's true
+// table and folds it into that set's measurement.
+func (f *factored) measure(i int, s float64) error {
+	smp, err := dp.NewDiscreteGaussian(s)
+	if err != nil {
+		return fmt.Errorf("pmw: %w", err)
+	}
+	set := f.sets[i]
+	k := setKey(set)
+	me := f.meas[k]
+	size := len(f.truth[i])
+	if me == nil {
+		me = &mwemMeas{p: i, sum: make([]float64, size), ybar: make([]float64, size), target: make([]float64, size)}
+		f.meas[k], f.measSet[k] = me, set
+		f.order = append(f.order, k)
+		f.measured += size
+	}
+	v := s * s
+	me.prec += 1 / v
+	for c, t := range f.truth[i] {
+		y := float64(t + smp.Sample(f.src))
+		me.sum[c] += y / v
+		me.ybar[c] = me.sum[c] / me.prec
+	}
+	me.kappa = 1 / math.Sqrt(me.prec)
+	me.shrink()
+	return nil
+}
+
+// rebuild makes the model's factors the measured sets, keeping the
+// potentials of the sets it had (warm start).
+func (f *factored) rebuild() error {
+	old := map[string][]float64{}
+	if f.model != nil {
+		for i, s := range f.model.sets {
+			old[setKey(s)] = f.model.theta[i]
+		}
+	}
+	var sets [][]int
+	for _, k := range f.order {
+		sets = append(sets, f.measSet[k])
+	}
+	g, err := newGraphical(f.sizes, sets)
+	if err != nil {
+		return err
+	}
+	for i, s := range g.sets {
+		if th, ok := old[setKey(s)]; ok {
+			copy(g.theta[i], th)
+		}
+	}
+	g.calibrate()
+	f.model = g
+	return nil
+}
+
+// init measures every 1-way marginal, estimates the total and fits.
+func (f *factored) init() error {
+	s0 := f.initScale()
+	v0 := s0 * s0
+	var num, den float64
+	d := len(f.sizes)
+	for c := range d {
+		i := slices.IndexFunc(f.sets, func(s []int) bool { return len(s) == 1 && s[0] == c })
+		if err := f.measure(i, s0); err != nil {
+			return err
+		}
+		me := f.meas[setKey([]int{c})]
+		var tot float64
+		for _, y := range me.ybar {
+			tot += y
+		}
+		k := float64(len(me.ybar))
+		num += tot / k
+		den += 1 / k
+		f.sels = append(f.sels, Selection{Round: 0, Marginal: setName(f.names, []int{c}), Columns: []int{c}, Cells: len(me.ybar),
+			Sigma: s0, Rho: f.initCost / float64(d)})
+	}
+	f.nEst = num / den
+	f.nSD = math.Sqrt(v0 / den)
+	f.n = math.Max(f.nEst, 1)
+	if err := f.rebuild(); err != nil {
+		return err
+	}
+	f.fit(100)
+	return nil
+}
+
+// loss is ½ Σ_m prec_m·‖N·μ_m − target_m‖² with its gradient in the
+// potentials of each measured set (d loss/dθ_m = prec_m·N·(N·μ_m − t_m)
+// projected by the exponential family's mean map: mirror descent uses the
+// gradient in the mean parameters as the step on θ, as Private-PGM does).
+func (f *factored) loss(grad bool) (float64, [][]float64) {
+	var l float64
+	var g [][]float64
+	if grad {
+		g = make([][]float64, len(f.model.sets))
+	}
+	for i, s := range f.model.sets {
+		me := f.meas[setKey(s)]
+		mu := f.model.marginalIn(f.model.home[i], s, f.model.factorProj[i])
+		if grad {
+			g[i] = make([]float64, len(mu))
+		}
+		for c, m := range mu {
+			r := f.n*m - me.target[c]
+			l += 0.5 * me.prec * r * r
+			if grad {
+				g[i][c] = me.prec * f.n * r
+			}
+		}
+	}
+	return l, g
+}
+
+// fit runs mirror descent on the potentials with a backtracking step: at
+// most iters steps, stopping when a step gains less than mwemTol per
+// measured cell (the loss is in units of the noise variance).
+func (f *factored) fit(iters int) {
+	g := f.model
+	cur, grad := f.loss(true)
+	if f.eta == 0 {
+		maxPrec := 0.0
+		for _, k := range f.order {
+			maxPrec = math.Max(maxPrec, f.meas[k].prec)
+		}
+		f.eta = 1 / (maxPrec * f.n * f.n)
+	}
+	for range iters {
+		old := make([][]float64, len(g.theta))
+		for i := range g.theta {
+			old[i] = slices.Clone(g.theta[i])
+		}
+		eta := f.eta * 2
+		var next float64
+		for {
+			for i := range g.theta {
+				for c := range g.theta[i] {
+					g.theta[i][c] = old[i][c] - eta*grad[i][c]
+				}
+			}
+			g.calibrate()
+			next, _ = f.loss(false)
+			if next < cur || eta < 1e-30 {
+				break
+			}
+			eta /= 2
+		}
+		if !(next < cur) {
+			for i := range g.theta {
+				copy(g.theta[i], old[i])
+			}
+			g.calibrate()
+			return
+		}
+		f.eta = eta
+		gain := cur - next
+		cur, grad = f.loss(true)
+		if gain < mwemTol*float64(f.measured) {
+			return
+		}
+	}
+}
+
+// eligible reports whether adding set s keeps the junction tree within
+// the size cap for the budget spent so far (public).
+func (f *factored) eligible(s []int, spent float64) bool {
+	limit := float64(f.maxCell) * math.Min(1, spent/f.total)
+	if _, ok := f.meas[setKey(s)]; ok {
+		return true
+	}
+	sets := [][]int{s}
+	for _, k := range f.order {
+		sets = append(sets, f.measSet[k])
+	}
+	return float64(JunctionTreeSize(f.sizes, sets)) <= limit
+}
+
+// round runs one round: budget, selection, measurement, fit, annealing.
+func (f *factored) round() error {
+	f.t++
+	rem := f.roundsBudget - f.used
+	cost := f.cost
+	last := false
+	switch {
+	case f.fixed:
+		if f.t >= f.t0 {
+			cost, last = rem, true
+		}
+	case rem < 2*cost || f.t >= f.maxRounds:
+		cost, last = rem, true
+	}
+	scale := f.noiseScale(cost)
+	bias := math.Sqrt(2/math.Pi) * scale
+	spent := f.initCost + f.used + cost
+	var idx []int
+	var scores []float64
+	for i, s := range f.sets {
+		if !f.eligible(s, spent) {
+			continue
+		}
+		mu, err := f.model.marginal(s)
+		if err != nil {
+			// Not inside one clique yet: the model's marginal by
+			// building the model with the set added (public structure).
+			mu, err = f.marginalWith(s)
+			if err != nil {
+				return err
+			}
+		}
+		idx = append(idx, i)
+		scores = append(scores, f.score(i, mu, bias))
+	}
+	if len(idx) == 0 {
+		return fmt.Errorf("pmw: no candidate fits the factored model's size cap")
+	}
+	// Scores are exact integers in steps of 1/scoreScale rows (see
+	// score), so their float error is 0.
+	k := dp.ExponentialGrid(f.src, scores, f.selEpsilon(cost), f.wmax*f.cfg.Sensitivity*scoreScale, 0)
+	i := idx[k]
+	s := f.sets[i]
+	before, err := f.modelMarginal(s)
+	if err != nil {
+		return err
+	}
+	if err := f.measure(i, scale); err != nil {
+		return err
+	}
+	if err := f.rebuild(); err != nil {
+		return err
+	}
+	f.fit(40)
+	if !f.fixed && !last {
+		after, err := f.model.marginal(s)
+		if err != nil {
+			return err
+		}
+		var moved float64
+		for c := range after {
+			moved += math.Abs(f.n * (after[c] - before[c]))
+		}
+		if moved <= float64(len(after))*bias {
+			f.cost *= 4
+		}
+	}
+	f.used += cost
+	f.sels = append(f.sels, Selection{Round: f.t, Marginal: setName(f.names, s), Columns: slices.Clone(s), Cells: len(f.truth[i]),
+		Sigma: scale, Rho: cost})
+	f.done = last
+	return nil
+}
+
+// modelMarginal is the model's marginal over s, through a model with s
+// added when s spans several cliques.
+func (f *factored) modelMarginal(s []int) ([]float64, error) {
+	if mu, err := f.model.marginal(s); err == nil {
+		return mu, nil
+	}
+	return f.marginalWith(s)
+}
+
+// marginalWith computes the current distribution's marginal over s by a
+// copy of the model with a zero factor on s (the same distribution).
+func (f *factored) marginalWith(s []int) ([]float64, error) {
+	sets := slices.Clone(f.model.sets)
+	sets = append(sets, s)
+	g, err := newGraphical(f.sizes, sets)
+	if err != nil {
+		return nil, err
+	}
+	for i := range f.model.sets {
+		copy(g.theta[i], f.model.theta[i])
+	}
+	g.calibrate()
+	return g.marginal(s)
+}
+
+func (f *factored) result(total int64) *FactoredResult {
+	x := math.Max(f.nEst, 0)
+	if x < f.nSD && !f.cfg.NoRowsFloor {
+		x, f.floored = f.nSD, true
+	}
+	rows := math.Floor(x)
+	if dp.Uniform(f.src) < x-rows {
+		rows++
+	}
+	r := &FactoredResult{Rows: int64(rows), RowsFloored: f.floored, Rounds: f.t, Selections: f.sels, Seeded: f.src.Seeded(), model: f.model}
+	for _, k := range f.order {
+		me := f.meas[k]
+		r.Signals = append(r.Signals, Signal{Marginal: setName(f.names, f.measSet[k]), Cells: len(me.ybar), Sigma: me.kappa, Kept: me.lambda})
+	}
+	for i, c := range f.model.cliques {
+		var parts []string
+		for _, col := range c {
+			parts = append(parts, f.names[col])
+		}
+		r.Cliques = append(r.Cliques, "{"+strings.Join(parts, ",")+"}")
+		r.ModelCells += int64(f.model.cells[i])
+	}
+	_ = total
+	return r
+}
+
+// Counts draws Rows rows from the model and emits the count of every
+// non-empty cell of the full universe (mixed radix over the columns, the
+// first most significant), in increasing cell order. Rows are drawn by
+// forward sampling through the junction tree with systematic rounding of
+// the expected counts at every step (the root clique's counts, then each
+// group's split over the next clique's new columns), so each marginal of a
+// clique is within one row per cell of its expectation: post-processing,
+// with src's randomness.
+func (r *FactoredResult) Counts(src dp.Source, emit func(cell, count int64) error) error {
+	g := r.model
+	if r.Rows <= 0 || g == nil {
+		return nil
+	}
+	d := len(g.sizes)
+	type group struct {
+		x []int // per column: its bin, −1 while unassigned
+		n int64
+	}
+	root := g.order[0]
+	var groups []group
+	rc := g.cliques[root]
+	for _, ic := range systematic(src, g.belief[root], r.Rows) {
+		x := make([]int, d)
+		for i := range x {
+			x[i] = -1
+		}
+		decodeInto(g.sizes, rc, ic.i, x)
+		groups = append(groups, group{x: x, n: ic.n})
+	}
+	for _, c := range g.order[1:] {
+		cols, sep := g.cliques[c], g.sep[c]
+		// The clique's cells by separator value.
+		bySep := map[int][]int{}
+		for cell := range g.belief[c] {
+			s := int(g.sepProj[c][cell])
+			bySep[s] = append(bySep[s], cell)
+		}
+		var next []group
+		for _, gr := range groups {
+			s := 0
+			for _, col := range sep {
+				s = s*g.sizes[col] + gr.x[col]
+			}
+			cells := bySep[s]
+			w := make([]float64, len(cells))
+			for i, cell := range cells {
+				w[i] = g.belief[c][cell]
+			}
+			for _, ic := range systematic(src, w, gr.n) {
+				x := slices.Clone(gr.x)
+				decodeInto(g.sizes, cols, cells[ic.i], x)
+				next = append(next, group{x: x, n: ic.n})
+			}
+		}
+		groups = next
+	}
+	type out struct{ cell, n int64 }
+	outs := make([]out, 0, len(groups))
+	for _, gr := range groups {
+		var cell int64
+		for col, b := range gr.x {
+			if b < 0 {
+				b = 0
+			}
+			cell = cell*int64(g.sizes[col]) + int64(b)
+		}
+		outs = append(outs, out{cell, gr.n})
+	}
+	sort.Slice(outs, func(i, j int) bool { return outs[i].cell < outs[j].cell })
+	for i := 0; i < len(outs); {
+		j, n := i, int64(0)
+		for j < len(outs) && outs[j].cell == outs[i].cell {
+			n += outs[j].n
+			j++
+		}
+		if err := emit(outs[i].cell, n); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// decodeInto writes the bins of cell (mixed radix over cols) into x.
+func decodeInto(sizes, cols []int, cell int, x []int) {
+	for i := len(cols) - 1; i >= 0; i-- {
+		x[cols[i]] = cell % sizes[cols[i]]
+		cell /= sizes[cols[i]]
+	}
+}
+
+// systematic splits n into integer counts proportional to the weights w by
+// systematic rounding with one uniform offset: each count is the floor or
+// the ceiling of its expectation, the total is n. It returns the non-zero
+// counts by index.
+func systematic(src dp.Source, w []float64, n int64) []idxCount {
+	var tot float64
+	for _, v := range w {
+		tot += math.Max(v, 0)
+	}
+	var out []idxCount
+	if !(tot > 0) || n == 0 {
+		if n > 0 && len(w) > 0 {
+			out = append(out, idxCount{0, n}) // a zero-weight group keeps its rows on the first cell
+		}
+		return out
+	}
+	u := dp.Uniform(src)
+	var cum float64
+	var prev int64
+	for i, v := range w {
+		cum += math.Max(v, 0) / tot * float64(n)
+		c := cum
+		if i == len(w)-1 {
+			c = float64(n)
+		}
+		f := int64(math.Floor(c + u))
+		if f > n {
+			f = n
+		}
+		if k := f - prev; k > 0 {
+			out = append(out, idxCount{i, k})
+		}
+		prev = f
+	}
+	return out
+}
+
+// idxCount is one non-zero count of [systematic], by index.
+type idxCount struct {
+	i int
+	n int64
+}
