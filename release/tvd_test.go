@@ -144,7 +144,7 @@ func TestAccuracyTable(t *testing.T) {
 			if np > 0 {
 				ps = fmt.Sprintf("%.3f", ptvd/float64(np))
 			}
-			fmt.Fprintf(&out, "| %s | %g | %.3f | %.2f | %.3f | %s |\n", name, eps, tvd, ratio, uni, ps)
+			fmt.Fprintf(&out, "| %s | %g | %.4f | %.2f | %.3f | %s |\n", name, eps, tvd, ratio, uni, ps)
 			t.Logf("%s ε=%g: TVD %.3f (uniform %.3f, peer %s)", name, eps, tvd, uni, ps)
 		}
 	}
