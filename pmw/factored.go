@@ -328,7 +328,11 @@ func RunFactored(ctx context.Context, src dp.Source, names []string, sizes []int
 }
 
 func (f *factored) noiseScale(c float64) float64 {
-	return f.cfg.Sensitivity / math.Sqrt(2*(1-mwemSelFracGauss)*c)
+	s := f.cfg.Sensitivity / math.Sqrt(2*(1-mwemSelFracGauss)*c)
+	if f.cfg.testNoiseSens1 {
+		s /= f.cfg.Sensitivity // mutation knob: noise calibrated to one row
+	}
+	return s
 }
 
 func (f *factored) initScale() float64 {
@@ -603,7 +607,11 @@ func (f *factored) round() error {
 	}
 	// Scores are exact integers in steps of 1/scoreScale rows (see
 	// score), so their float error is 0.
-	k := dp.ExponentialGrid(f.src, scores, f.selEpsilon(cost), f.wmax*f.cfg.Sensitivity*scoreScale, 0)
+	sens := f.wmax * f.cfg.Sensitivity * scoreScale
+	if f.cfg.testSelSens1 {
+		sens = scoreScale // mutation knob: the score's sensitivity taken to be one row
+	}
+	k := dp.ExponentialGrid(f.src, scores, f.selEpsilon(cost), sens, 0)
 	i := idx[k]
 	s := f.sets[i]
 	before, err := f.modelMarginal(s)
