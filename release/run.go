@@ -197,6 +197,12 @@ func (p *Plan) chooseModel(memCap int64) error {
 	}
 	p.Factored = true
 	p.Memory = 8 * pmw.DefaultFactoredCells
+	if memCap > 0 && p.Memory > memCap {
+		cells, _ := s.UniverseSize()
+		return fmt.Errorf("%w: the universe of %d cells (columns %v, sizes %v) is too large for dense weights, and the factored model needs %d bytes "+
+			"(a junction tree of up to %d cells) but the memory cap is %d bytes: raise --memory-cap, or release fewer columns or coarser bins",
+			pmw.ErrTooLarge, cells, p.Names, p.Sizes, p.Memory, pmw.DefaultFactoredCells, memCap)
+	}
 	return nil
 }
 

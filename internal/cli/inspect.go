@@ -14,6 +14,7 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/joinasone"
+	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/uniformize"
@@ -42,6 +43,9 @@ type inspectReport struct {
 	Method         string          `json:"method"`
 	ReleaseColumns []releaseColumn `json:"release_columns"`
 	UniverseSize   int64           `json:"universe_size"`
+	// Model is PMW's model for this release and why (dense weights or
+	// the factored model), decided from the spec alone.
+	Model string `json:"pmw_model"`
 	Budget         budget          `json:"budget"`
 	Workload       workloadSummary `json:"workload"`
 	// Warnings are drawn from the spec alone (public).
@@ -244,6 +248,7 @@ func buildInspectReport(path string, s *spec.Spec, h *hypergraph.Hypergraph) ins
 		rep.ReleaseColumns = append(rep.ReleaseColumns, releaseColumn{Name: ref.String(), Type: string(c.Type), Size: c.Size()})
 	}
 	rep.UniverseSize, _ = s.UniverseSize()
+	rep.Model = pmwModel(s)
 	return rep
 }
 
@@ -318,6 +323,7 @@ func writeInspectText(w io.Writer, r inspectReport) error {
 		fmt.Fprintf(tw, "release column:\t%s (%s, %d cells)\n", c.Name, c.Type, c.Size)
 	}
 	fmt.Fprintf(tw, "universe size:\t%d\n", r.UniverseSize)
+	fmt.Fprintf(tw, "pmw model:\t%s\n", r.Model)
 	fmt.Fprintf(tw, "budget:\tε = %s, δ = %s\n", strconv.FormatFloat(r.Budget.Epsilon, 'g', -1, 64), strconv.FormatFloat(r.Budget.Delta, 'g', -1, 64))
 	wl := r.Workload
 	switch {
@@ -401,4 +407,21 @@ func writeCustodianText(tw io.Writer, c *custodianReport) {
 	for _, w := range c.Warnings {
 		fmt.Fprintf(tw, "NON-PRIVATE warning:\t%s\n", w)
 	}
+}
+
+// pmwModel says which PMW model a release of s would use and why (the
+// release's own plan, from the spec alone), or why it would be refused.
+func pmwModel(s *spec.Spec) string {
+	p, err := release.NewPlan(s, 0, 0, 0)
+	switch {
+	case err != nil:
+		return "refused: " + err.Error()
+	case p.Factored && s.PMW.Model == spec.PMWModelFactored:
+		return "factored (pmw.model: factored): a graphical model on the measured column sets, junction-tree inference"
+	case p.Factored:
+		cells, _ := s.UniverseSize()
+		return fmt.Sprintf("factored: the dense universe (%d cells) does not fit the memory cap, so PMW keeps a graphical model "+
+			"on the measured column sets (junction tree of at most %d cells)", cells, pmw.DefaultFactoredCells)
+	}
+	return fmt.Sprintf("dense: %d bytes of PMW arrays for the whole universe (pmw.model: factored keeps a graphical model instead)", p.Memory)
 }

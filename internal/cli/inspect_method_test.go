@@ -22,7 +22,7 @@ func TestInspectMethod(t *testing.T) {
 		t.Errorf("inspect with an explicit method:\n%s", r.stdout)
 	}
 	three := run(t, "inspect", "--config", "../../examples/tpch/synth.yaml", "--format", "json")
-	if !strings.Contains(three.stdout, "join-as-one → join-as-one") {
+	if !strings.Contains(three.stdout, "auto → privacy-unit (privacy.unit customer is declared") {
 		t.Errorf("inspect json:\n%s", three.stdout)
 	}
 }
