@@ -196,7 +196,7 @@ func badCases() []badCase {
 		{"release ambiguous", withLine(16, `      c_mktsegment: {type: boolean}`), "release.columns[0]", 19, `"c_mktsegment" is ambiguous: write one of customer.c_mktsegment, orders.c_mktsegment`},
 		{"release empty", withLine(19, `  columns: []`), "release.columns", 19, "at least one column"},
 		{"release twice", withLine(19, `  columns: [c_mktsegment, customer.c_mktsegment]`), "release.columns[1]", 19, "customer.c_mktsegment is listed twice"},
-		{"unknown method", withLine(19, "  method: fast\n  columns: [c_mktsegment]"), "release.method", 19, `must be one of auto, join-as-one, uniformized, got "fast"`},
+		{"unknown method", withLine(19, "  method: fast\n  columns: [c_mktsegment]"), "release.method", 19, `must be one of auto, join-as-one, uniformized, privacy-unit, got "fast"`},
 		{"beta zero", withLine(19, "  beta: 0\n  columns: [c_mktsegment]"), "release.beta", 19, "must be > 0, got 0"},
 		{"beta NaN", withLine(19, "  beta: .nan\n  columns: [c_mktsegment]"), "release.beta", 19, "must be finite"},
 		{"beta text", withLine(19, "  beta: small\n  columns: [c_mktsegment]"), "release.beta", 19, "must be a number"},
@@ -355,7 +355,7 @@ func TestLoadTPCH(t *testing.T) {
 	if s.File != "../examples/tpch/synth.yaml" {
 		t.Errorf("File: got %q", s.File)
 	}
-	if s.Privacy != (Privacy{Epsilon: 1, Delta: 1e-6}) {
+	if s.Privacy != (Privacy{Epsilon: 1, Delta: 1e-6, Unit: "customer"}) {
 		t.Errorf("privacy: got %+v", s.Privacy)
 	}
 	var names []string
@@ -389,7 +389,7 @@ func TestLoadTPCH(t *testing.T) {
 		t.Errorf("join: got %v", s.Join)
 	}
 	wantRelease := []ColumnRef{{"customer", "c_mktsegment"}, {"orders", "o_orderpriority"}, {"lineitem", "l_returnflag"}, {"lineitem", "l_quantity"}, {"orders", "o_orderdate"}}
-	if !reflect.DeepEqual(s.Release.Columns, wantRelease) || s.Release.Method != JoinAsOne {
+	if !reflect.DeepEqual(s.Release.Columns, wantRelease) || s.Release.Method != Auto {
 		t.Errorf("release: got %+v", s.Release)
 	}
 	sizes := map[string]int{}

@@ -45,9 +45,9 @@ type inspectReport struct {
 	UniverseSize   int64           `json:"universe_size"`
 	// Model is PMW's model for this release and why (dense weights or
 	// the factored model), decided from the spec alone.
-	Model string `json:"pmw_model"`
-	Budget         budget          `json:"budget"`
-	Workload       workloadSummary `json:"workload"`
+	Model    string          `json:"pmw_model"`
+	Budget   budget          `json:"budget"`
+	Workload workloadSummary `json:"workload"`
 	// Warnings are drawn from the spec alone (public).
 	Warnings      []string `json:"warnings"`
 	DataValidated bool     `json:"data_validated"`
