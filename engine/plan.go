@@ -503,10 +503,12 @@ func joinValue(d dialect, col string, mixed bool) string {
 }
 
 // joinExpr is [joinValue] for an already quoted (possibly qualified)
-// column expression x, such as alias.column.
+// column expression x, such as alias.column. Columns of one SQL type are
+// compared as stored: for two BIGINT or two text key columns that is text
+// equality already (see [keyText]).
 func joinExpr(d dialect, x string, mixed bool) string {
 	if mixed {
-		return d.toText(x)
+		return keyText(d, x)
 	}
 	return x
 }
