@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/synth-dp/synth/spec"
+
 // Keys compare as text. This is a privacy rule, written here once: every
 // SQL builder that joins or selects on a key column — the engine's count
 // plans, relational's mechanisms, relational/multi's contributions,
@@ -34,3 +36,43 @@ func (e *Engine) KeyText(x string) string { return keyText(e.d, x) }
 
 // keyText is [Engine.KeyText] in dialect d.
 func keyText(d dialect, x string) string { return d.toText(x) }
+
+// integralKeyRE is the text of an integral number as numeric writers
+// print it: a canonical integer (see canonIntRE, here of any length and
+// with −0) followed by a decimal point and zeros — 7.0 (pandas, DuckDB's
+// DOUBLE), 7.00 (a DECIMAL(p, 2)), -0.0.
+const integralKeyRE = `-?(0|[1-9][0-9]*)\.0+`
+
+// canonicalKey is the stored text of a key whose text is v (a text
+// expression), the per-value rule every load applies before it decides a
+// key column's storage: the text of an integral number (integralKeyRE) is
+// its integer's text, −0 being 0, so that 7.0 in a Parquet DOUBLE or
+// "76.0" in a CSV file written by pandas join 7 and 76 of another table;
+// every other text is kept as it is — "07", "7.5", "-0", "1e3" and " 7"
+// are keys of their own, as text comparison says. Parquet FLOAT and DOUBLE
+// keys reach it through [dialect.source], which prints an integral float
+// as its integer first. The rule is one SQL expression on text, so
+// DuckDB, PostgreSQL and the sharded cluster (which stages like
+// PostgreSQL) store the same keys (TestKeysIntegralOracle); it is
+// idempotent, as the PostgreSQL load of a Parquet file applies it twice.
+//
+// Privacy: the rule reads one value and no other, so it changes no
+// neighbour relation; a key's storage (BIGINT or text) may still depend
+// on every value of its column, which [keyText] makes harmless.
+func canonicalKey(d dialect, v string) string {
+	ip := "split_part(" + v + ", '.', 1)"
+	// LIKE first: most keys end in no zero after a dot, and the regular
+	// expression then never runs.
+	return "CASE WHEN " + v + " LIKE '%.%0' AND " + d.matches(v, integralKeyRE) + " THEN CASE WHEN " + ip + " = '-0' THEN '0' ELSE " + ip +
+		" END ELSE " + v + " END"
+}
+
+// keyColumn reports whether the column named c of t is declared a key.
+func keyColumn(t *spec.Table, c string) bool {
+	for i := range t.Columns {
+		if t.Columns[i].Name == c {
+			return t.Columns[i].Type == spec.Key
+		}
+	}
+	return false
+}
