@@ -80,6 +80,9 @@ type dialect interface {
 	bigint() string
 	double() string
 	text() string
+	// wide is the type name of an exact integer of at least 125 bits, in
+	// which the product of two counts below [countCap] is exact.
+	wide() string
 }
 
 // duckDB is the [dialect] of DuckDB 1.5.
@@ -259,6 +262,7 @@ func calendarIndex(expr string, min time.Time, g spec.Granularity, days string) 
 
 func (duckDB) bigint() string { return "BIGINT" }
 func (duckDB) double() string { return "DOUBLE" }
+func (duckDB) wide() string   { return "HUGEINT" }
 func (duckDB) text() string   { return "VARCHAR" }
 
 // format is the table's source format, from the spec or the extension.
