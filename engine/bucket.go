@@ -77,12 +77,12 @@ func (e *Engine) NewBuckets(ctx context.Context, h *hypergraph.Hypergraph, attrs
 		strings.Join(vals, ", ") + ", CAST(GREATEST(COALESCE(a.c, 0), COALESCE(b.c, 0)) AS BIGINT) AS d FROM (" +
 		sides[0] + ") a FULL OUTER JOIN (" + sides[1] + ") b ON " + strings.Join(on, " AND ")
 	if _, err := e.db.ExecContext(ctx, d.replaceTable(b.values, q, false)); err != nil {
-		return nil, nil, fmt.Errorf("engine: join value degrees: %w", err)
+		return nil, nil, statError(ctx, "join value degrees", err)
 	}
 	rows, err := e.db.QueryContext(ctx, "SELECT d FROM "+d.ident(b.values)+" ORDER BY id")
 	if err != nil {
 		b.Drop(ctx)
-		return nil, nil, fmt.Errorf("engine: join value degrees: %w", err)
+		return nil, nil, statError(ctx, "join value degrees", err)
 	}
 	defer rows.Close()
 	var degs []int64
@@ -90,13 +90,13 @@ func (e *Engine) NewBuckets(ctx context.Context, h *hypergraph.Hypergraph, attrs
 		var v int64
 		if err := rows.Scan(&v); err != nil {
 			b.Drop(ctx)
-			return nil, nil, fmt.Errorf("engine: join value degrees: %w", err)
+			return nil, nil, statError(ctx, "join value degrees", err)
 		}
 		degs = append(degs, v)
 	}
 	if err := rows.Err(); err != nil {
 		b.Drop(ctx)
-		return nil, nil, fmt.Errorf("engine: join value degrees: %w", err)
+		return nil, nil, statError(ctx, "join value degrees", err)
 	}
 	b.n = len(degs)
 	return b, degs, nil
@@ -114,7 +114,7 @@ func (b *Buckets) Assign(ctx context.Context, bucket []int32) error {
 	d := b.e.d
 	tmp := b.assigned + "_ids"
 	if _, err := b.e.db.ExecContext(ctx, d.replaceTableDef(tmp, "id BIGINT, bucket INTEGER")); err != nil {
-		return fmt.Errorf("engine: assign buckets: %w", err)
+		return statError(ctx, "assign buckets", err)
 	}
 	defer b.e.db.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+d.ident(tmp))
 	var sb strings.Builder
@@ -128,13 +128,13 @@ func (b *Buckets) Assign(ctx context.Context, bucket []int32) error {
 			fmt.Fprintf(&sb, "(%d,%d)", k+1, bucket[k])
 		}
 		if _, err := b.e.db.ExecContext(ctx, sb.String()); err != nil {
-			return fmt.Errorf("engine: assign buckets: %w", err)
+			return statError(ctx, "assign buckets", err)
 		}
 	}
 	q := "SELECT v.*, k.bucket AS " + d.ident(bucketPrefix+"bucket") + " FROM " + d.ident(b.values) + " v JOIN " +
 		d.ident(tmp) + " k ON v.id = k.id"
 	if _, err := b.e.db.ExecContext(ctx, d.replaceTable(b.assigned, q, false)); err != nil {
-		return fmt.Errorf("engine: assign buckets: %w", err)
+		return statError(ctx, "assign buckets", err)
 	}
 	return nil
 }
@@ -158,7 +158,7 @@ func (b *Buckets) Bucket(ctx context.Context, i int) (*hypergraph.Hypergraph, er
 			d.ident(b.assigned) + " u WHERE u." + d.ident(bucketPrefix+"bucket") + fmt.Sprintf(" = %d AND ", i) +
 			strings.Join(conds, " AND ") + ")"
 		if _, err := e.db.ExecContext(ctx, q); err != nil {
-			return nil, fmt.Errorf("engine: bucket %d of %s: %w", i, r.Name, err)
+			return nil, statError(ctx, fmt.Sprintf("bucket %d of %s", i, r.Name), err)
 		}
 		e.forget(name)
 		if n, ok := e.sizesOf(r.Name); ok {

@@ -80,6 +80,9 @@ type dialect interface {
 	bigint() string
 	double() string
 	text() string
+	// wide is the type name of an exact integer of at least 125 bits, in
+	// which the product of two counts below [countCap] is exact.
+	wide() string
 }
 
 // duckDB is the [dialect] of DuckDB 1.5.
@@ -149,8 +152,15 @@ func (d duckDB) source(t *spec.Table, header, cols []string, kind map[string]str
 			ty := strings.ToUpper(kind[c])
 			var e string
 			switch {
-			case ty == "VARCHAR":
+			case ty == "VARCHAR" || ty == typedKind:
 				e = q
+			case keyColumn(t, c) && (ty == "DOUBLE" || ty == "FLOAT" || ty == "REAL"):
+				// An integral float key prints as its integer (7.0 and
+				// 1e16 as 7 and 10000000000000000, −0.0 as 0), so that it
+				// joins the integer key of another table; see
+				// [canonicalKey]. 1e18 bounds the BIGINT cast.
+				e = "CASE WHEN isfinite(" + q + ") AND " + q + " = trunc(" + q + ") AND abs(" + q + ") < 1e18 THEN CAST(CAST(" + q +
+					" AS BIGINT) AS VARCHAR) ELSE CAST(" + q + " AS VARCHAR) END"
 			case strings.HasPrefix(ty, "TIMESTAMP"):
 				// A timestamp at midnight is a date; anything else is
 				// reported as it prints.
@@ -158,12 +168,19 @@ func (d duckDB) source(t *spec.Table, header, cols []string, kind map[string]str
 			default:
 				e = "CAST(" + q + " AS VARCHAR)"
 			}
+			if keyColumn(t, c) && ty != typedKind {
+				e = canonicalKey(d, e)
+			}
 			sel = append(sel, e+" AS "+q)
 		}
 		return "SELECT " + strings.Join(sel, ", ") + " FROM " + d.reader(t, nil, true), d.ident(rowColumn)
 	}
 	for _, c := range cols {
-		sel = append(sel, d.ident(c))
+		q := d.ident(c)
+		if keyColumn(t, c) {
+			q = canonicalKey(d, q) + " AS " + q
+		}
+		sel = append(sel, q)
 	}
 	// read_csv has no row-number column; the staging table keeps the file
 	// order (preserve_insertion_order is set when the engine opens), so the
@@ -245,6 +262,7 @@ func calendarIndex(expr string, min time.Time, g spec.Granularity, days string) 
 
 func (duckDB) bigint() string { return "BIGINT" }
 func (duckDB) double() string { return "DOUBLE" }
+func (duckDB) wide() string   { return "HUGEINT" }
 func (duckDB) text() string   { return "VARCHAR" }
 
 // format is the table's source format, from the spec or the extension.

@@ -100,4 +100,5 @@ func (d spark) dateIndex(expr string, min time.Time, g spec.Granularity) string 
 
 func (spark) bigint() string { return "BIGINT" }
 func (spark) double() string { return "DOUBLE" }
+func (spark) wide() string   { return "DECIMAL(38, 0)" }
 func (spark) text() string   { return "STRING" }

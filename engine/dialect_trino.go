@@ -97,4 +97,5 @@ func (d trino) dateIndex(expr string, min time.Time, g spec.Granularity) string 
 
 func (trino) bigint() string { return "BIGINT" }
 func (trino) double() string { return "DOUBLE" }
+func (trino) wide() string   { return "DECIMAL(38, 0)" }
 func (trino) text() string   { return "VARCHAR" }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -80,3 +81,48 @@ const (
 	codeBoolean  = "boolean"
 	codeDate     = "date"
 )
+
+// StatError is the error of a statistics query — degrees, T_E, join
+// sizes, histograms, bucket and partition queries, aggregates — run on the
+// loaded (private) data. Its message is fixed: it names the statistic and
+// holds no value, because these queries run after the budget is charged
+// and an engine's own message may quote private numbers ("Overflow in
+// multiplication of INT64 (140737488355328 * 65536)"), which would then
+// leave the process through a log or an exit message, differently on
+// neighbouring instances. The engine's error stays reachable for
+// errors.Is and errors.As (it is not printed), and a cancelled or expired
+// context is among the wrapped errors, so errors.Is(err,
+// context.Canceled) holds after a cancellation whatever the driver
+// reports.
+type StatError struct {
+	// Stat names the statistic, with public names only (tables,
+	// attributes), e.g. "T_E of [orders lineitem]".
+	Stat string
+	errs []error
+}
+
+// Error returns "engine: <Stat>: the statistics query failed".
+func (e *StatError) Error() string {
+	return "engine: " + e.Stat + ": the statistics query failed (the engine's message is withheld: it may quote private data)"
+}
+
+// Unwrap returns the context's error, when it was done, and the engine's.
+func (e *StatError) Unwrap() []error { return e.errs }
+
+// statError wraps err, the failure of the statistics query stat, into a
+// [*StatError]; nil stays nil, and an error that already is one is
+// returned as it is.
+func statError(ctx context.Context, stat string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *StatError
+	if errors.As(err, &se) {
+		return err
+	}
+	errs := []error{err}
+	if c := ctx.Err(); c != nil && !errors.Is(err, c) {
+		errs = append([]error{c}, errs...)
+	}
+	return &StatError{Stat: stat, errs: errs}
+}

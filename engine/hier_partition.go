@@ -133,7 +133,7 @@ func (p *HierPartition) view(ctx context.Context, name string, rel int, filters 
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}
 	if _, err := e.db.ExecContext(ctx, d.replaceView(name, q)); err != nil {
-		return r, fmt.Errorf("engine: hierarchical view of %s: %w", r.Name, err)
+		return r, statError(ctx, fmt.Sprintf("hierarchical view of %s", r.Name), err)
 	}
 	e.forget(name)
 	if n, ok := e.sizesOf(r.Name); ok {
@@ -188,7 +188,7 @@ func (p *HierPartition) Degrees(ctx context.Context, set hypergraph.Set, y, z []
 	} else {
 		sub, err := hypergraph.New(rels)
 		if err != nil {
-			return 0, nil, fmt.Errorf("engine: hierarchical degrees: %w", err)
+			return 0, nil, statError(ctx, "hierarchical degrees", err)
 		}
 		pl, kept, err := e.newPlan(ctx, sub, sub.All(), z, nil)
 		if err != nil {
@@ -204,24 +204,24 @@ func (p *HierPartition) Degrees(ctx context.Context, set hypergraph.Set, y, z []
 	q := "SELECT CAST(row_number() OVER (ORDER BY " + strings.Join(cols, ", ") + ") AS BIGINT) AS id, " +
 		strings.Join(cols, ", ") + ", CAST(c AS BIGINT) AS d FROM (" + group + ") AS g"
 	if _, err := e.db.ExecContext(ctx, d.replaceTable(values, q, false)); err != nil {
-		return 0, nil, fmt.Errorf("engine: hierarchical degrees: %w", err)
+		return 0, nil, statError(ctx, "hierarchical degrees", err)
 	}
 	p.tables = append(p.tables, values)
 	p.splits = append(p.splits, hierSplit{attrs: slices.Clone(y), values: values})
 	rows, err := e.db.QueryContext(ctx, "SELECT d FROM "+d.ident(values)+" ORDER BY id")
 	if err != nil {
-		return 0, nil, fmt.Errorf("engine: hierarchical degrees: %w", err)
+		return 0, nil, statError(ctx, "hierarchical degrees", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var v int64
 		if err := rows.Scan(&v); err != nil {
-			return 0, nil, fmt.Errorf("engine: hierarchical degrees: %w", err)
+			return 0, nil, statError(ctx, "hierarchical degrees", err)
 		}
 		degs = append(degs, v)
 	}
 	if err := rows.Err(); err != nil {
-		return 0, nil, fmt.Errorf("engine: hierarchical degrees: %w", err)
+		return 0, nil, statError(ctx, "hierarchical degrees", err)
 	}
 	return split, degs, nil
 }
@@ -257,7 +257,7 @@ func (p *HierPartition) Assign(ctx context.Context, split int, buckets map[int64
 	slices.Sort(ids)
 	tmp := fmt.Sprintf("%sk%d", hierPrefix, split)
 	if _, err := e.db.ExecContext(ctx, d.replaceTableDef(tmp, "id BIGINT, bucket INTEGER")); err != nil {
-		return fmt.Errorf("engine: hierarchical assignment: %w", err)
+		return statError(ctx, "hierarchical assignment", err)
 	}
 	defer e.db.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+d.ident(tmp))
 	var sb strings.Builder
@@ -271,14 +271,14 @@ func (p *HierPartition) Assign(ctx context.Context, split int, buckets map[int64
 			fmt.Fprintf(&sb, "(%d,%d)", ids[k], buckets[ids[k]])
 		}
 		if _, err := e.db.ExecContext(ctx, sb.String()); err != nil {
-			return fmt.Errorf("engine: hierarchical assignment: %w", err)
+			return statError(ctx, "hierarchical assignment", err)
 		}
 	}
 	assigned := fmt.Sprintf("%sa%d", hierPrefix, split)
 	q := "SELECT " + strings.Join(prefixed("v.", hierCols(d, len(s.attrs))), ", ") + ", k.bucket AS " + d.ident(hierPrefix+"bucket") +
 		" FROM " + d.ident(s.values) + " v JOIN " + d.ident(tmp) + " k ON v.id = k.id"
 	if _, err := e.db.ExecContext(ctx, d.replaceTable(assigned, q, false)); err != nil {
-		return fmt.Errorf("engine: hierarchical assignment: %w", err)
+		return statError(ctx, "hierarchical assignment", err)
 	}
 	p.tables = append(p.tables, assigned)
 	s.assigned = assigned

@@ -587,7 +587,11 @@ func (e *Engine) keyTypes(ctx context.Context, tx querier, t *spec.Table, stage 
 		}
 	}
 	out := map[string]string{}
-	ok, err := canonKeys(ctx, tx, d, keys, d.ident(stage))
+	from := make([]string, len(keys))
+	for i, k := range keys {
+		from[i] = canonicalKey(d, d.ident(k)) + " AS " + d.ident(k)
+	}
+	ok, err := canonKeys(ctx, tx, d, keys, "(SELECT "+strings.Join(from, ", ")+" FROM "+d.ident(stage)+") AS s")
 	if err != nil {
 		return nil, fmt.Errorf("engine: table %s: key types: %w", t.Name, err)
 	}
@@ -612,7 +616,7 @@ func (e *Engine) buildTable(t *spec.Table, stage, row string, keyTypes map[strin
 		c := &t.Columns[i]
 		v := d.ident(c.Name)
 		if c.Type == spec.Key {
-			x := "NULLIF(" + v + ", '')"
+			x := "NULLIF(" + canonicalKey(d, v) + ", '')"
 			if keyTypes[c.Name] == d.bigint() {
 				x = d.toBigint(x)
 			}

@@ -74,6 +74,11 @@ const (
 	okPrefix   = ReservedPrefix + "ok_"   // the value parses (range aside)
 )
 
+// typedKind is the type [Engine.scanSource] claims, towards
+// [dialect.source], for a Parquet column the scan reads typed: the source
+// selects it as it is.
+const typedKind = "SYNTH_TYPED" // upper case: source compares the upper-cased type
+
 // Native kinds of a Parquet column the scan reads typed.
 const (
 	nativeInt  = "int"
@@ -121,14 +126,15 @@ func (e *Engine) scanSource(ctx context.Context, q querier, t *spec.Table) (sel,
 		return "", "", nil, nil, nil, err
 	}
 	if header == nil {
-		// A column the source selects as it is when its type is VARCHAR:
-		// claiming that type for the columns read typed keeps them typed.
+		// A column the source selects as it is when its type is
+		// typedKind: claiming that type for the columns read typed keeps
+		// them typed.
 		kinds = maps.Clone(kinds)
 		for i := range t.Columns {
 			c := &t.Columns[i]
 			if k := nativeKind(c, kinds[c.Name]); k != "" {
 				native[c.Name] = k
-				kinds[c.Name] = "VARCHAR"
+				kinds[c.Name] = typedKind
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/synth-dp/synth/hypergraph"
@@ -384,10 +385,14 @@ func (p *plan) merge(fs []factor, keep []int) string {
 	}
 	owner := map[int]string{}
 	var from strings.Builder
-	var prod []string
+	prod := ""
 	for k, f := range order {
 		t := d.ident(f.name)
-		prod = append(prod, t+".c")
+		if k == 0 {
+			prod = "CAST(" + t + ".c AS " + d.wide() + ")"
+		} else {
+			prod = "LEAST(" + prod + " * " + t + ".c, " + capLit + ")"
+		}
 		var on []string
 		for _, v := range f.vars {
 			if o, ok := owner[v]; ok {
@@ -409,7 +414,7 @@ func (p *plan) merge(fs []factor, keep []int) string {
 	for _, v := range keep {
 		sel = append(sel, owner[v]+"."+p.alias(v)+" AS "+p.alias(v))
 	}
-	q := "SELECT " + strings.Join(append(sel, "SUM("+strings.Join(prod, " * ")+") AS c"), ", ") + " FROM " + from.String()
+	q := "SELECT " + strings.Join(append(sel, saturate(d, "SUM("+prod+")")+" AS c"), ", ") + " FROM " + from.String()
 	if len(sel) > 0 {
 		q += " GROUP BY " + strings.Join(seq(len(sel)), ", ")
 	}
@@ -492,6 +497,44 @@ func sameSet(a, b []int) bool {
 	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
+// countCap is the public cap at which the count plans saturate: every
+// count a plan computes is min(count, countCap). A product of counts of
+// several relations overflows 64 bits long before any table is large (one
+// tuple more turned 2⁴⁷ · 2¹⁶ into "Overflow in multiplication of INT64
+// (140737488355328 * 65536)", an error after the budget was charged that
+// quoted private counts and failed on one instance but not on its
+// neighbour). So every product and sum of counts is computed exactly in a
+// wide integer type ([dialect.wide]: two factors below 2⁶² multiply below
+// 2¹²⁴) and clamped at countCap before the next one; no statistic query
+// can overflow, on any instance.
+//
+// Why the clamp keeps the privacy arguments. Below the cap nothing
+// changes: a count below countCap had every intermediate value below it
+// too (the factors of a product are at least 1 where the product is
+// non-zero, and sums only grow), so it is exact. Above it, x ↦ min(x, C) is
+// monotone and 1-Lipschitz, so |min(f(I), C) − min(f(I′), C)| ≤
+// |f(I) − f(I′)|: a clamped statistic changes between neighbours by no
+// more than the true one, and a join size, degree or T_E that a bound
+// dominates is dominated by that bound clamped alike. Where a statistic is
+// an upper bound in a sensitivity argument (T_E in LŜ^k, degrees in Δ), a
+// clamped term T·Πs_j with integer s_j is still at least min(T·Πs_j, C),
+// so LŜ^k and RS^β computed from clamped T_E are at least the true ones
+// clamped at C: they bound the sensitivity of every answer that is itself
+// clamped at C, and an answer of 2⁶² join tuples is beyond every float64
+// computation downstream (PMW refuses totals beyond 2⁵³) anyway.
+const countCap = int64(1) << 62
+
+// capLit is countCap as a SQL literal.
+var capLit = strconv.FormatInt(countCap, 10)
+
+// saturate is min(x, countCap) as a BIGINT, 0 where x is NULL (the sum
+// over no rows), for an integer expression x in the wide type: a sum of
+// counts, each already clamped. (LEAST ignores a NULL argument, so the
+// COALESCE only states what happens.)
+func saturate(d dialect, x string) string {
+	return "CAST(LEAST(COALESCE(" + x + ", 0), " + capLit + ") AS " + d.bigint() + ")"
+}
+
 // joinValue is the SQL expression a join attribute stored in column col is
 // compared on: the stored value, or its text when the attribute's columns
 // do not all have the same SQL type (mixed, from [Engine.mixedAttrs]). Every
@@ -503,10 +546,12 @@ func joinValue(d dialect, col string, mixed bool) string {
 }
 
 // joinExpr is [joinValue] for an already quoted (possibly qualified)
-// column expression x, such as alias.column.
+// column expression x, such as alias.column. Columns of one SQL type are
+// compared as stored: for two BIGINT or two text key columns that is text
+// equality already (see [keyText]).
 func joinExpr(d dialect, x string, mixed bool) string {
 	if mixed {
-		return d.toText(x)
+		return keyText(d, x)
 	}
 	return x
 }

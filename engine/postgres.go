@@ -419,6 +419,7 @@ func (d postgres) dateIndex(expr string, min time.Time, g spec.Granularity) stri
 
 func (postgres) bigint() string { return "BIGINT" }
 func (postgres) double() string { return "DOUBLE PRECISION" }
+func (postgres) wide() string   { return "NUMERIC" }
 func (postgres) text() string   { return "TEXT" }
 
 // parser returns the database that parses SQL for [Engine.SerializeSQL]:

@@ -56,19 +56,23 @@ func (e *Engine) DropView(ctx context.Context, name string) error {
 // result row. q must be an aggregate over engine tables or views (private
 // data is read only through aggregates, DESIGN.md §1), built from quoted
 // identifiers and escaped literals.
+//
+// Every error, of the query or returned by scan (a failed rows.Scan quotes
+// the value it could not convert), is a [*StatError]: the message may
+// quote private values. The error stays reachable with errors.Is.
 func (e *Engine) Aggregate(ctx context.Context, q string, args []any, scan func(*sql.Rows) error) error {
 	rows, err := e.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return fmt.Errorf("engine: aggregate: %w", err)
+		return statError(ctx, "aggregate", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		if err := scan(rows); err != nil {
-			return fmt.Errorf("engine: aggregate: %w", err)
+			return statError(ctx, "aggregate", err)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("engine: aggregate: %w", err)
+		return statError(ctx, "aggregate", err)
 	}
 	return nil
 }

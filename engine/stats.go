@@ -147,7 +147,7 @@ func (e *Engine) Degrees(ctx context.Context, h *hypergraph.Hypergraph, rel int,
 	}
 	rows, err := e.db.QueryContext(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("engine: degrees in %s: %w", r.Name, err)
+		return nil, statError(ctx, fmt.Sprintf("degrees in %s", r.Name), err)
 	}
 	defer rows.Close()
 	var out []Degree
@@ -160,7 +160,7 @@ func (e *Engine) Degrees(ctx context.Context, h *hypergraph.Hypergraph, rel int,
 	dst = append(dst, &dg.Count)
 	for rows.Next() {
 		if err := rows.Scan(dst...); err != nil {
-			return nil, fmt.Errorf("engine: degrees in %s: %w", r.Name, err)
+			return nil, statError(ctx, fmt.Sprintf("degrees in %s", r.Name), err)
 		}
 		if len(labels) < len(attrs) {
 			labels = make([]string, 1024*len(attrs))
@@ -171,7 +171,7 @@ func (e *Engine) Degrees(ctx context.Context, h *hypergraph.Hypergraph, rel int,
 		out = append(out, Degree{Values: v, Count: dg.Count})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("engine: degrees in %s: %w", r.Name, err)
+		return nil, statError(ctx, fmt.Sprintf("degrees in %s", r.Name), err)
 	}
 	// The query sorted the values; sort here only if the engine's text
 	// order differs from Go's (a linear check otherwise).
@@ -196,19 +196,19 @@ func (e *Engine) intDegrees(ctx context.Context, r hypergraph.Relation, attrs []
 	}
 	rows, err := e.db.QueryContext(ctx, "SELECT "+e.d.ident("v0")+", c FROM ("+g+") AS g ORDER BY 1")
 	if err != nil {
-		return nil, fmt.Errorf("engine: degrees in %s: %w", r.Name, err)
+		return nil, statError(ctx, fmt.Sprintf("degrees in %s", r.Name), err)
 	}
 	defer rows.Close()
 	var vals, counts []int64
 	var v, c int64
 	for rows.Next() {
 		if err := rows.Scan(&v, &c); err != nil {
-			return nil, fmt.Errorf("engine: degrees in %s: %w", r.Name, err)
+			return nil, statError(ctx, fmt.Sprintf("degrees in %s", r.Name), err)
 		}
 		vals, counts = append(vals, v), append(counts, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("engine: degrees in %s: %w", r.Name, err)
+		return nil, statError(ctx, fmt.Sprintf("degrees in %s", r.Name), err)
 	}
 	return intDegreeList(vals, counts), nil
 }
@@ -357,7 +357,7 @@ func (e *Engine) MaxDegree(ctx context.Context, h *hypergraph.Hypergraph, rel in
 	}
 	n, err := e.count(ctx, q)
 	if err != nil {
-		return 0, fmt.Errorf("engine: max degree in %s: %w", h.Relation(rel).Name, err)
+		return 0, statError(ctx, "max degree in "+h.Relation(rel).Name, err)
 	}
 	return n, nil
 }
@@ -399,7 +399,7 @@ func (e *Engine) JoinSize(ctx context.Context, h *hypergraph.Hypergraph) (int64,
 	}
 	n, err := e.count(ctx, q)
 	if err != nil {
-		return 0, fmt.Errorf("engine: join size of %v: %w", h.Names(h.All()), err)
+		return 0, statError(ctx, fmt.Sprintf("join size of %v", h.Names(h.All())), err)
 	}
 	return n, nil
 }
@@ -431,7 +431,7 @@ func (e *Engine) MaxBoundaryCount(ctx context.Context, h *hypergraph.Hypergraph,
 	}
 	n, err := e.count(ctx, q)
 	if err != nil {
-		return 0, fmt.Errorf("engine: T_E of %v: %w", h.Names(set), err)
+		return 0, statError(ctx, fmt.Sprintf("T_E of %v", h.Names(set)), err)
 	}
 	return n, nil
 }
@@ -475,14 +475,14 @@ func (e *Engine) Histogram(ctx context.Context, h *hypergraph.Hypergraph, cols [
 	}
 	rows, err := e.db.QueryContext(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("engine: histogram: %w", err)
+		return nil, statError(ctx, "histogram", err)
 	}
 	defer rows.Close()
 	var out []Cell
 	for rows.Next() {
 		var c Cell
 		if err := rows.Scan(&c.Index, &c.Count); err != nil {
-			return nil, fmt.Errorf("engine: histogram: %w", err)
+			return nil, statError(ctx, "histogram", err)
 		}
 		if c.Index < 0 {
 			return nil, fmt.Errorf("%w: histogram: a cell lies outside the sizes %v", ErrInvalid, sizes)
@@ -490,7 +490,7 @@ func (e *Engine) Histogram(ctx context.Context, h *hypergraph.Hypergraph, cols [
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("engine: histogram: %w", err)
+		return nil, statError(ctx, "histogram", err)
 	}
 	return out, nil // sorted by the query's ORDER BY i
 }

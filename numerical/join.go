@@ -10,10 +10,14 @@ import (
 	"github.com/synth-dp/synth/engine"
 )
 
-// Aggregator runs an aggregate SQL query; *engine.Engine implements it.
-// Private data is read only through such aggregates (DESIGN.md §1).
+// Aggregator runs an aggregate SQL query and says how keys are compared;
+// *engine.Engine implements it. Private data is read only through such
+// aggregates (DESIGN.md §1).
 type Aggregator interface {
 	Aggregate(ctx context.Context, q string, args []any, scan func(*sql.Rows) error) error
+	// KeyText is the expression a key column x is compared on
+	// ([engine.Engine.KeyText]).
+	KeyText(x string) string
 }
 
 var _ Aggregator = (*engine.Engine)(nil)
@@ -52,13 +56,14 @@ func (j JoinSpec) alias(t string) string {
 
 func (j JoinSpec) col(c ColumnRef) string { return j.alias(c.Table) + "." + quote(c.Column) }
 
-func (j JoinSpec) from() string {
-	// Join values compare as text, as the engine's statistics (and Δ̃)
-	// compare them: the engine stores a key as BIGINT or text depending on
-	// the data, and raw columns would let the SQL engine cast text to a
-	// number ("07" = 7) and join rows the sensitivity bound keeps apart.
+// from is the FROM clause of the join, keys compared through db's
+// KeyText as the engine's statistics (and Δ̃) compare them: the engine
+// stores a key as BIGINT or text depending on the data, and raw columns
+// would let the SQL engine cast text to a number ("07" = 7) and join rows
+// the sensitivity bound keeps apart (see [engine.Engine.KeyText]).
+func (j JoinSpec) from(db Aggregator) string {
 	return " FROM " + quote(j.Join.Left.Table) + " AS l JOIN " + quote(j.Join.Right.Table) + " AS r ON " +
-		"CAST(" + j.col(j.Join.Left) + " AS VARCHAR) = CAST(" + j.col(j.Join.Right) + " AS VARCHAR)"
+		db.KeyText(j.col(j.Join.Left)) + " = " + db.KeyText(j.col(j.Join.Right))
 }
 
 func (j JoinSpec) validate(u *Universe) error {
@@ -101,7 +106,7 @@ func JoinPoints(ctx context.Context, db Aggregator, js JoinSpec, u *Universe) ([
 		return nil, err
 	}
 	y := fmt.Sprintf("LEAST(GREATEST(CAST(round(%s / %s) AS BIGINT), %d), %d)", js.measureExpr(), fmtFloat(u.b), -u.bound[1], u.bound[0])
-	q := "SELECT " + js.cellExpr(u) + " AS cell, " + y + " AS y, COUNT(*)" + js.from() + " GROUP BY 1, 2"
+	q := "SELECT " + js.cellExpr(u) + " AS cell, " + y + " AS y, COUNT(*)" + js.from(db) + " GROUP BY 1, 2"
 	var out []Point
 	err := db.Aggregate(ctx, q, nil, func(r *sql.Rows) error {
 		var p Point
@@ -123,7 +128,7 @@ func JoinExactSums(ctx context.Context, db Aggregator, js JoinSpec, u *Universe)
 	if err := js.validate(u); err != nil {
 		return nil, err
 	}
-	q := "SELECT " + js.cellExpr(u) + " AS cell, SUM(" + js.measureExpr() + ")" + js.from() + " GROUP BY 1"
+	q := "SELECT " + js.cellExpr(u) + " AS cell, SUM(" + js.measureExpr() + ")" + js.from(db) + " GROUP BY 1"
 	out := make([]float64, u.cells)
 	err := db.Aggregate(ctx, q, nil, func(r *sql.Rows) error {
 		var c int64

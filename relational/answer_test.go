@@ -16,6 +16,7 @@ import (
 // access, recording it.
 type noDataDB struct {
 	Parser
+	KeyTexter
 	touched int
 }
 
@@ -41,7 +42,7 @@ func TestAnswerChargesBeforeReading(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := &noDataDB{Parser: e}
+	db := &noDataDB{Parser: e, KeyTexter: e}
 	for _, units := range [][]string{nil, {"customer"}} {
 		if units != nil {
 			q, _ = Parse(ctx, e, s, "SELECT l_shipmode, COUNT(*) FROM orders, lineitem WHERE o_orderkey = l_orderkey GROUP BY l_shipmode")
@@ -72,7 +73,7 @@ func TestAnswerRefusesBeforeReading(t *testing.T) {
 		{"delta 0", dp.Budget{Epsilon: 1}, ErrPureRS},
 		{"search too long", dp.Budget{Epsilon: 1e-6, Delta: 1e-6}, residual.ErrSearchTooLarge},
 	} {
-		db := &noDataDB{Parser: e}
+		db := &noDataDB{Parser: e, KeyTexter: e}
 		l, _ := dp.NewLedger(dp.Budget{Epsilon: 1, Delta: 1e-6})
 		_, err := Answer(ctx, db, dp.NewSeededSource(1), s, []*Query{q}, Options{Budget: c.budget}, l)
 		if !errors.Is(err, c.want) || db.touched != 0 || l.Remaining() != l.Total() {

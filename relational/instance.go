@@ -21,6 +21,7 @@ import (
 // query over the loaded tables or over views of them.
 type DB interface {
 	Parser
+	KeyTexter
 	residual.BoundaryCounter
 	// CreateView creates or replaces a view of the engine's work schema.
 	CreateView(ctx context.Context, name, query string) error
@@ -116,7 +117,7 @@ func newInstance(ctx context.Context, db DB, s *spec.Spec, q *Query, g Group) (*
 		name := fmt.Sprintf("%s%d_%d", viewPrefix, n, i)
 		body := "SELECT * FROM " + ident(t)
 		if ps := where[t]; len(ps) > 0 {
-			body += " WHERE " + PredSQL(s, AndPred{Terms: ps}, bare)
+			body += " WHERE " + PredSQL(db, s, AndPred{Terms: ps}, bare)
 		}
 		if err := db.CreateView(ctx, name, body); err != nil {
 			in.close()
@@ -208,7 +209,7 @@ func (in *instance) fromWhere() string {
 	}
 	var conds []string
 	for _, j := range in.q.Joins {
-		conds = append(conds, JoinSQL(in.s, j, in.col))
+		conds = append(conds, JoinSQL(in.db, in.s, j, in.col))
 	}
 	s := " FROM " + strings.Join(from, ", ")
 	if len(conds) > 0 {
@@ -271,7 +272,7 @@ func (in *instance) contributions(ctx context.Context, unitCols []spec.ColumnRef
 	k := len(unitCols)
 	sel := make([]string, k)
 	for i, c := range unitCols {
-		sel[i] = keyText(in.col(c))
+		sel[i] = in.db.KeyText(in.col(c))
 	}
 	term := "1"
 	if in.q.Agg == Sum {
@@ -327,35 +328,37 @@ func seq(n int) []string {
 
 func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
-// keyText is the text of a key column's value, the form every key
-// comparison uses. The engine stores a key column as BIGINT when all its
-// values are canonical integers and as text otherwise — a choice one tuple
-// can flip — and compares join values by their text whenever the types
-// differ (engine.joinValue); a stored BIGINT prints canonically, so text
-// equality is the engine's equality on both storages. Comparing raw
-// columns instead would let the SQL engine cast text to BIGINT ("07" = 7)
-// and join rows the residual sensitivity, computed by the engine, keeps
-// apart; it would also make a selection's meaning depend on the storage.
-// CAST … AS VARCHAR is the same in DuckDB and PostgreSQL.
-func keyText(x string) string { return "CAST(" + x + " AS VARCHAR)" }
+// KeyTexter renders the expression a key column is compared on: its
+// text, the rule every statistic of the engine follows ([engine.Engine.KeyText]
+// states it and why the sensitivity bounds need it). Comparing raw columns
+// instead would let the SQL engine cast text to BIGINT ("07" = 7) and join
+// rows the residual sensitivity, computed by the engine, keeps apart; it
+// would also make a selection's meaning depend on the storage.
+// *engine.Engine implements it.
+type KeyTexter interface {
+	// KeyText returns the SQL expression on which the key held in the
+	// column expression x is compared.
+	KeyText(x string) string
+}
 
 // JoinSQL renders the join equality j of the spec s with col giving each
-// column's (qualified, quoted) expression: both sides as text when either
-// column is a key (see keyText), as every statistic of the engine compares
-// join values. Packages building their own joins (relational/multi) use it
-// so that one tuple reaches the units and rows the sensitivity bounds say.
-func JoinSQL(s *spec.Spec, j spec.JoinEq, col func(spec.ColumnRef) string) string {
+// column's (qualified, quoted) expression: both sides through k's
+// KeyText when either column is a key, as every statistic of the engine
+// compares join values. Packages building their own joins
+// (relational/multi) use it so that one tuple reaches the units and rows
+// the sensitivity bounds say.
+func JoinSQL(k KeyTexter, s *spec.Spec, j spec.JoinEq, col func(spec.ColumnRef) string) string {
 	l, r := col(j.Left), col(j.Right)
 	if lc, rc := s.Column(j.Left), s.Column(j.Right); (lc != nil && lc.Type == spec.Key) || (rc != nil && rc.Type == spec.Key) {
-		l, r = keyText(l), keyText(r)
+		l, r = k.KeyText(l), k.KeyText(r)
 	}
 	return l + " = " + r
 }
 
 // PredSQL renders the selection p with col giving each column's expression,
-// key columns compared as text (see keyText).
-func PredSQL(s *spec.Spec, p Pred, col func(spec.ColumnRef) string) string {
-	return p.sql(func(r spec.ColumnRef) string { return cmpCol(s, r, col(r)) })
+// key columns compared through k's KeyText.
+func PredSQL(k KeyTexter, s *spec.Spec, p Pred, col func(spec.ColumnRef) string) string {
+	return p.sql(func(r spec.ColumnRef) string { return cmpCol(k, s, r, col(r)) })
 }
 
 // ExprSQL renders the summed expression e with col giving each column's
@@ -364,10 +367,11 @@ func PredSQL(s *spec.Spec, p Pred, col func(spec.ColumnRef) string) string {
 func ExprSQL(e Expr, col func(spec.ColumnRef) string) string { return e.sql(col) }
 
 // cmpCol is the column expression x of column r as selections compare it:
-// its text for a key column (see keyText), the stored value otherwise.
-func cmpCol(s *spec.Spec, r spec.ColumnRef, x string) string {
+// its key text for a key column (see [KeyTexter]), the stored value
+// otherwise.
+func cmpCol(k KeyTexter, s *spec.Spec, r spec.ColumnRef, x string) string {
 	if c := s.Column(r); c != nil && c.Type == spec.Key {
-		return keyText(x)
+		return k.KeyText(x)
 	}
 	return x
 }

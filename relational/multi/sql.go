@@ -92,10 +92,13 @@ func Contributions(ctx context.Context, db relational.DB, s *spec.Spec, queries 
 // (every used unit's column) are both this query.
 func groupedSums(ctx context.Context, db relational.DB, s *spec.Spec, q *relational.Query, keyCols []spec.ColumnRef, g float64,
 	fn func(keys []sql.NullString, psi float64) error) error {
-	r := newRenderer(q)
+	r := newRenderer(db, q)
 	var sel []string
+	// Keys as the engine compares them (db.KeyText); the GROUP BY columns'
+	// labels through the same text cast, which prints their values as
+	// normGroup reads them.
 	for _, c := range append(slices.Clone(keyCols), q.GroupBy...) {
-		sel = append(sel, "CAST("+r.col(c)+" AS VARCHAR)")
+		sel = append(sel, db.KeyText(r.col(c)))
 	}
 	term := "1"
 	if q.Agg == relational.Sum {
@@ -158,9 +161,14 @@ func seq(n int) []string {
 // renderer writes a query's join as SQL over the loaded tables (the same
 // SQL relational's views compute: one alias per table, the join
 // equalities, each table's selection).
-type renderer struct{ q *relational.Query }
+type renderer struct {
+	k relational.KeyTexter // how keys are compared
+	q *relational.Query
+}
 
-func newRenderer(q *relational.Query) renderer { return renderer{q: q} }
+func newRenderer(k relational.KeyTexter, q *relational.Query) renderer {
+	return renderer{k: k, q: q}
+}
 
 func (r renderer) col(c spec.ColumnRef) string {
 	return "t" + strconv.Itoa(slices.Index(r.q.Tables, c.Table)) + "." + ident(c.Column)
@@ -178,11 +186,11 @@ func (r renderer) fromWhere(s *spec.Spec) string {
 	// vectors (and failed on PostgreSQL: bigint = text).
 	var conds []string
 	for _, j := range r.q.Joins {
-		conds = append(conds, relational.JoinSQL(s, j, r.col))
+		conds = append(conds, relational.JoinSQL(r.k, s, j, r.col))
 	}
 	for _, t := range r.q.Tables {
 		if p, ok := r.q.Where[t]; ok {
-			conds = append(conds, relational.PredSQL(s, p, r.col))
+			conds = append(conds, relational.PredSQL(r.k, s, p, r.col))
 		}
 	}
 	out := " FROM " + strings.Join(from, ", ")

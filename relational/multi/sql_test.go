@@ -83,6 +83,7 @@ func TestContributionsOracle(t *testing.T) {
 // noDataDB parses through a real engine but fails every data access.
 type noDataDB struct {
 	relational.Parser
+	relational.KeyTexter
 	touched int
 }
 
@@ -108,7 +109,7 @@ func TestAnswerChargesBeforeReading(t *testing.T) {
 	e, s := tpch(t)
 	ctx := context.Background()
 	q := mustParse(t, e, s, "SELECT c_nationkey, COUNT(*) FROM customer, orders WHERE c_custkey = o_custkey GROUP BY c_nationkey")
-	db := &noDataDB{Parser: e}
+	db := &noDataDB{Parser: e, KeyTexter: e}
 	l, _ := dp.NewLedger(dp.Budget{Epsilon: 0.5, Delta: 1e-6})
 	_, err := Answer(ctx, db, dp.NewSeededSource(1), s, []*relational.Query{q}, Options{Budget: dp.Budget{Epsilon: 1, Delta: 1e-6}, Units: []string{"customer"}}, l)
 	if !errors.Is(err, dp.ErrBudgetExceeded) || db.touched != 0 {
