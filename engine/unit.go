@@ -82,26 +82,25 @@ func (e *Engine) UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, ke
 	return cells, degs, nil
 }
 
-// scanPairs runs q and calls f on every row of two integers.
+// scanPairs runs q and calls f on every row of two integers. An engine
+// error is a [*StatError]: its message holds no data (the run's budget is
+// charged by then).
 func (e *Engine) scanPairs(ctx context.Context, q, what string, f func(a, b int64) error) error {
 	rows, err := e.db.QueryContext(ctx, q)
 	if err != nil {
-		return fmt.Errorf("engine: %s: %w", what, err)
+		return statError(ctx, what, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var a, b int64
 		if err := rows.Scan(&a, &b); err != nil {
-			return fmt.Errorf("engine: %s: %w", what, err)
+			return statError(ctx, what, err)
 		}
 		if err := f(a, b); err != nil {
 			return err
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("engine: %s: %w", what, err)
-	}
-	return nil
+	return statError(ctx, what, rows.Err())
 }
 
 // unitHistogramSQL returns the statements of [Engine.UnitHistogram]: the
@@ -214,7 +213,7 @@ func (e *Engine) CheckPrimaryKey(ctx context.Context, h *hypergraph.Hypergraph, 
 	case errors.Is(err, sql.ErrNoRows):
 		return nil
 	case err != nil:
-		return fmt.Errorf("engine: checking the primary key of %s: %w", table, err)
+		return statError(ctx, "primary key check of "+table, err)
 	}
 	return &DuplicateKeyError{Table: table, Columns: slices.Clone(key), Value: vals, Count: n, Null: null == 1,
 		Reason: "privacy.unit: every unit and every private table on an ownership path needs a unique, non-NULL primary key, so that each row belongs to exactly one unit; fix the data or the declared primary_key"}
