@@ -34,7 +34,9 @@ type RSConfig struct {
 	// is rounded first, which adds 1 to its sensitivity.
 	Integral bool
 
-	noSmooth bool // mutation knob for the audit test: LŜ^0 instead of RS^β
+	noSmooth  bool    // mutation knob for the audit tests: LŜ^0 instead of RS^β
+	noRS      bool    // mutation knob: R̂S dropped, noise for one tuple (Δ = ⌈B⌉)
+	rsDivisor float64 // mutation knob: noise calibrated to R̂S/rsDivisor (0 means 1)
 }
 
 // Beta returns the smoothing parameter β of the residual sensitivity the
@@ -132,7 +134,14 @@ func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error)
 		return RSResult{}, fmt.Errorf("relational: residual sensitivity pad: %w", err)
 	}
 	_, padded := pad.Pad(src, s)
-	sens := math.Ceil(cfg.Bound*padded) + extra
+	scaled := padded
+	if cfg.rsDivisor != 0 {
+		scaled /= cfg.rsDivisor
+	}
+	if cfg.noRS {
+		scaled = 1
+	}
+	sens := math.Ceil(cfg.Bound*scaled) + extra
 	qi := int64(math.Round(q))
 	switch cfg.Noise {
 	case "", NoiseLaplace:
