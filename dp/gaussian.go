@@ -52,6 +52,12 @@ func SigmaClassical(eps, delta, sens float64) (float64, error) {
 // math.Erfc) instead of using Balle–Wang's closed-form reparametrisation;
 // the returned σ satisfies the condition as evaluated in float64. It is
 // valid for every ε > 0, unlike [SigmaClassical].
+//
+// It is for the continuous Gaussian N(0, σ²) only. The discrete Gaussian
+// N_ℤ(0, σ²) ([DiscreteGaussian]) with this σ is not (ε, δ)-DP at a shift
+// of exactly Δ: its δ there is up to 1.2–1.7 times the target. Calibrate
+// the discrete Gaussian through zCDP instead (σ = Δ/√(2ρ) with
+// ρ = [RhoForBudget]; Canonne, Kamath and Steinke 2020, Thm. 14).
 func SigmaAnalytic(eps, delta, sens float64) (float64, error) {
 	if err := checkMechanism(eps, delta, sens); err != nil {
 		return 0, err

@@ -2,6 +2,8 @@ package relational
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -43,13 +45,44 @@ func rsAuditPair(t *testing.T, beta float64) (d, dPrime [3]float64) {
 	return mk(false), mk(true)
 }
 
-func rsAudit(t *testing.T, cfg RSConfig) audit.Result {
+// rsShiftPair is a tuple-level neighbouring pair on which the true answers
+// differ by the whole local sensitivity: R1(a) ⋈ R2(a), both private, with
+// R1 = 30 copies of a = 0; I has R2 = {a = 0} (Q = 30), I′ has R2 = ∅
+// (Q = 0). Adding R2's tuple moves Q by 30 = LŜ^0 on both, and RS^β = 30
+// (LŜ^k = 30 + k and e^{−βk}·(30 + k) is largest at k = 0 for β ≥ 1/30),
+// so the shift |Q(I) − Q(I′)| equals RS^β: a mechanism whose noise is
+// calibrated to less than R̂S shows it. It returns (q, RS^β, LŜ^0) of both
+// instances by brute force.
+func rsShiftPair(t *testing.T, beta float64) (d, dPrime [3]float64) {
+	t.Helper()
+	mk := func(withR2 bool) [3]float64 {
+		r1 := &oracleRel{name: "r1", cols: []string{"a", "x"}, keys: []string{"a"}, pred: func(tup) bool { return true }}
+		for i := 0; i < 30; i++ {
+			r1.rows = append(r1.rows, tup{"a": 0, "x": 0})
+		}
+		r2 := &oracleRel{name: "r2", cols: []string{"a", "y"}, keys: []string{"a"}, pred: func(tup) bool { return true }}
+		if withR2 {
+			r2.rows = []tup{{"a": 0, "y": 0}}
+		}
+		rels := []*oracleRel{r1, r2}
+		k := int(math.Ceil(2/-math.Expm1(-beta))) + 2
+		rs, _ := bruteRS(rels, beta, k)
+		ls, _ := bruteRS(rels, beta, 0)
+		return [3]float64{bruteTE(rels, 1<<len(rels)-1), rs, ls}
+	}
+	return mk(true), mk(false)
+}
+
+// rsAudit audits [ReleaseRS] with cfg at its claimed (cfg.Epsilon,
+// cfg.Delta) on the pair made by pair, n runs per instance (confidence
+// 1 − 10⁻⁶).
+func rsAudit(t *testing.T, cfg RSConfig, pair func(*testing.T, float64) ([3]float64, [3]float64), n int) audit.Result {
 	t.Helper()
 	beta, err := cfg.Beta()
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, dPrime := rsAuditPair(t, beta)
+	d, dPrime := pair(t, beta)
 	mech := func(in [3]float64) audit.Mechanism[float64] {
 		return func(src dp.Source) float64 {
 			r, err := ReleaseRS(src, in[0], in[1], in[2], cfg)
@@ -59,36 +92,71 @@ func rsAudit(t *testing.T, cfg RSConfig) audit.Result {
 			return float64(r.Value)
 		}
 	}
-	return audit.MustRunScalar(t, mech(d), mech(dPrime), auditRuns(), cfg.Delta)
+	return audit.MustRunScalar(t, mech(d), mech(dPrime), n, cfg.Delta)
 }
 
 // TestAuditRS audits the residual-sensitivity mechanism at its claimed
-// (ε, δ) on the pair of [rsAuditPair], with discrete Laplace and discrete
-// Gaussian noise. The harness's bound holds with
-// confidence 1 − 10⁻⁶ per audit, so each fails falsely with probability
-// ≤ 10⁻⁶.
+// (ε, δ), with discrete Laplace and discrete Gaussian noise, on
+// [rsShiftPair] (unequal answers: the noise must hide a shift of RS^β) and
+// on [rsAuditPair] (equal answers, LŜ^0 jumping from 0 to 30: the noise
+// scale must not tell the neighbours apart). The harness's bound holds
+// with confidence 1 − 10⁻⁶ per audit, so each fails falsely with
+// probability ≤ 10⁻⁶.
 func TestAuditRS(t *testing.T) {
-	for _, cfg := range []RSConfig{
-		{Epsilon: 1, Delta: 1e-3, Noise: NoiseLaplace, Bound: 1, Integral: true},
-		{Epsilon: 1, Delta: 1e-3, Noise: NoiseGaussian, Bound: 1, Integral: true},
-	} {
-		res := rsAudit(t, cfg)
-		t.Logf("%+v: %+v", cfg, res)
-		if res.EpsilonLowerBound > cfg.Epsilon {
-			t.Errorf("%+v: empirical ε lower bound %v > claimed ε = %v (event %s)", cfg, res.EpsilonLowerBound, cfg.Epsilon, res.Event)
+	pairs := []struct {
+		name string
+		pair func(*testing.T, float64) ([3]float64, [3]float64)
+	}{{"shift", rsShiftPair}, {"jump", rsAuditPair}}
+	for _, p := range pairs {
+		for _, cfg := range []RSConfig{
+			{Epsilon: 1, Delta: 1e-3, Noise: NoiseLaplace, Bound: 1, Integral: true},
+			{Epsilon: 1, Delta: 1e-3, Noise: NoiseGaussian, Bound: 1, Integral: true},
+		} {
+			res := rsAudit(t, cfg, p.pair, auditRuns())
+			t.Logf("%s %+v: %+v", p.name, cfg, res)
+			if res.EpsilonLowerBound > cfg.Epsilon {
+				t.Errorf("%s %+v: empirical ε lower bound %v > claimed ε = %v (event %s)", p.name, cfg, res.EpsilonLowerBound, cfg.Epsilon, res.Event)
+			}
 		}
 	}
 }
 
-// TestAuditRSMutantCaught plants the bug "noise scaled by the local bound
-// LŜ^0 instead of the smooth maximum RS^β" and checks that the same audit
-// rejects it: LŜ^0 jumps from 0 to 30 between the neighbours.
-func TestAuditRSMutantCaught(t *testing.T) {
-	cfg := RSConfig{Epsilon: 1, Delta: 1e-3, Noise: NoiseLaplace, Bound: 1, Integral: true, noSmooth: true}
-	res := rsAudit(t, cfg)
-	t.Logf("mutant: %+v", res)
-	if res.EpsilonLowerBound <= cfg.Epsilon {
-		t.Fatalf("the audit did not catch RS without the smooth maximum: ε lower bound %v ≤ %v", res.EpsilonLowerBound, cfg.Epsilon)
+// TestAuditRSMutant plants each bug of the mutation table (issue 27) into
+// the residual-sensitivity mechanism and checks that the audit of
+// [TestAuditRS] rejects it at the claimed (ε, δ) = (1, 10⁻³): its ε lower
+// bound, which holds with confidence 1 − 10⁻⁶, must exceed 1. 20 000 runs
+// per instance, also with -short (each audit takes about a second).
+//
+//   - R̂S/8: noise calibrated to R̂S/8, on [rsShiftPair]: the shift of
+//     RS^β = 30 against a Laplace scale of about 2·e·30/8 gives a loss of
+//     about 1.5 on the tails (the knob acts on Δ, before the noise is
+//     chosen; with Gaussian noise 20 000 runs reach only ≈ 0.8 at
+//     δ = 10⁻³, so the Laplace audit is the one that catches it);
+//   - R̂S dropped (Δ = B: one tuple's noise), on [rsShiftPair];
+//   - LŜ^0 in place of RS^β, on [rsAuditPair], where LŜ^0 jumps.
+func TestAuditRSMutant(t *testing.T) {
+	const n = 20_000
+	base := RSConfig{Epsilon: 1, Delta: 1e-3, Bound: 1, Integral: true}
+	mutants := []struct {
+		name string
+		pair func(*testing.T, float64) ([3]float64, [3]float64)
+		knob func(*RSConfig)
+	}{
+		{"R̂S/8, Laplace", rsShiftPair, func(c *RSConfig) { c.rsDivisor = 8 }},
+		{"R̂S dropped, Laplace", rsShiftPair, func(c *RSConfig) { c.noRS = true }},
+		{"R̂S dropped, Gaussian", rsShiftPair, func(c *RSConfig) { c.noRS, c.Noise = true, NoiseGaussian }},
+		{"LŜ^0 for RS^β, Laplace", rsAuditPair, func(c *RSConfig) { c.noSmooth = true }},
+	}
+	for _, m := range mutants {
+		t.Run(m.name, func(t *testing.T) {
+			cfg := base
+			m.knob(&cfg)
+			res := rsAudit(t, cfg, m.pair, n)
+			t.Logf("mutant %s: ε lower bound %.3f vs claim %v (%+v)", m.name, res.EpsilonLowerBound, cfg.Epsilon, res)
+			if res.EpsilonLowerBound <= cfg.Epsilon {
+				t.Errorf("mutant %q not caught: ε lower bound %v ≤ claim %v", m.name, res.EpsilonLowerBound, cfg.Epsilon)
+			}
+		})
 	}
 }
 
@@ -103,11 +171,68 @@ func r2tPair() (d, dPrime []Contribution) {
 	return d, withoutUnit(d, 0)
 }
 
-// TestAuditR2T audits R2T (pure ε-DP) on [r2tPair], with one unit (closed
-// form) and with a second unit (max flow). False failure probability
+// r2tLadderPair is a user-level neighbouring pair on which every rung of
+// R2T is tight: n + 1 units of ψ = GS = 4 (the ladder τ = 2, 4: L = 2
+// rungs) and, in I′, n of them. Q(I, τ) − Q(I′, τ) = τ on every rung, and
+// with n = 4 (n = 6 for three units, whose LP value is rounded: Δ = τ + 1
+// and larger shifts) both instances put each rung's Q(·, τ) − shift near
+// 0, so
+// the event {output = 0} = {every rung ≤ 0} multiplies the rungs' ratios:
+// e^{ε/L} each for the honest race (ε in all), e^{ε} each for the whole ε
+// on every rung and e^{2ε/L} each for the rung noise halved (2ε in all,
+// P ≈ 0.27 on I′ against 0.037 on I; with three units e^{1.47ε} in all,
+// P ≈ 0.12 against 0.027). With k units every contribution
+// references unit i in each of the k unit relations, so Q(I, τ) is the
+// same closed form whatever the method (flow, LP).
+func r2tLadderPair(k int) (d, dPrime []Contribution, counts []int) {
+	n := 4
+	if k >= 3 {
+		n = 6
+	}
+	for i := 0; i <= n; i++ {
+		units := make([]int, k)
+		for j := range units {
+			units[j] = i
+		}
+		d = append(d, Contribution{Units: units, Psi: 4})
+	}
+	counts = make([]int, k)
+	for j := range counts {
+		counts[j] = n + 1
+	}
+	return d, withoutUnit(d, n), counts
+}
+
+// r2tAudit audits R2T with cfg (ε, GS and mutation knobs) on the pair,
+// whose contributions have len(counts) units, n runs per instance. It
+// skips the test when three or more units need the clp build tag.
+func r2tAudit(t *testing.T, d, dPrime []Contribution, counts []int, cfg R2TConfig, n int) audit.Result {
+	t.Helper()
+	if _, err := NewTruncation(d, counts); errors.Is(err, ErrNeedsCLP) {
+		t.Skipf("%d units need -tags clp", len(counts))
+	}
+	cfg.Integral = len(counts) <= 2
+	mech := func(cs []Contribution) audit.Mechanism[float64] {
+		return func(src dp.Source) float64 {
+			tr, err := NewTruncation(cs, counts)
+			if err != nil {
+				panic(err)
+			}
+			r, err := RaceToTheTop(context.Background(), src, tr, cfg)
+			if err != nil {
+				panic(err)
+			}
+			return float64(r.Value)
+		}
+	}
+	return audit.MustRunScalar(t, mech(d), mech(dPrime), n, 0)
+}
+
+// TestAuditR2T audits R2T (pure ε-DP) at its claimed ε on [r2tPair] (ε = 2,
+// GS = 64, one unit and two) and on [r2tLadderPair] (ε = 1, GS = 4; one,
+// two and — with -tags clp — three units). False failure probability
 // ≤ 10⁻⁶ per audit.
 func TestAuditR2T(t *testing.T) {
-	const eps = 2.0
 	d, dPrime := r2tPair()
 	two := func(cs []Contribution) []Contribution {
 		out := make([]Contribution, len(cs))
@@ -116,28 +241,62 @@ func TestAuditR2T(t *testing.T) {
 		}
 		return out
 	}
-	for _, k := range []int{1, 2} {
-		mech := func(cs []Contribution) audit.Mechanism[float64] {
-			if k == 2 {
-				cs = two(cs)
+	type tc struct {
+		name      string
+		d, dPrime []Contribution
+		counts    []int
+		cfg       R2TConfig
+	}
+	cases := []tc{
+		{"spread, 1 unit", d, dPrime, []int{101}, R2TConfig{Epsilon: 2, GS: 64}},
+		{"spread, 2 units", two(d), two(dPrime), []int{101, 50}, R2TConfig{Epsilon: 2, GS: 64}},
+	}
+	for k := 1; k <= 3; k++ {
+		ld, lp, counts := r2tLadderPair(k)
+		cases = append(cases, tc{fmt.Sprintf("ladder, %d units", k), ld, lp, counts, R2TConfig{Epsilon: 1, GS: 4}})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := r2tAudit(t, c.d, c.dPrime, c.counts, c.cfg, auditRuns())
+			t.Logf("%s: %+v", c.name, res)
+			if res.EpsilonLowerBound > c.cfg.Epsilon {
+				t.Errorf("%s: empirical ε lower bound %v > claimed ε = %v (event %s)", c.name, res.EpsilonLowerBound, c.cfg.Epsilon, res.Event)
 			}
-			counts := []int{101, 50}[:k]
-			return func(src dp.Source) float64 {
-				tr, err := NewTruncation(cs, counts)
-				if err != nil {
-					panic(err)
+		})
+	}
+}
+
+// TestAuditR2TMutant plants each R2T bug of the mutation table (issue 27)
+// and checks that the audit on [r2tLadderPair] at the claimed ε = 1
+// rejects it (ε lower bound, confidence 1 − 10⁻⁶, above 1), with one and
+// two units and, with -tags clp, three: the whole ε on every rung (L·ε in
+// all), and every rung's noise scale halved. 20 000 runs per instance
+// (50 000 with three units, where the margin is smaller), also with
+// -short.
+func TestAuditR2TMutant(t *testing.T) {
+	mutants := []struct {
+		name string
+		cfg  R2TConfig
+	}{
+		{"whole ε on every rung", R2TConfig{wholeEpsilon: true}},
+		{"rung noise halved", R2TConfig{noiseFactor: 0.5}},
+	}
+	for k := 1; k <= 3; k++ {
+		for _, m := range mutants {
+			t.Run(fmt.Sprintf("%s, %d units", m.name, k), func(t *testing.T) {
+				d, dPrime, counts := r2tLadderPair(k)
+				cfg := m.cfg
+				cfg.Epsilon, cfg.GS = 1, 4
+				n := 20_000
+				if k >= 3 {
+					n = 50_000
 				}
-				r, err := RaceToTheTop(context.Background(), src, tr, R2TConfig{Epsilon: eps, GS: 64, Integral: true})
-				if err != nil {
-					panic(err)
+				res := r2tAudit(t, d, dPrime, counts, cfg, n)
+				t.Logf("mutant %s, %d units: ε lower bound %.3f vs claim %v (%+v)", m.name, k, res.EpsilonLowerBound, cfg.Epsilon, res)
+				if res.EpsilonLowerBound <= cfg.Epsilon {
+					t.Errorf("mutant %q with %d units not caught: ε lower bound %v ≤ claim %v", m.name, k, res.EpsilonLowerBound, cfg.Epsilon)
 				}
-				return float64(r.Value)
-			}
-		}
-		res := audit.MustRunScalar(t, mech(d), mech(dPrime), auditRuns(), 0)
-		t.Logf("k=%d: %+v", k, res)
-		if res.EpsilonLowerBound > eps {
-			t.Errorf("k=%d: empirical ε lower bound %v > claimed ε = %v (event %s)", k, res.EpsilonLowerBound, eps, res.Event)
+			})
 		}
 	}
 }

@@ -40,7 +40,9 @@ type R2TConfig struct {
 	// is τ + 1.
 	Integral bool
 
-	noShift bool // mutation knob for the audit test: no downward shift
+	noShift      bool    // mutation knob for the audit test: no downward shift
+	wholeEpsilon bool    // mutation knob: the whole ε on every rung, not ε/L
+	noiseFactor  float64 // mutation knob: every rung's scale times noiseFactor (0 means 1)
 }
 
 // R2TResult is the output of [RaceToTheTop]: the DP answer and the public
@@ -156,6 +158,9 @@ func RaceToTheTop(ctx context.Context, src dp.Source, tr Truncation, cfg R2TConf
 	// rungs run.
 	first, L := ladderStart(g, k), rungsRun(cfg.GS, g, k)
 	epsRung := cfg.Epsilon / float64(L)
+	if cfg.wholeEpsilon {
+		epsRung = cfg.Epsilon
+	}
 	res := R2TResult{Rungs: L}
 	best := int64(0)
 	floorShift := 0.0
@@ -166,6 +171,9 @@ func RaceToTheTop(ctx context.Context, src dp.Source, tr Truncation, cfg R2TConf
 			sens = tau + 1
 		}
 		b := dp.NoiseScale(sens, epsRung)
+		if cfg.noiseFactor != 0 {
+			b *= cfg.noiseFactor
+		}
 		if b > dp.MaxDiscreteScale {
 			// The rungs from here on have noise beyond the exact sampler's
 			// range (and far beyond any useful answer): they are not run.

@@ -34,7 +34,9 @@ type RSConfig struct {
 	// is rounded first, which adds 1 to its sensitivity.
 	Integral bool
 
-	noSmooth bool // mutation knob for the audit test: LŜ^0 instead of RS^β
+	noSmooth  bool    // mutation knob for the audit tests: LŜ^0 instead of RS^β
+	noRS      bool    // mutation knob: R̂S dropped, noise for one tuple (Δ = ⌈B⌉)
+	rsDivisor float64 // mutation knob: noise calibrated to R̂S/rsDivisor (0 means 1)
 }
 
 // Beta returns the smoothing parameter β of the residual sensitivity the
@@ -99,8 +101,9 @@ type RSResult struct {
 //     rounded): for neighbours I, I′ every R̂S drawn from either is
 //     ≥ LS of its own instance ≥ |Q(I) − Q(I′)|, so step 2 is (ε/2)-DP
 //     (discrete Laplace, b = Δ/(ε/2)) or (ε/2, δ/2)-DP (discrete Gaussian,
-//     σ = analytic Gaussian σ for (ε/2, δ/2, Δ)) for every value step 1
-//     can output. Basic composition gives (ε, δ).
+//     σ = Δ/√(2ρ) with ρ the largest zCDP budget that converts to
+//     (ε/2, δ/2), see [rsGaussianSigma]) for every value step 1 can output.
+//     Basic composition gives (ε, δ).
 //
 // ErrorBound95 is b·ln 40 (Laplace: P[|X| ≥ x] ≤ 2e^{−x/b}) or
 // σ·√(2·ln 40) (Gaussian: P[|X| ≥ x] ≤ 2e^{−x²/2σ²}), computed from R̂S and
@@ -132,7 +135,14 @@ func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error)
 		return RSResult{}, fmt.Errorf("relational: residual sensitivity pad: %w", err)
 	}
 	_, padded := pad.Pad(src, s)
-	sens := math.Ceil(cfg.Bound*padded) + extra
+	scaled := padded
+	if cfg.rsDivisor != 0 {
+		scaled /= cfg.rsDivisor
+	}
+	if cfg.noRS {
+		scaled = 1
+	}
+	sens := math.Ceil(cfg.Bound*scaled) + extra
 	qi := int64(math.Round(q))
 	switch cfg.Noise {
 	case "", NoiseLaplace:
@@ -143,7 +153,7 @@ func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error)
 		return RSResult{Value: qi + lap.Sample(src), Mechanism: "residual sensitivity, padded bound + discrete Laplace ((ε,δ)-DP)",
 			NoiseScale: lap.Scale(), ErrorBound95: lap.Scale() * math.Log(40), PaddedRS: padded}, nil
 	case NoiseGaussian:
-		sigma, err := dp.SigmaAnalytic(cfg.Epsilon/2, cfg.Delta/2, sens)
+		sigma, err := rsGaussianSigma(cfg.Epsilon/2, cfg.Delta/2, sens)
 		if err != nil {
 			return RSResult{}, fmt.Errorf("relational: residual sensitivity noise: %w", err)
 		}
@@ -155,4 +165,21 @@ func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error)
 			NoiseScale: sigma, ErrorBound95: sigma * math.Sqrt(2*math.Log(40)), PaddedRS: padded}, nil
 	}
 	return RSResult{}, invalid("noise %q (laplace or gaussian)", cfg.Noise)
+}
+
+// rsGaussianSigma returns the σ of the discrete Gaussian N_ℤ(0, σ²) that
+// makes a value of integer sensitivity sens (eps, delta)-DP: σ = sens/√(2ρ)
+// with ρ = [dp.RhoForBudget](eps, delta). N_ℤ(0, σ²) is
+// (sens²/(2σ²))-zCDP for shifts up to sens (Canonne, Kamath and Steinke
+// 2020, Thm. 14), and ρ-zCDP converts to (eps, delta)-DP ([dp.RhoToEpsilon]).
+//
+// It is not the analytic σ of the continuous Gaussian ([dp.SigmaAnalytic]):
+// the discrete Gaussian with that σ has, at a shift of exactly sens, a δ up
+// to 1.2–1.7 times the target (TestRSGaussianExactDelta computes it).
+func rsGaussianSigma(eps, delta, sens float64) (float64, error) {
+	rho, err := dp.RhoForBudget(dp.Budget{Epsilon: eps, Delta: delta})
+	if err != nil {
+		return 0, err
+	}
+	return sens / math.Sqrt(2*rho), nil
 }

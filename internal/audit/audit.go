@@ -18,6 +18,12 @@ import (
 // ErrInvalidOptions is wrapped by errors about audit options.
 var ErrInvalidOptions = errors.New("audit: invalid options")
 
+// ErrVacuous is wrapped by the error of an audit whose every event had
+// probability 0 on both inputs or 1 on both (its statistic was constant,
+// or its events never split the outputs): such an audit reports ε ≥ 0 and
+// cannot fail whatever the mechanism does.
+var ErrVacuous = errors.New("audit: vacuous")
+
 // Mechanism is one run of a randomised mechanism on a fixed input, drawing
 // its noise from src. It may be called concurrently with distinct sources.
 type Mechanism[T any] func(src dp.Source) T
@@ -111,6 +117,11 @@ type Result struct {
 	// result: the lower bound on the larger side's probability and the
 	// upper bound on the other's.
 	PLower, PUpper float64
+	// Degenerate is the number of events of the family that occurred in
+	// none of the runs on either input, or in all of them on both: they
+	// carry no evidence. When every event is degenerate the audit fails
+	// with [ErrVacuous] instead.
+	Degenerate int
 	// N is the number of runs per input; Events the number of events in
 	// the family (for RunScalar, thresholds each with its complement);
 	// Intervals the number of Clopper–Pearson intervals in the Bonferroni
@@ -225,15 +236,24 @@ func Run[T any](ctx context.Context, d, dPrime Mechanism[T], events []Event[T], 
 	for i, e := range events {
 		names[i] = e.Name
 	}
-	return summarise(names, cD, cP, opt, m, 2*m), nil
+	return summarise(names, cD, cP, opt, m, 2*m)
 }
 
 // summarise turns event counts into a Result with intervals at level
-// 1 − (1−confidence)/intervals each.
-func summarise(names []string, cD, cP []int64, opt Options, events, intervals int) Result {
+// 1 − (1−confidence)/intervals each. It fails with [ErrVacuous] when every
+// event is degenerate (count 0 on both inputs, or N on both).
+func summarise(names []string, cD, cP []int64, opt Options, events, intervals int) (Result, error) {
 	n := int64(opt.N)
 	alpha := (1 - opt.Confidence) / float64(intervals)
 	res := Result{Confidence: opt.Confidence, N: opt.N, Events: events, Intervals: intervals}
+	for i := range names {
+		if cD[i] == cP[i] && (cD[i] == 0 || cD[i] == n) {
+			res.Degenerate++
+		}
+	}
+	if res.Degenerate == len(names) {
+		return res, fmt.Errorf("%w: each of the %d events (e.g. %q) occurred in none or all of the %d runs on both inputs: the statistic does not vary, so the audit cannot fail", ErrVacuous, len(names), names[0], opt.N)
+	}
 	best := candidate{eps: math.Inf(-1)}
 	for i := range names {
 		c := bound(cD[i], cP[i], n, opt.Delta, alpha)
@@ -244,10 +264,10 @@ func summarise(names []string, cD, cP []int64, opt Options, events, intervals in
 	}
 	if !(best.eps > 0) {
 		res.Event, res.CountD, res.CountDPrime = "", 0, 0
-		return res
+		return res, nil
 	}
 	res.EpsilonLowerBound, res.Swapped, res.PLower, res.PUpper = best.eps, best.swapped, best.lo, best.hi
-	return res
+	return res, nil
 }
 
 // RunScalar audits a mechanism with a real-valued output using threshold
@@ -325,7 +345,7 @@ func RunScalar(ctx context.Context, d, dPrime Mechanism[float64], opt Options) (
 	}
 	// The complement's interval mirrors the event's, so only 2k intervals
 	// (one per threshold and input) enter the Bonferroni correction.
-	return summarise(names, above(hD), above(hP), opt, 2*k, 2*k), nil
+	return summarise(names, above(hD), above(hP), opt, 2*k, 2*k)
 }
 
 // collect runs mech n times over opt.Workers goroutines, each with its own

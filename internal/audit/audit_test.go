@@ -195,3 +195,48 @@ func TestRunScalarNaN(t *testing.T) {
 		t.Fatal("NaN outputs accepted")
 	}
 }
+
+// TestVacuousAudit checks that an audit whose statistic does not vary on
+// both inputs — the "mwem weighted family" case of issue 27, 0.5 in every
+// run — is refused with ErrVacuous instead of passing with a bound of 0,
+// in RunScalar and in Run, while an audit with one degenerate event among
+// informative ones runs and counts it.
+func TestVacuousAudit(t *testing.T) {
+	ctx := context.Background()
+	opt := Options{N: 2000, Seed: 3}
+	constant := func(dp.Source) float64 { return 0.5 }
+	noisy := func(c float64) Mechanism[float64] {
+		return func(src dp.Source) float64 { return c + dp.Laplace(src, 1) }
+	}
+	never := Event[float64]{Name: "x > 1e9", In: func(x float64) bool { return x > 1e9 }}
+	always := Event[float64]{Name: "x > -1e9", In: func(x float64) bool { return x > -1e9 }}
+	positive := Event[float64]{Name: "x > 0", In: func(x float64) bool { return x > 0 }}
+	for _, tc := range []struct {
+		name           string
+		run            func() (Result, error)
+		vacuous        bool
+		wantDegenerate int
+	}{
+		{"scalar, constant on both", func() (Result, error) { return RunScalar(ctx, constant, constant, opt) }, true, 0},
+		{"scalar, constant on one", func() (Result, error) { return RunScalar(ctx, constant, noisy(0), opt) }, false, 0},
+		{"events, all trivial", func() (Result, error) {
+			return Run(ctx, noisy(0), noisy(1), []Event[float64]{never, always}, opt)
+		}, true, 0},
+		{"events, one trivial", func() (Result, error) {
+			return Run(ctx, noisy(0), noisy(1), []Event[float64]{never, positive}, opt)
+		}, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := tc.run()
+			if got := errors.Is(err, ErrVacuous); got != tc.vacuous {
+				t.Fatalf("err = %v, want ErrVacuous: %v", err, tc.vacuous)
+			}
+			if !tc.vacuous && err != nil {
+				t.Fatal(err)
+			}
+			if !tc.vacuous && res.Degenerate != tc.wantDegenerate {
+				t.Errorf("Degenerate = %d, want %d", res.Degenerate, tc.wantDegenerate)
+			}
+		})
+	}
+}

@@ -30,6 +30,15 @@
 // extra correction: its Clopper–Pearson interval is the mirror of the
 // event's, so both hold together.)
 //
+// # Vacuous audits
+//
+// An event that occurs in none of the runs on either input, or in all of
+// them on both, carries no evidence ([Result].Degenerate counts them). When
+// every event of the family is such, the statistic did not vary — e.g. a
+// mechanism view that returns the same number on every run — and [Run] and
+// [RunScalar] fail with [ErrVacuous] rather than report a bound of 0 that
+// no mechanism could exceed.
+//
 // # Not implemented
 //
 // No search for optimal events beyond thresholds (DP-Sniper-style

@@ -48,8 +48,15 @@ privacy report stored in the file. The result is printed as an aligned table
 array of objects (--format json).
 
 The released file is public: query reads only it, never private data.
+The SQL runs in a sandbox: exactly one read-only statement (SELECT,
+WITH … SELECT, VALUES, FROM …, DESCRIBE, SUMMARIZE), checked by DuckDB's
+parser before it runs; no file but FILE can be read or written, no database
+attached, no extension installed or loaded (so no network), and the
+configuration is locked.
 Exit codes: 1 when the file cannot be read or the query fails while running,
-2 for a SQL statement DuckDB cannot parse or bind, or bad arguments.`,
+2 for a SQL statement DuckDB cannot parse or bind (a refused file access
+included), more than one statement or one that is not read-only, or bad
+arguments.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usageErrorf("%s takes FILE and SQL, got %d argument(s)", cmd.CommandPath(), len(args))
@@ -83,22 +90,23 @@ func runQuery(ctx context.Context, w io.Writer, file, query, format string) erro
 			return fmt.Errorf("query: %w", err)
 		}
 	}
-	// The same options as the engine: no extension is downloaded or
-	// autoloaded (Parquet is built in).
-	conn, err := duckdb.NewConnector("?autoinstall_known_extensions=false&autoload_known_extensions=false", nil)
+	abs, err := filepath.Abs(file)
 	if err != nil {
-		return fmt.Errorf("query: open DuckDB: %w", err)
+		return fmt.Errorf("query: %w", err)
 	}
-	db := sql.OpenDB(conn)
+	db, err := openQuerySandbox(ctx, abs)
+	if err != nil {
+		return err
+	}
 	defer db.Close()
-	// One connection, so that the view is visible to the query.
-	db.SetMaxOpenConns(1)
-	lit := "'" + strings.ReplaceAll(file, "'", "''") + "'"
-	if _, err := db.ExecContext(ctx, "CREATE VIEW "+queryView+" AS SELECT * FROM read_parquet("+lit+")"); err != nil {
-		return fmt.Errorf("query: reading %s: %w", file, err)
+	if err := checkQueryStatement(ctx, db, query); err != nil {
+		return err
 	}
 	stmt, err := db.PrepareContext(ctx, query)
 	if err != nil {
+		if strings.Contains(err.Error(), "disabled by configuration") {
+			return &UsageError{Err: fmt.Errorf("query: synth query reads the release file %s only: %w", file, err)}
+		}
 		return &UsageError{Err: fmt.Errorf("query: %w", err)}
 	}
 	defer stmt.Close()
@@ -133,6 +141,71 @@ func runQuery(ctx context.Context, w io.Writer, file, query, format string) erro
 		return writeQueryJSON(w, cols, out)
 	}
 	return writeQueryTable(w, cols, out)
+}
+
+// openQuerySandbox opens an in-memory DuckDB on one connection (so that
+// the view is visible to the query) with the view synthetic over the
+// Parquet file at the absolute path file, then closes it to the outside
+// with DuckDB's own settings: no extension is installed or autoloaded
+// (Parquet is built in), only file may be read (allowed_paths) and every
+// other file system access is off (enable_external_access = false: no
+// COPY … TO, read_csv, glob, ATTACH, INSTALL), and the configuration is
+// locked so that the query cannot switch any of it back on.
+func openQuerySandbox(ctx context.Context, file string) (*sql.DB, error) {
+	conn, err := duckdb.NewConnector("?autoinstall_known_extensions=false&autoload_known_extensions=false", nil)
+	if err != nil {
+		return nil, fmt.Errorf("query: open DuckDB: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(1)
+	lit := "'" + strings.ReplaceAll(file, "'", "''") + "'"
+	if _, err := db.ExecContext(ctx, "CREATE VIEW "+queryView+" AS SELECT * FROM read_parquet("+lit+")"); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("query: reading %s: %w", file, err)
+	}
+	for _, set := range []string{
+		"SET allow_community_extensions = false",
+		"SET allowed_paths = [" + lit + "]",
+		"SET enable_external_access = false",
+		"SET lock_configuration = true",
+	} {
+		if _, err := db.ExecContext(ctx, set); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("query: sandbox (%s): %w", set, err)
+		}
+	}
+	return db, nil
+}
+
+// checkQueryStatement parses query with DuckDB's parser
+// (json_serialize_sql, which serializes SELECT statements only) and
+// refuses, as a usage error, SQL that does not parse, that holds more or
+// fewer than one statement, or whose statement is not a read-only query.
+// It runs nothing: the driver would execute every statement but the last
+// while preparing.
+func checkQueryStatement(ctx context.Context, db *sql.DB, query string) error {
+	var raw string
+	if err := db.QueryRowContext(ctx, "SELECT CAST(json_serialize_sql(CAST($1 AS VARCHAR)) AS VARCHAR)", query).Scan(&raw); err != nil {
+		return fmt.Errorf("query: parse the SQL: %w", err)
+	}
+	var parsed struct {
+		Error      bool              `json:"error"`
+		Message    string            `json:"error_message"`
+		Statements []json.RawMessage `json:"statements"`
+	}
+	if err := json.Unmarshal([]byte(raw), &parsed); err != nil {
+		return fmt.Errorf("query: parse the SQL: %w", err)
+	}
+	const allowed = "synth query runs one read-only statement (SELECT, WITH … SELECT, VALUES, FROM …, DESCRIBE, SUMMARIZE) over the release"
+	switch {
+	case parsed.Error && strings.Contains(parsed.Message, "Only SELECT"):
+		return usageErrorf("query: %s; refused: %q (a statement other than a query, e.g. COPY, ATTACH, CREATE, INSTALL, SET)", allowed, query)
+	case parsed.Error:
+		return usageErrorf("query: %s", parsed.Message)
+	case len(parsed.Statements) != 1:
+		return usageErrorf("query: %s; got %d statements", allowed, len(parsed.Statements))
+	}
+	return nil
 }
 
 func writeQueryTable(w io.Writer, cols []string, rows [][]any) error {

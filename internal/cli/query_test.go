@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/csv"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,5 +155,66 @@ func TestDemoPattern(t *testing.T) {
 		if demo.Favourite[f[0]] != f[1] {
 			t.Errorf("tier %s: most frequent channel %s, want %s (the demo's advertised pattern)\n%s", f[0], f[1], demo.Favourite[f[0]], qr.stdout)
 		}
+	}
+}
+
+// TestQuerySandbox tries what a third party with the release could try
+// through synth query (issue 27): write a file, read another, attach a
+// database and run two statements, install an extension (the network),
+// read over HTTP, turn the sandbox off. Each must fail with a message that
+// says why, and leave no file behind; SELECTs over the release, and the
+// file's own Parquet metadata, must still work. Every refusal case passed
+// (exit 0, or another message) on the code before the sandbox (seen).
+func TestQuerySandbox(t *testing.T) {
+	dir := t.TempDir()
+	file := writeQueryParquet(t, dir)
+	secret := filepath.Join(dir, "secret.csv")
+	if err := os.WriteFile(secret, []byte("name\nsecret-marker-7f3a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	written := filepath.Join(dir, "written.csv")
+	attached := filepath.Join(dir, "x.db")
+	for _, tc := range []struct {
+		name, sql string
+		code      int
+		msg       string
+	}{
+		{"COPY writes a file", "COPY (SELECT 1) TO '" + written + "'", ExitUsage, "one read-only statement"},
+		{"read_csv reads a file", "SELECT * FROM read_csv('" + secret + "')", ExitUsage, "reads the release file"},
+		{"read_csv reads /etc/passwd", "SELECT * FROM read_csv('/etc/passwd')", ExitUsage, "file system operations are disabled"},
+		{"ATTACH then CREATE TABLE", "ATTACH '" + attached + "' AS x; CREATE TABLE x.t AS SELECT 1", ExitUsage, "one read-only statement"},
+		{"two SELECTs", "SELECT 1; SELECT 2", ExitUsage, "got 2 statements"},
+		{"INSTALL httpfs", "INSTALL httpfs", ExitUsage, "one read-only statement"},
+		{"read over HTTP", "SELECT * FROM read_parquet('https://example.com/x.parquet')", ExitUsage, "reads the release file"},
+		{"sandbox off", "SET enable_external_access = true", ExitUsage, "one read-only statement"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, "query", file, tc.sql)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
+				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", r.code, r.stderr, tc.code, tc.msg)
+			}
+			if strings.Contains(r.stdout+r.stderr, "secret-marker") {
+				t.Errorf("the other file's content came out:\n%s%s", r.stdout, r.stderr)
+			}
+			for _, p := range []string{written, attached} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s was created", p)
+				}
+			}
+		})
+	}
+	for _, q := range []string{
+		"WITH t AS (SELECT color FROM synthetic) SELECT count(*) AS n FROM t",
+		"FROM synthetic",
+		"DESCRIBE synthetic",
+		"SELECT count(*) AS n FROM parquet_kv_metadata('" + file + "')",
+	} {
+		if r := run(t, "query", file, q); r.code != ExitOK {
+			t.Errorf("%s: exit %d, stderr %q", q, r.code, r.stderr)
+		}
+	}
+	r := mustRun(t, "query", "--format", "csv", dir, "SELECT count(*) AS n FROM synthetic")
+	if strings.TrimSpace(r.stdout) != "n\n3" {
+		t.Errorf("count over the release = %q", r.stdout)
 	}
 }

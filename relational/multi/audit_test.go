@@ -67,13 +67,13 @@ func radiusAudit(t *testing.T, noThresholdNoise bool) audit.Result {
 	return res
 }
 
-// TestAuditRadius audits step 1 of Alg. 1 — the released radius r̃ — at its
+// TestAuditRadiusMutant audits step 1 of Alg. 1 — the released radius r̃ — at its
 // claimed ε/10 = 1 (pure DP) on [svtPair], and checks that the same audit
 // catches the planted bug "SVT threshold without noise", whose loss grows
 // with the number of radii below the threshold. Each audit's bound holds
 // with confidence 1 − 10⁻⁶, so the first check fails falsely with
 // probability ≤ 10⁻⁶; the audit is seeded (deterministic).
-func TestAuditRadius(t *testing.T) {
+func TestAuditRadiusMutant(t *testing.T) {
 	res := radiusAudit(t, false)
 	t.Logf("SVT: %+v", res)
 	if res.EpsilonLowerBound > 1 {
@@ -99,6 +99,17 @@ func tightPair() (d, dPrime []Entry) {
 	return []Entry{{Unit: 0, Coord: 0, Psi: 4}}, nil
 }
 
+// gridPair is [tightPair] on the grid g = 1/4 (a SUM's grid): I has one
+// unit with S = (16, 0) grid steps = (4, 0) in the query's units, I′ is
+// empty. The SVT, which compares norms in the query's units, stops at
+// r̃ = 1 as on tightPair; the unit is clipped to (4, 0) grid steps, norm
+// exactly r̃/g, and the honest σ = (r̃/g)/√(2ρ) ≈ 8.3 grid steps makes the
+// pair as tight as tightPair. Noise computed from r̃ in the query's units
+// (σ ≈ 2.1 grid steps, too small by 1/g = 4) shows the shift.
+func gridPair() (d, dPrime []Entry) {
+	return []Entry{{Unit: 0, Coord: 0, Psi: 16}}, nil
+}
+
 // answerPair is a neighbouring pair where the radius matters: 150 units
 // with S_i = (3, 4) (norm 5) — more than |T| ≈ 111 at ε = 2, so the SVT
 // passes the radii below 5 and stops near r̃ = 8 — and one unit with
@@ -112,8 +123,8 @@ func answerPair() (d, dPrime []Entry) {
 	return d, dPrime
 }
 
-// TestAuditAnswer audits Alg. 1 end to end ([Run] with the jump start) at
-// its claimed (ε, δ) = (2, 10⁻⁴). On [tightPair] (coordinate 0, N runs
+// TestAuditAnswerMutants audits Alg. 1 end to end ([Run] with the jump
+// start) at its claimed (ε, δ) = (2, 10⁻⁴). On [tightPair] (coordinate 0, N runs
 // per input; N = 200 000, or 20 000 with -short) the honest mechanism
 // must stay at or below ε = 2 and each planted bug must be caught — its
 // ε lower bound above 2:
@@ -124,11 +135,14 @@ func answerPair() (d, dPrime []Entry) {
 //
 // On [answerPair] (through the sum of the two coordinates, the direction
 // the clipped unit moves it) the honest mechanism must stay below ε and
-// "no clipping" must be caught. Each audit holds with confidence 1 − 10⁻⁶
+// "no clipping" must be caught. On [gridPair] (grid g = 1/4, coordinate
+// 0, 20 000 runs, also with -short) the honest mechanism must stay at or
+// below ε and σ computed in the query's units instead of grid steps must
+// be caught. Each audit holds with confidence 1 − 10⁻⁶
 // and is seeded, so the run is deterministic; a false failure of an honest
 // check has probability ≤ 10⁻⁶. With -short the mutants are still run but
 // only reported (20 000 runs cannot resolve ε above 2 at δ = 10⁻⁴).
-func TestAuditAnswer(t *testing.T) {
+func TestAuditAnswerMutants(t *testing.T) {
 	const eps = 2.0
 	type mutant struct {
 		name string
@@ -139,32 +153,38 @@ func TestAuditAnswer(t *testing.T) {
 		pair    func() ([]Entry, []Entry)
 		view    func([]int64) float64
 		n       int
+		g       float64
 		mutants []mutant
 	}{
-		{tightPair, func(v []int64) float64 { return float64(v[0]) }, 200_000, []mutant{
+		{tightPair, func(v []int64) float64 { return float64(v[0]) }, 200_000, 1, []mutant{
 			{"σ halved", Config{noiseFactor: 0.5}},
 			{"clip at 2r̃", Config{clipFactor: 2}},
 			{"no clipping", Config{noClip: true}},
 		}},
-		{answerPair, func(v []int64) float64 { return float64(v[0] + v[1]) }, 20_000, []mutant{
+		{answerPair, func(v []int64) float64 { return float64(v[0] + v[1]) }, 20_000, 1, []mutant{
 			{"no clipping", Config{noClip: true}},
+		}},
+		{gridPair, func(v []int64) float64 { return float64(v[0]) }, 20_000, 0.25, []mutant{
+			{"σ in query units", Config{sigmaQueryUnits: true}},
 		}},
 	}
 	for i, c := range cases {
 		d, dPrime := c.pair()
 		n := c.n
-		if testing.Short() {
+		if testing.Short() && n > 20_000 {
 			n /= 10
 		}
+		honest.Quantum = c.g
 		res := answerAudit(t, d, dPrime, c.view, honest, n)
 		t.Logf("pair %d honest: %+v", i, res)
 		if res.EpsilonLowerBound > eps {
 			t.Errorf("pair %d: empirical ε lower bound %v > claimed ε = %v (event %s)", i, res.EpsilonLowerBound, eps, res.Event)
 		}
 		for _, m := range c.mutants {
+			m.cfg.Quantum = c.g
 			mut := answerAudit(t, d, dPrime, c.view, m.cfg, n)
-			t.Logf("pair %d %s: %+v", i, m.name, mut)
-			if mut.EpsilonLowerBound <= eps && !testing.Short() {
+			t.Logf("pair %d mutant %s: ε lower bound %.3f vs claim %v (%+v)", i, m.name, mut.EpsilonLowerBound, eps, mut)
+			if mut.EpsilonLowerBound <= eps && (!testing.Short() || n == c.n) {
 				t.Errorf("pair %d: the audit did not catch %q: ε lower bound %v ≤ %v", i, m.name, mut.EpsilonLowerBound, eps)
 			}
 		}

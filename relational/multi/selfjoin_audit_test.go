@@ -37,7 +37,7 @@ func selfJoinRadiusPair() (d, dPrime []JoinGroup) {
 	return d, dPrime
 }
 
-// TestAuditSelfJoin audits Alg. 2 (polynomial) at (ε, δ) = (4, 10⁻⁴)
+// TestAuditSelfJoinMutant audits Alg. 2 (polynomial) at (ε, δ) = (4, 10⁻⁴)
 // through the sum of the answers, 8 000 runs per input (cheap: the runs
 // only look the programs up; -short keeps them, the mutant needs them).
 // The QCQPs are deterministic: they are solved once per radius by Ipopt
@@ -51,7 +51,7 @@ func selfJoinRadiusPair() (d, dPrime []JoinGroup) {
 //     constants.
 //   - [selfJoinRadiusPair], honest and the planted bug "noise scaled by
 //     r = 1 instead of r̃", which must be caught (ε lower bound > 4).
-func TestAuditSelfJoin(t *testing.T) {
+func TestAuditSelfJoinMutant(t *testing.T) {
 	if !ipopt.Available {
 		t.Skip("needs -tags ipopt")
 	}

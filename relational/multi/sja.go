@@ -51,6 +51,7 @@ type Config struct {
 	clipFactor       float64 // mutation knob: clip to clipFactor·r̃ (0 means 1)
 	noiseFactor      float64 // mutation knob: σ multiplied by noiseFactor (0 means 1)
 	noiseRadiusOne   bool    // mutation knob of Alg. 2: noise scaled by r = 1 instead of r̃
+	sigmaQueryUnits  bool    // mutation knob: σ from r̃ in query units, not grid steps (1/g too small for g < 1)
 }
 
 // Result is the output of [Run]: the d DP answers and the public
@@ -172,6 +173,9 @@ func Run(ctx context.Context, src dp.Source, entries []Entry, d int, cfg Config)
 		return Result{}, err
 	}
 	sigma := rGrid / math.Sqrt(2*rho)
+	if cfg.sigmaQueryUnits {
+		sigma = res.Radius / math.Sqrt(2*rho)
+	}
 	if cfg.noiseFactor != 0 {
 		sigma *= cfg.noiseFactor
 	}
