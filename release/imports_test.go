@@ -1,0 +1,33 @@
+package release
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestImportGraph: the dependency points one way — nothing below the
+// orchestration imports it. Only internal/cli (and the test-only report
+// and benchmark packages listed below) may import release; nothing but
+// cmd/synth may import internal/cli; release's own subpackages (the
+// writer, publishing) never import release.
+func TestImportGraph(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../...").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	const mod = "github.com/synth-dp/synth/"
+	mayImportRelease := map[string]bool{mod + "internal/cli": true}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg, imports := f[0], f[1:]
+		for _, imp := range imports {
+			if imp == mod+"release" && !mayImportRelease[pkg] {
+				t.Errorf("%s imports release: a lower package must not depend on the orchestration", pkg)
+			}
+			if imp == mod+"internal/cli" && pkg != mod+"cmd/synth" {
+				t.Errorf("%s imports internal/cli", pkg)
+			}
+		}
+	}
+}
