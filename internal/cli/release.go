@@ -87,7 +87,7 @@ DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sa
 			if deltaSet {
 				s.Privacy.Delta = o.delta
 			}
-			sum, err := runRelease(cmd.Context(), g, s, release.Options{
+			sum, err := runRelease(cmd, g, s, "release", release.Options{
 				OutDir: o.out, Rounds: o.rounds, MaxRounds: o.maxRounds, MemoryCap: o.memCapMiB << 20,
 				Overwrite: o.overwrite, Rows: o.rows, BudgetOverride: epsSet || deltaSet,
 			})
@@ -132,7 +132,15 @@ func (g *globalOptions) source() dp.Source {
 	return dp.NewSource()
 }
 
-func runRelease(ctx context.Context, g *globalOptions, s *spec.Spec, o release.Options) (*release.Summary, error) {
+// runRelease runs a release of s for command (release or demo): it records
+// the run's budget in the lifetime ledger, when there is one, before the
+// release reads any data.
+func runRelease(cmd *cobra.Command, g *globalOptions, s *spec.Spec, command string, o release.Options) (*release.Summary, error) {
+	ctx := cmd.Context()
+	b := dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta}
+	if err := chargeLedger(cmd, g, s, command, "release (method: "+string(s.Release.Method)+")", b); err != nil {
+		return nil, err
+	}
 	o.Spec, o.Engine, o.Source, o.Logger = s, g.engine, g.source(), g.logger
 	// Progress bars on stderr, only when it is a terminal.
 	bars := progress.New(g.stderr, g.quiet)

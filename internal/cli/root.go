@@ -53,6 +53,7 @@ type globalOptions struct {
 	seedSet  bool
 	logLevel string
 	quiet    bool
+	ledger   ledgerFlags
 
 	stdout, stderr io.Writer
 	logger         *slog.Logger
@@ -96,7 +97,7 @@ func ExitCode(err error) int {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid), errors.Is(err, release.ErrUnsupported), errors.Is(err, pmw.ErrTooLarge),
-		errors.Is(err, joinasone.ErrNoPrivateRelation), errors.Is(err, residual.ErrNoPrivate):
+		errors.Is(err, joinasone.ErrNoPrivateRelation), errors.Is(err, residual.ErrNoPrivate), isLedgerRefusal(err):
 		return ExitUsage
 	default:
 		return ExitRuntime
@@ -130,7 +131,10 @@ Exit codes:
   2  usage or spec error (an unknown command or flag, a bad flag value,
      a spec file that is missing, a folder or invalid, a budget whose
      truncation threshold τ overflows, a spec whose every table is public,
-     a method the spec's join does not support)`,
+     a method the spec's join does not support, a run that the lifetime
+     budget ledger refuses)
+
+` + ledgerHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -156,10 +160,12 @@ Exit codes:
 	pf.Uint64Var(&opts.seed, "seed", 0, "seed the noise for a reproducible run (the output is marked not private)")
 	pf.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.BoolVarP(&opts.quiet, "quiet", "q", false, "print errors only")
+	opts.ledger.register(root)
 
 	root.AddCommand(newVersionCmd(opts), newInspectCmd(opts), newSensitivityCmd(opts), newReleaseCmd(opts), newEvaluateCmd(opts), newDemoCmd(opts))
 	root.AddCommand(newQueryCmd(opts))
 	root.AddCommand(newAnswerCmd(opts))
+	root.AddCommand(newBudgetCmd(opts))
 	return root, opts
 }
 
