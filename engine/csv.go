@@ -2,6 +2,8 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -57,6 +60,61 @@ const (
 	fixUTF8   = "convert the file to UTF-8"
 )
 
+// openCSV opens a CSV source for reading, decompressing it when its name
+// ends in .gz (gzip) or .zst (Zstandard), as the spec allows and as
+// DuckDB's read_csv does by the same rule. Closing the reader closes the
+// file.
+func openCSV(file string) (io.ReadCloser, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	switch csvCompression(file) {
+	case "gzip":
+		z, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("not a gzip file (the name ends in .gz): %w", err)
+		}
+		return readCloser{Reader: z, close: func() error { z.Close(); return f.Close() }}, nil
+	case "zstd":
+		br := bufio.NewReaderSize(f, 1<<16)
+		if magic, _ := br.Peek(4); !bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+			f.Close()
+			return nil, errors.New("not a Zstandard file (the name ends in .zst)")
+		}
+		z, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("not a Zstandard file (the name ends in .zst): %w", err)
+		}
+		return readCloser{Reader: z, close: func() error { z.Close(); return f.Close() }}, nil
+	}
+	return f, nil
+}
+
+// csvCompression names the compression of a CSV source for DuckDB's
+// read_csv from the file's name, ignoring case: "gzip" (.gz), "zstd"
+// (.zst) or "none".
+func csvCompression(file string) string {
+	lower := strings.ToLower(file)
+	switch {
+	case strings.HasSuffix(lower, ".gz"):
+		return "gzip"
+	case strings.HasSuffix(lower, ".zst"):
+		return "zstd"
+	}
+	return "none"
+}
+
+// readCloser pairs a decompressing reader with the close of its file.
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
+
 // newCSVReader reads synth's one CSV dialect: comma-separated, "-quoted,
 // a " inside a quoted field doubled.
 func newCSVReader(r io.Reader) *csv.Reader {
@@ -73,7 +131,7 @@ func newCSVReader(r io.Reader) *csv.Reader {
 // names). A header without data rows is an empty table, which is valid.
 func csvHeader(t *spec.Table) ([]string, error) {
 	file := t.Source
-	f, err := os.Open(file)
+	f, err := openCSV(file)
 	if err != nil {
 		return nil, &fileError{table: t.Name, file: file, msg: "cannot read the source", err: err}
 	}
@@ -128,7 +186,7 @@ func csvHeader(t *spec.Table) ([]string, error) {
 // inside an unquoted field, and checks UTF-8 only in the header and in the
 // columns read (read[i] for the i-th field).
 func scanCSV(file string, fields int, read []bool) *CSVError {
-	f, err := os.Open(file)
+	f, err := openCSV(file)
 	if err != nil {
 		return nil
 	}

@@ -137,7 +137,8 @@ func (d duckDB) reader(t *spec.Table, header []string, rowNumbers bool) string {
 	}
 	return "read_csv(" + d.str(t.Source) +
 		", auto_detect = false, header = true, skip = 0, columns = {" + strings.Join(cols, ", ") + "}" +
-		", delim = ',', quote = '\"', escape = '\"', comment = '', strict_mode = true, null_padding = false)"
+		", delim = ',', quote = '\"', escape = '\"', comment = '', strict_mode = true, null_padding = false" +
+		", compression = '" + csvCompression(t.Source) + "')"
 }
 
 func (d duckDB) source(t *spec.Table, header, cols []string, kind map[string]string) (string, string) {
