@@ -109,8 +109,11 @@ type Spec struct {
 
 // Digest is the SHA-256 (hex) of the spec file's bytes as read by [Load] or
 // [Parse], for the privacy report. It does not cover the SDV metadata file
-// or the data. A Spec built by hand digests the empty input.
+// or the data. A Spec built by hand (no file bytes) has no digest: "".
 func (s *Spec) Digest() string {
+	if s.raw == nil {
+		return ""
+	}
 	sum := sha256.Sum256(s.raw)
 	return hex.EncodeToString(sum[:])
 }

@@ -237,10 +237,10 @@ func runAnswer(cmd *cobra.Command, g *globalOptions, s *spec.Spec, texts []strin
 	ctx := cmd.Context()
 	budget := dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta}
 	if o.ranges && o.multi {
-		return &UsageError{Err: errors.New("--multi and --ranges exclude each other (user-level vs tuple-level DP)")}
+		return &UsageError{Err: errors.New("--multi and --ranges exclude each other (user-level vs tuple-level DP)"), Hint: true}
 	}
 	if o.ranges && len(units) > 0 {
-		return &UsageError{Err: fmt.Errorf("--ranges answers under tuple-level DP: give --unit \"\" (the spec names unit %s)", strings.Join(units, ","))}
+		return &UsageError{Err: fmt.Errorf("--ranges answers under tuple-level DP: give --unit \"\" (the spec names unit %s)", strings.Join(units, ",")), Hint: true}
 	}
 	neighbours, mech := "add/remove one tuple of one private relation (tuple-DP)", "synth answer: residual-sensitivity mechanism (Dong–Yi survey §3.2)"
 	if len(units) > 0 {
@@ -306,7 +306,7 @@ func runAnswer(cmd *cobra.Command, g *globalOptions, s *spec.Spec, texts []strin
 	}
 	report := ledger.Report(dp.ReportMeta{
 		Neighbours: neighbours, Mechanism: mech, Seeded: src.Seeded(), Parameters: params,
-		SoftwareVersion: version.String(), SpecDigest: "sha256:" + s.Digest(),
+		SoftwareVersion: version.String(), SpecDigest: specDigest(s),
 	})
 	return writeAnswers(g.stdout, o.format, res, report)
 }
@@ -316,7 +316,7 @@ func runAnswer(cmd *cobra.Command, g *globalOptions, s *spec.Spec, texts []strin
 // counts by one).
 func answerRanges(ctx context.Context, eng *engine.Engine, src dp.Source, s *spec.Spec, texts, units []string, budget dp.Budget, ledger *dp.Ledger) ([]relational.Result, error) {
 	if len(units) > 0 {
-		return nil, &UsageError{Err: fmt.Errorf("--ranges answers under tuple-level DP: give --unit \"\" (the spec names unit %s)", strings.Join(units, ","))}
+		return nil, &UsageError{Err: fmt.Errorf("--ranges answers under tuple-level DP: give --unit \"\" (the spec names unit %s)", strings.Join(units, ",")), Hint: true}
 	}
 	set, err := rangeset.Parse(ctx, eng, s, texts)
 	if err != nil {

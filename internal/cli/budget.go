@@ -95,7 +95,7 @@ func chargeLedger(cmd *cobra.Command, g *globalOptions, s *spec.Spec, command, m
 	if err != nil || path == "" {
 		return err
 	}
-	e := lifetime.NewEntry(command, mechanism, "sha256:"+s.Digest(), b, g.seedSet)
+	e := lifetime.NewEntry(command, mechanism, specDigest(s), b, g.seedSet)
 	h, err := lifetime.Charge(path, e, life)
 	if err != nil {
 		return err
@@ -110,6 +110,15 @@ func chargeLedger(cmd *cobra.Command, g *globalOptions, s *spec.Spec, command, m
 	}
 	g.logger.Info("ledger: run recorded before reading data", attrs...)
 	return nil
+}
+
+// specDigest is "sha256:<hex>" of the spec file, "" for a spec built in
+// memory (the demo's).
+func specDigest(s *spec.Spec) string {
+	if d := s.Digest(); d != "" {
+		return "sha256:" + d
+	}
+	return ""
 }
 
 type budgetOptions struct {

@@ -35,15 +35,21 @@ const (
 	ExitUsage   = 2
 )
 
-// UsageError marks a problem with flags or arguments; it maps to exit
-// code 2 and prints the usage hint.
-type UsageError struct{ Err error }
+// UsageError marks a problem with flags or arguments, or an input the
+// command refuses before it runs (an output folder that holds a release, a
+// query outside the supported class); it maps to exit code 2. Hint asks
+// for the "Run 'synth --help' for usage." line, which only helps after a
+// mistake in the command line itself.
+type UsageError struct {
+	Err  error
+	Hint bool
+}
 
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
 
 func usageErrorf(format string, a ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, a...)}
+	return &UsageError{Err: fmt.Errorf(format, a...), Hint: true}
 }
 
 // globalOptions are the flags every command shares.
@@ -76,13 +82,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// any command runs; repeating the lookup tells it apart so that it is a
 	// usage error like an unknown flag.
 	if _, _, ferr := root.Find(args); ferr != nil {
-		err = &UsageError{Err: err}
+		err = &UsageError{Err: err, Hint: true}
 	}
-	fmt.Fprintf(stderr, "synth: %v\n", err)
+	fmt.Fprintf(stderr, "synth: %s\n", userMessage(err.Error()))
 	code := ExitCode(err)
 	if code == ExitUsage {
 		var ue *UsageError
-		if errors.As(err, &ue) {
+		if errors.As(err, &ue) && ue.Hint {
 			fmt.Fprintln(stderr, "Run 'synth --help' for usage.")
 		}
 	}
@@ -153,7 +159,7 @@ Exit codes:
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &UsageError{Err: err}
+		return &UsageError{Err: err, Hint: true}
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&opts.engine, "engine", "duckdb", `SQL engine: "duckdb" (embedded, tables in a temporary file removed on exit, buffers capped by `+engine.MemoryLimitEnv+`, default `+engine.DefaultMemoryLimit+`), "duckdb:PATH" (a database file), "duckdb::memory:" (in memory) or "postgres://USER@HOST:PORT/DB" (a PostgreSQL server; add ?synth_shards=shard_1,… for a postgres_fdw cluster)`)
