@@ -21,7 +21,9 @@ func TestLoadCategoryNormalisation(t *testing.T) { forEachOpener(t, testLoadCate
 func testLoadCategoryNormalisation(t *testing.T, openTest func(testing.TB) *Engine) {
 	nfc, nfd := "caf\u00e9", "cafe\u0301"
 	src := writeCSV(t, t.TempDir(), "orders.csv", ordersHeader, set(1, "o_prio", nfd))
-	s := ordersSpec(src, func(cols []spec.Column) { column(cols, "o_prio").Values = []string{nfc, "2-HIGH", "3-MEDIUM", "1-URGENT"} })
+	s := ordersSpec(src, func(cols []spec.Column) {
+		column(cols, "o_prio").Values = []string{nfc, "2-HIGH", "3-MEDIUM", "1-URGENT"}
+	})
 	err := openTest(t).Load(context.Background(), s)
 	var de *DataError
 	if !errors.As(err, &de) {
