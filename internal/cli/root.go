@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/pmw"
@@ -103,7 +104,8 @@ func ExitCode(err error) int {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid), errors.Is(err, release.ErrUnsupported), errors.Is(err, pmw.ErrTooLarge),
-		errors.Is(err, joinasone.ErrNoPrivateRelation), errors.Is(err, residual.ErrNoPrivate), isLedgerRefusal(err):
+		errors.Is(err, joinasone.ErrNoPrivateRelation), errors.Is(err, residual.ErrNoPrivate), isLedgerRefusal(err),
+		errors.Is(err, dp.ErrUnsamplable):
 		return ExitUsage
 	default:
 		return ExitRuntime
