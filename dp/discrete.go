@@ -153,12 +153,8 @@ type DiscreteLaplaceSampler struct {
 // NewDiscreteLaplace returns a sampler of Lap_ℤ(scale). The scale must lie
 // in [[MinDiscreteScale], [MaxDiscreteScale]].
 func NewDiscreteLaplace(scale float64) (*DiscreteLaplaceSampler, error) {
-	if err := checkPositive("discrete laplace scale", scale); err != nil {
+	if err := CheckScale("discrete laplace scale", scale); err != nil {
 		return nil, err
-	}
-	if scale < MinDiscreteScale || scale > MaxDiscreteScale {
-		return nil, fmt.Errorf("%w: discrete laplace scale = %v, want %v ≤ scale ≤ %v",
-			ErrInvalidParameter, scale, MinDiscreteScale, MaxDiscreteScale)
 	}
 	r := new(big.Rat).SetFloat64(scale)
 	// A float64 in [2⁻¹¹, 2⁴⁰] is m·2^e with m < 2⁵³ and e ≥ −63 (or an
@@ -231,12 +227,8 @@ type DiscreteGaussianSampler struct {
 // NewDiscreteGaussian returns a sampler of N_ℤ(0, σ²). σ must lie in
 // [[MinDiscreteScale], [MaxDiscreteScale]].
 func NewDiscreteGaussian(sigma float64) (*DiscreteGaussianSampler, error) {
-	if err := checkPositive("discrete gaussian sigma", sigma); err != nil {
+	if err := CheckScale("discrete gaussian sigma", sigma); err != nil {
 		return nil, err
-	}
-	if sigma < MinDiscreteScale || sigma > MaxDiscreteScale {
-		return nil, fmt.Errorf("%w: discrete gaussian sigma = %v, want %v ≤ sigma ≤ %v",
-			ErrInvalidParameter, sigma, MinDiscreteScale, MaxDiscreteScale)
 	}
 	r := new(big.Rat).SetFloat64(sigma)
 	r.Mul(r, r)

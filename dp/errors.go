@@ -10,6 +10,28 @@ import (
 // parameter (NaN, ±Inf, out of range).
 var ErrInvalidParameter = errors.New("dp: invalid parameter")
 
+// ErrUnsamplable is wrapped, with [ErrInvalidParameter], when a noise
+// scale lies outside the range the exact discrete samplers draw from
+// ([MinDiscreteScale], [MaxDiscreteScale]): the budget is too small (or
+// the sensitivity too large) for the mechanism, not a fault of the data.
+var ErrUnsamplable = errors.New("dp: noise scale outside the samplers' range")
+
+// CheckScale reports whether the exact discrete samplers can draw at a
+// scale (a discrete Laplace b or a discrete Gaussian σ): nil when it is a
+// finite number in [[MinDiscreteScale], [MaxDiscreteScale]], else an error
+// naming what, wrapping [ErrInvalidParameter] and, for a finite positive
+// scale out of range, [ErrUnsamplable]. Callers use it on scales computed
+// from public parameters to refuse a run before it reads data.
+func CheckScale(what string, scale float64) error {
+	if err := checkPositive(what, scale); err != nil {
+		return err
+	}
+	if scale < MinDiscreteScale || scale > MaxDiscreteScale {
+		return fmt.Errorf("%w: %w: %s = %v, want %v ≤ scale ≤ %v", ErrInvalidParameter, ErrUnsamplable, what, scale, MinDiscreteScale, MaxDiscreteScale)
+	}
+	return nil
+}
+
 // checkPositive rejects NaN, ±Inf and values ≤ 0.
 func checkPositive(name string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -57,6 +60,61 @@ const (
 	fixUTF8   = "convert the file to UTF-8"
 )
 
+// openCSV opens a CSV source for reading, decompressing it when its name
+// ends in .gz (gzip) or .zst (Zstandard), as the spec allows and as
+// DuckDB's read_csv does by the same rule. Closing the reader closes the
+// file.
+func openCSV(file string) (io.ReadCloser, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	switch csvCompression(file) {
+	case "gzip":
+		z, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("not a gzip file (the name ends in .gz): %w", err)
+		}
+		return readCloser{Reader: z, close: func() error { z.Close(); return f.Close() }}, nil
+	case "zstd":
+		br := bufio.NewReaderSize(f, 1<<16)
+		if magic, _ := br.Peek(4); !bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+			f.Close()
+			return nil, errors.New("not a Zstandard file (the name ends in .zst)")
+		}
+		z, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("not a Zstandard file (the name ends in .zst): %w", err)
+		}
+		return readCloser{Reader: z, close: func() error { z.Close(); return f.Close() }}, nil
+	}
+	return f, nil
+}
+
+// csvCompression names the compression of a CSV source for DuckDB's
+// read_csv from the file's name, ignoring case: "gzip" (.gz), "zstd"
+// (.zst) or "none".
+func csvCompression(file string) string {
+	lower := strings.ToLower(file)
+	switch {
+	case strings.HasSuffix(lower, ".gz"):
+		return "gzip"
+	case strings.HasSuffix(lower, ".zst"):
+		return "zstd"
+	}
+	return "none"
+}
+
+// readCloser pairs a decompressing reader with the close of its file.
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
+
 // newCSVReader reads synth's one CSV dialect: comma-separated, "-quoted,
 // a " inside a quoted field doubled.
 func newCSVReader(r io.Reader) *csv.Reader {
@@ -73,7 +131,7 @@ func newCSVReader(r io.Reader) *csv.Reader {
 // names). A header without data rows is an empty table, which is valid.
 func csvHeader(t *spec.Table) ([]string, error) {
 	file := t.Source
-	f, err := os.Open(file)
+	f, err := openCSV(file)
 	if err != nil {
 		return nil, &fileError{table: t.Name, file: file, msg: "cannot read the source", err: err}
 	}
@@ -121,6 +179,127 @@ func csvHeader(t *spec.Table) ([]string, error) {
 	return header, nil
 }
 
+// MaxRecordBytes is the longest CSV record (a data row, bytes) the
+// engine reads: DuckDB's read_csv max_line_size, with a read buffer of the
+// same size (what DuckDB's default buffer of 16 × its default 2 MB line
+// uses), so memory does not grow with the option. A longer record is
+// reported by [scanLong] with its line, column and length.
+const MaxRecordBytes = 32 << 20
+
+// scanLong streams a CSV source and returns a [*CSVError] for the first
+// record longer than limit bytes, naming its line and its longest field's
+// column and length, and saying whether synth reads that column; nil when
+// every record fits (or the file does not open). Memory stays at the read
+// buffer whatever the values' lengths. It follows the dialect of
+// [newCSVReader] (comma, "-quotes, "" inside them); a malformed quote is
+// left to [scanCSV].
+func scanLong(file string, header []string, read []bool, limit int) *CSVError {
+	f, err := openCSV(file)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	const (
+		start  = iota // at the start of a field
+		plain         // in an unquoted field
+		quoted        // in a quoted field
+		quote         // after a " in a quoted field
+	)
+	buf := make([]byte, 1<<20)
+	state := start
+	var (
+		line, recLine       int64 = 1, 1
+		field, fieldLen     int
+		recLen              int
+		longField, longSize = -1, 0
+		header1             = true
+	)
+	endField := func() {
+		if fieldLen > longSize {
+			longField, longSize = field, fieldLen
+		}
+		field++
+		fieldLen = 0
+	}
+	report := func() *CSVError {
+		name := fmt.Sprintf("column %d", longField+1)
+		if longField < len(header) {
+			name = fmt.Sprintf("column %q", header[longField])
+		}
+		e := &CSVError{File: file, Line: recLine}
+		if longField < len(read) && read[longField] {
+			e.Problem = fmt.Sprintf("a record of more than %d bytes: %s holds a value of %d bytes", limit, name, longSize)
+			e.Fix = "synth reads records of at most " + strconv.Itoa(limit) + " bytes; a declared column's values are short (categories, numbers, dates, keys): check the quoting"
+		} else {
+			e.Problem = fmt.Sprintf("a record of more than %d bytes: %s, which the spec does not declare, holds a value of %d bytes", limit, name, longSize)
+			e.Fix = "drop that column from the file (e.g. keep only the declared columns with DuckDB: COPY (SELECT ... FROM 'in.csv') TO 'out.csv'), or check the quoting"
+		}
+		return e
+	}
+	// A record's length is checked when it ends, so that the report gives
+	// its longest value's whole length.
+	endRecord := func() *CSVError {
+		endField()
+		if recLen > limit && !header1 {
+			return report()
+		}
+		line++
+		recLine, field, recLen, longField, longSize, header1 = line, 0, 0, -1, 0, false
+		return nil
+	}
+	for {
+		n, rerr := f.Read(buf)
+		b := buf[:n]
+		for i := 0; i < len(b); i++ {
+			if state == quoted {
+				// Jump to the next quote.
+				j := bytes.IndexByte(b[i:], '"')
+				skip := j + 1 // the text and the quote
+				if j < 0 {
+					j = len(b) - i
+					skip = j
+				} else {
+					state = quote
+				}
+				line += int64(bytes.Count(b[i:i+j], []byte{'\n'}))
+				fieldLen += j
+				recLen += skip
+				i += skip - 1
+				continue
+			}
+			recLen++
+			switch c := b[i]; {
+			case c == '"' && state == start:
+				state = quoted
+			case c == '"' && state == quote:
+				fieldLen++ // an escaped quote
+				state = quoted
+			case c == ',':
+				endField()
+				state = start
+			case c == '\n':
+				if e := endRecord(); e != nil {
+					return e
+				}
+				state = start
+			case c == '\r':
+				// part of a line end
+			default:
+				fieldLen++
+				if state == start || state == quote {
+					state = plain
+				}
+			}
+		}
+		if rerr != nil {
+			if recLen > 0 {
+				return endRecord()
+			}
+			return nil
+		}
+	}
+}
+
 // scanCSV reads a whole CSV source and returns the first problem it finds
 // as a [*CSVError], nil when there is none. It runs only after the engine
 // failed to read the file: the engine's own messages count records, not
@@ -128,7 +307,7 @@ func csvHeader(t *spec.Table) ([]string, error) {
 // inside an unquoted field, and checks UTF-8 only in the header and in the
 // columns read (read[i] for the i-th field).
 func scanCSV(file string, fields int, read []bool) *CSVError {
-	f, err := os.Open(file)
+	f, err := openCSV(file)
 	if err != nil {
 		return nil
 	}
@@ -215,6 +394,11 @@ func csvReadError(file string, header, cols []string, err error) error {
 	read := make([]bool, len(header))
 	for i, h := range header {
 		read[i] = slices.Contains(cols, h)
+	}
+	// A record too long for the engine first: encoding/csv would hold it
+	// whole in memory (gigabytes for one long value).
+	if e := scanLong(file, header, read, MaxRecordBytes); e != nil {
+		return e
 	}
 	if e := scanCSV(file, len(header), read); e != nil {
 		return e

@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/synth-dp/synth/spec"
 )
 
 // ErrUnsupported is wrapped by errors about an engine, data source or
@@ -125,4 +130,48 @@ func statError(ctx context.Context, stat string, err error) error {
 		errs = append([]error{c}, errs...)
 	}
 	return &StatError{Stat: stat, errs: errs}
+}
+
+// ErrResource is wrapped when the engine runs out of scratch disk space or
+// memory while it works: not a problem of the input data.
+var ErrResource = errors.New("engine: out of resources")
+
+// ResourceError is the engine running out of scratch disk space or memory
+// while it reads or checks a table. Cause is the engine's first line.
+type ResourceError struct {
+	// Table is the table being loaded.
+	Table string
+	// Disk is true for a full scratch disk, false for memory.
+	Disk bool
+	// Cause is the engine's message (its first line).
+	Cause string
+}
+
+// Error says what ran out and what to do.
+func (e *ResourceError) Error() string {
+	if e.Disk {
+		return fmt.Sprintf("engine: table %s: the engine's scratch disk is full (%s): free space in %s, set TMPDIR to a larger disk, or give --engine duckdb:PATH on one",
+			e.Table, e.Cause, os.TempDir())
+	}
+	return fmt.Sprintf("engine: table %s: the engine ran out of memory (%s): raise %s (e.g. 8GiB) or free memory", e.Table, e.Cause, MemoryLimitEnv)
+}
+
+// Unwrap returns [ErrResource].
+func (e *ResourceError) Unwrap() error { return ErrResource }
+
+// scratchError returns a [*ResourceError] when err is the engine running
+// out of disk space or memory while loading t, nil otherwise.
+func scratchError(t *spec.Table, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	first, _, _ := strings.Cut(msg, "\n")
+	switch {
+	case errors.Is(err, syscall.ENOSPC), strings.Contains(msg, "No space left on device"), strings.Contains(msg, "Disk full"):
+		return &ResourceError{Table: t.Name, Disk: true, Cause: strings.TrimSpace(first)}
+	case strings.Contains(msg, "Out of Memory Error"):
+		return &ResourceError{Table: t.Name, Cause: strings.TrimSpace(first)}
+	}
+	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -329,8 +331,17 @@ func declaredColumns(t *spec.Table, kinds map[string]string) ([]string, error) {
 	for i, c := range t.Columns {
 		if _, ok := kinds[c.Name]; !ok {
 			have := slices.Sorted(maps.Keys(kinds))
-			return nil, &fileError{table: t.Name, file: t.Source,
-				msg: fmt.Sprintf("declared column %q is missing (the file has %s)", c.Name, strings.Join(have, ", "))}
+			msg := fmt.Sprintf("declared column %q is missing (the file has %s)", c.Name, strings.Join(have, ", "))
+			if len(have) == 1 && format(t) == "csv" {
+				for _, sep := range []struct{ r, name string }{{"\t", "tabs"}, {";", "semicolons"}, {"|", "'|'"}} {
+					if strings.Contains(have[0], sep.r) {
+						msg = fmt.Sprintf("declared column %q is missing: the header is one column %q, which looks separated by %s; synth reads comma-separated files: convert it (e.g. with DuckDB: COPY (FROM read_csv('in.csv', delim = '%s')) TO 'out.csv')",
+							c.Name, have[0], sep.name, strings.ReplaceAll(sep.r, "\t", "\\t"))
+						break
+					}
+				}
+			}
+			return nil, &fileError{table: t.Name, file: t.Source, msg: msg}
 		}
 		cols[i] = c.Name
 	}
@@ -377,6 +388,9 @@ func (e *Engine) sourceSelect(ctx context.Context, q querier, t *spec.Table) (se
 
 // readError is the error of the engine failing to read t's source.
 func readError(t *spec.Table, header, cols []string, err error) error {
+	if e := scratchError(t, err); e != nil {
+		return e
+	}
 	if header != nil {
 		return csvReadError(t.Source, header, cols, err)
 	}
@@ -537,15 +551,47 @@ func (e *Engine) checkDomains(ctx context.Context, tx querier, t *spec.Table, st
 	case errors.Is(err, sql.ErrNoRows):
 		return nil
 	case err != nil:
+		if e := scratchError(t, err); e != nil {
+			return e
+		}
 		return &fileError{table: t.Name, file: t.Source, msg: "checking the declared domains", err: err}
 	}
 	for i, c := range checked {
 		if code := vals[2*i]; code.Valid {
+			problem := problems[code.String]
+			if code.String == codeCategory {
+				problem = categoryProblem(c, vals[2*i+1].String)
+			}
 			return &DataError{File: t.Source, Row: r, Column: c.Name, Value: vals[2*i+1].String,
-				Problem: problems[code.String], Expected: expected(c)}
+				Problem: problem, Expected: expected(c)}
 		}
 	}
 	return fmt.Errorf("engine: table %s: row %d failed a domain check that names no column", t.Name, r)
+}
+
+// categoryProblem says why v is not a category of c: a value that
+// equals a declared one after Unicode normalisation (NFC) prints the same
+// on a terminal, so the message says so and spells both with escapes.
+func categoryProblem(c *spec.Column, v string) string {
+	nv := norm.NFC.String(v)
+	for _, d := range c.Values {
+		if d != v && norm.NFC.String(d) == nv {
+			return fmt.Sprintf("is not a declared category: it differs only in Unicode normalisation from the declared %q (file: %s, %s; spec: %s, %s); write both in one form, e.g. NFC",
+				d, strconv.QuoteToASCII(v), normForm(v), strconv.QuoteToASCII(d), normForm(d))
+		}
+	}
+	return problems[codeCategory]
+}
+
+// normForm names the Unicode normalisation form s is in.
+func normForm(s string) string {
+	switch {
+	case norm.NFC.IsNormalString(s):
+		return "NFC"
+	case norm.NFD.IsNormalString(s):
+		return "NFD"
+	}
+	return "neither NFC nor NFD"
 }
 
 // expected describes a column's declared domain.

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -179,7 +178,7 @@ type copySource interface {
 // csvSource streams a CSV file's declared columns, after its header.
 type csvSource struct {
 	t      *spec.Table
-	f      *os.File
+	f      io.ReadCloser
 	r      *csv.Reader
 	fields int   // the header's number of fields
 	idx    []int // field index of each declared column
@@ -189,7 +188,7 @@ type csvSource struct {
 }
 
 func newCSVSource(t *spec.Table, header, cols []string) (*csvSource, error) {
-	f, err := os.Open(t.Source)
+	f, err := openCSV(t.Source)
 	if err != nil {
 		return nil, &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
 	}

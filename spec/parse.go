@@ -410,7 +410,7 @@ func (p *parser) path(s string) string {
 // ---- sections ----
 
 func (p *parser) privacy(n *yaml.Node) {
-	m := p.mapping(n, "privacy", "epsilon", "delta", "unit")
+	m := p.mapping(n, "privacy", "epsilon", "delta", "unit", "ledger", "lifetime")
 	eps := p.number(m.required("epsilon"), "privacy.epsilon")
 	if eps <= 0 {
 		p.fail(deref(m.get("epsilon")), "privacy.epsilon", "must be > 0, got %v", eps)
@@ -428,6 +428,26 @@ func (p *parser) privacy(n *yaml.Node) {
 	p.s.Privacy = Privacy{Epsilon: eps, Delta: delta}
 	if u := m.get("unit"); u != nil {
 		p.s.Privacy.Unit = p.str(u, "privacy.unit")
+	}
+	if l := m.get("ledger"); l != nil {
+		path := p.str(l, "privacy.ledger")
+		if path == "" || strings.Contains(path, "://") {
+			p.fail(deref(l), "privacy.ledger", "want a local file path, got %q", path)
+		} else {
+			p.s.Privacy.Ledger = p.path(path)
+		}
+	}
+	if l := m.get("lifetime"); l != nil {
+		lm := p.mapping(l, "privacy.lifetime", "epsilon", "delta")
+		le := p.number(lm.required("epsilon"), "privacy.lifetime.epsilon")
+		if !(le > 0) || math.IsInf(le, 0) {
+			p.fail(deref(lm.get("epsilon")), "privacy.lifetime.epsilon", "must be a finite number > 0, got %v", le)
+		}
+		ld := p.number(lm.required("delta"), "privacy.lifetime.delta")
+		if !(ld >= 0) || ld >= 1 {
+			p.fail(deref(lm.get("delta")), "privacy.lifetime.delta", "must be in [0, 1), got %v", ld)
+		}
+		p.s.Privacy.Lifetime = &Lifetime{Epsilon: le, Delta: ld}
 	}
 }
 

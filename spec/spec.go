@@ -109,8 +109,11 @@ type Spec struct {
 
 // Digest is the SHA-256 (hex) of the spec file's bytes as read by [Load] or
 // [Parse], for the privacy report. It does not cover the SDV metadata file
-// or the data. A Spec built by hand digests the empty input.
+// or the data. A Spec built by hand (no file bytes) has no digest: "".
 func (s *Spec) Digest() string {
+	if s.raw == nil {
+		return ""
+	}
 	sum := sha256.Sum256(s.raw)
 	return hex.EncodeToString(sum[:])
 }
@@ -146,6 +149,22 @@ type Privacy struct {
 	// belongs to the unit it references by foreign keys. Empty means
 	// tuple-level DP, which is what releases use.
 	Unit string
+	// Ledger is the lifetime budget ledger (privacy.ledger), an absolute
+	// path resolved against the spec's folder; empty when the spec names
+	// none. Every release and answer run on the spec appends its budget
+	// there before it reads data (package dp/lifetime).
+	Ledger string
+	// Lifetime is the budget that all the runs recorded in the ledger may
+	// spend together (privacy.lifetime); nil when the spec gives none.
+	Lifetime *Lifetime
+}
+
+// Lifetime is a lifetime (ε, δ) budget: ε > 0 finite, 0 ≤ δ < 1.
+type Lifetime struct {
+	// Epsilon is the lifetime ε.
+	Epsilon float64
+	// Delta is the lifetime δ.
+	Delta float64
 }
 
 // Table is one input relation.

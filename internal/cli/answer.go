@@ -170,7 +170,7 @@ Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
 					units = append(units, u)
 				}
 			}
-			return runAnswer(cmd.Context(), g, s, texts, units, o)
+			return runAnswer(cmd, g, s, texts, units, o)
 		},
 	}
 	f := cmd.Flags()
@@ -233,8 +233,25 @@ type answerJSON struct {
 	Privacy dp.Report           `json:"privacy"`
 }
 
-func runAnswer(ctx context.Context, g *globalOptions, s *spec.Spec, texts []string, units []string, o *answerOptions) error {
+func runAnswer(cmd *cobra.Command, g *globalOptions, s *spec.Spec, texts []string, units []string, o *answerOptions) error {
+	ctx := cmd.Context()
 	budget := dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta}
+	if o.ranges && o.multi {
+		return &UsageError{Err: errors.New("--multi and --ranges exclude each other (user-level vs tuple-level DP)"), Hint: true}
+	}
+	if o.ranges && len(units) > 0 {
+		return &UsageError{Err: fmt.Errorf("--ranges answers under tuple-level DP: give --unit \"\" (the spec names unit %s)", strings.Join(units, ",")), Hint: true}
+	}
+	neighbours, mech := "add/remove one tuple of one private relation (tuple-DP)", "synth answer: residual-sensitivity mechanism (Dong–Yi survey §3.2)"
+	if len(units) > 0 {
+		neighbours = "delete one tuple of " + strings.Join(units, " or ") + " and every tuple referencing it (user-DP)"
+		mech = "synth answer: R2T (Dong et al. SIGMOD 2022; survey §4.2)"
+		if o.multi {
+			mech = "synth answer --multi: multi-query SJA (Dong, Sun, Yi, Better than Composition)"
+		}
+	} else if o.ranges {
+		mech = "synth answer --ranges: Laplace mechanism with the query set's L1 sensitivity (Inan et al.)"
+	}
 	g.logger.Info("opening engine", "engine", engine.Redact(g.engine))
 	eng, err := engine.Open(ctx, g.engine)
 	if err != nil {
@@ -251,6 +268,11 @@ func runAnswer(ctx context.Context, g *globalOptions, s *spec.Spec, texts []stri
 		}
 		qs = append(qs, q)
 	}
+	// The lifetime ledger records the run once every query parsed and
+	// before any data is read.
+	if err := chargeLedger(cmd, g, s, "answer", mech, budget); err != nil {
+		return err
+	}
 	for _, t := range s.Tables {
 		g.logger.Info("loading table", "table", t.Name, "source", t.Source)
 	}
@@ -264,8 +286,6 @@ func runAnswer(ctx context.Context, g *globalOptions, s *spec.Spec, texts []stri
 	src := g.source()
 	var res []relational.Result
 	switch {
-	case o.ranges && o.multi:
-		return &UsageError{Err: errors.New("--multi and --ranges exclude each other (user-level vs tuple-level DP)")}
 	case o.ranges:
 		res, err = answerRanges(ctx, eng, src, s, texts, units, budget, ledger)
 	case o.multi:
@@ -278,23 +298,15 @@ func runAnswer(ctx context.Context, g *globalOptions, s *spec.Spec, texts []stri
 	if err != nil {
 		return answerError(err)
 	}
-	neighbours, mech := "add/remove one tuple of one private relation (tuple-DP)", "synth answer: residual-sensitivity mechanism (Dong–Yi survey §3.2)"
 	params := map[string]any{"queries": texts, "answers": len(res)}
 	if len(units) > 0 {
-		neighbours = "delete one tuple of " + strings.Join(units, " or ") + " and every tuple referencing it (user-DP)"
-		mech = "synth answer: R2T (Dong et al. SIGMOD 2022; survey §4.2)"
-		if o.multi {
-			mech = "synth answer --multi: multi-query SJA (Dong, Sun, Yi, Better than Composition)"
-		}
 		params["units"], params["gs"], params["r2t_base"] = units, o.gs, o.base
-	} else if o.ranges {
-		mech = "synth answer --ranges: Laplace mechanism with the query set's L1 sensitivity (Inan et al.)"
-	} else {
+	} else if !o.ranges {
 		params["noise"] = o.noise
 	}
 	report := ledger.Report(dp.ReportMeta{
 		Neighbours: neighbours, Mechanism: mech, Seeded: src.Seeded(), Parameters: params,
-		SoftwareVersion: version.String(), SpecDigest: "sha256:" + s.Digest(),
+		SoftwareVersion: version.String(), SpecDigest: specDigest(s),
 	})
 	return writeAnswers(g.stdout, o.format, res, report)
 }
@@ -304,7 +316,7 @@ func runAnswer(ctx context.Context, g *globalOptions, s *spec.Spec, texts []stri
 // counts by one).
 func answerRanges(ctx context.Context, eng *engine.Engine, src dp.Source, s *spec.Spec, texts, units []string, budget dp.Budget, ledger *dp.Ledger) ([]relational.Result, error) {
 	if len(units) > 0 {
-		return nil, &UsageError{Err: fmt.Errorf("--ranges answers under tuple-level DP: give --unit \"\" (the spec names unit %s)", strings.Join(units, ","))}
+		return nil, &UsageError{Err: fmt.Errorf("--ranges answers under tuple-level DP: give --unit \"\" (the spec names unit %s)", strings.Join(units, ",")), Hint: true}
 	}
 	set, err := rangeset.Parse(ctx, eng, s, texts)
 	if err != nil {

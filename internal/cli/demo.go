@@ -49,7 +49,7 @@ try on the released file.`,
 				return err
 			}
 			g.logger.Info("demo instance built", "k", o.k, "tables", "customers, transactions")
-			sum, err := runRelease(cmd.Context(), g, s, release.Options{OutDir: o.out, Overwrite: true})
+			sum, err := runRelease(cmd, g, s, "demo", release.Options{OutDir: o.out, Overwrite: true})
 			if err != nil {
 				return err
 			}

@@ -26,6 +26,7 @@ type releaseOptions struct {
 	rows      int64
 	epsilon   float64
 	delta     float64
+	maxOutGiB int64
 }
 
 func newReleaseCmd(g *globalOptions) *cobra.Command {
@@ -49,7 +50,9 @@ the run is killed. A DIR that already holds a release is refused unless
 --overwrite is given: releasing again spends the privacy budget again.
 
 The rows are the mechanism's synthetic rows in a random order. --rows N
-writes exactly N rows drawn from the synthetic distribution; without it, a
+writes exactly N rows drawn from the synthetic distribution (a release whose
+estimated size, N × released columns × 8 bytes, exceeds --max-output-gib is
+refused before any data is read); without it, a
 DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sample of that many rows
 (the report says so). Drawing rows is post-processing: it costs no budget.`,
 		Args: noArgs,
@@ -87,7 +90,16 @@ DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sa
 			if deltaSet {
 				s.Privacy.Delta = o.delta
 			}
-			sum, err := runRelease(cmd.Context(), g, s, release.Options{
+			if o.maxOutGiB < 1 {
+				return usageErrorf("--max-output-gib %d: want ≥ 1", o.maxOutGiB)
+			}
+			if err := checkOutputSize(s, o.rows, o.maxOutGiB); err != nil {
+				return err
+			}
+			if err := checkSamplers(s); err != nil {
+				return err
+			}
+			sum, err := runRelease(cmd, g, s, "release", release.Options{
 				OutDir: o.out, Rounds: o.rounds, MaxRounds: o.maxRounds, MemoryCap: o.memCapMiB << 20,
 				Overwrite: o.overwrite, Rows: o.rows, BudgetOverride: epsSet || deltaSet,
 			})
@@ -122,6 +134,7 @@ DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sa
 	cmd.Flags().Int64Var(&o.rows, "rows", 0, fmt.Sprintf("write exactly N rows sampled from the synthetic distribution (default: the DP row count, at most %d)", release.DefaultMaxRows))
 	cmd.Flags().Float64Var(&o.epsilon, "epsilon", 0, "privacy budget ε of the run, replacing the spec's privacy.epsilon")
 	cmd.Flags().Float64Var(&o.delta, "delta", 0, "privacy budget δ of the run, replacing the spec's privacy.delta")
+	cmd.Flags().Int64Var(&o.maxOutGiB, "max-output-gib", DefaultMaxOutputGiB, "refuse, before reading data, a release whose estimated size (rows × released columns × 8 bytes) exceeds this many GiB")
 	cmd.Flags().Int64Var(&o.memCapMiB, "memory-cap", pmw.DefaultMemoryCap>>20, "largest memory (MiB) PMW may use for the universe; a larger universe is refused")
 	return cmd
 }
@@ -135,7 +148,15 @@ func (g *globalOptions) source() dp.Source {
 	return dp.NewSource()
 }
 
-func runRelease(ctx context.Context, g *globalOptions, s *spec.Spec, o release.Options) (*release.Summary, error) {
+// runRelease runs a release of s for command (release or demo): it records
+// the run's budget in the lifetime ledger, when there is one, before the
+// release reads any data.
+func runRelease(cmd *cobra.Command, g *globalOptions, s *spec.Spec, command string, o release.Options) (*release.Summary, error) {
+	ctx := cmd.Context()
+	b := dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta}
+	if err := chargeLedger(cmd, g, s, command, "release (method: "+string(s.Release.Method)+")", b); err != nil {
+		return nil, err
+	}
 	o.Spec, o.Engine, o.Source, o.Logger = s, g.engine, g.source(), g.logger
 	// Progress bars on stderr, only when it is a terminal.
 	bars := progress.New(g.stderr, g.quiet)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/pmw"
@@ -35,15 +36,21 @@ const (
 	ExitUsage   = 2
 )
 
-// UsageError marks a problem with flags or arguments; it maps to exit
-// code 2 and prints the usage hint.
-type UsageError struct{ Err error }
+// UsageError marks a problem with flags or arguments, or an input the
+// command refuses before it runs (an output folder that holds a release, a
+// query outside the supported class); it maps to exit code 2. Hint asks
+// for the "Run 'synth --help' for usage." line, which only helps after a
+// mistake in the command line itself.
+type UsageError struct {
+	Err  error
+	Hint bool
+}
 
 func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
 
 func usageErrorf(format string, a ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, a...)}
+	return &UsageError{Err: fmt.Errorf(format, a...), Hint: true}
 }
 
 // globalOptions are the flags every command shares.
@@ -53,6 +60,7 @@ type globalOptions struct {
 	seedSet  bool
 	logLevel string
 	quiet    bool
+	ledger   ledgerFlags
 
 	stdout, stderr io.Writer
 	logger         *slog.Logger
@@ -75,13 +83,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// any command runs; repeating the lookup tells it apart so that it is a
 	// usage error like an unknown flag.
 	if _, _, ferr := root.Find(args); ferr != nil {
-		err = &UsageError{Err: err}
+		err = &UsageError{Err: err, Hint: true}
 	}
-	fmt.Fprintf(stderr, "synth: %v\n", err)
+	fmt.Fprintf(stderr, "synth: %s\n", userMessage(err.Error()))
 	code := ExitCode(err)
 	if code == ExitUsage {
 		var ue *UsageError
-		if errors.As(err, &ue) {
+		if errors.As(err, &ue) && ue.Hint {
 			fmt.Fprintln(stderr, "Run 'synth --help' for usage.")
 		}
 	}
@@ -96,7 +104,8 @@ func ExitCode(err error) int {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid), errors.Is(err, release.ErrUnsupported), errors.Is(err, pmw.ErrTooLarge),
-		errors.Is(err, joinasone.ErrNoPrivateRelation), errors.Is(err, residual.ErrNoPrivate):
+		errors.Is(err, joinasone.ErrNoPrivateRelation), errors.Is(err, residual.ErrNoPrivate), isLedgerRefusal(err),
+		errors.Is(err, dp.ErrUnsamplable):
 		return ExitUsage
 	default:
 		return ExitRuntime
@@ -130,7 +139,10 @@ Exit codes:
   2  usage or spec error (an unknown command or flag, a bad flag value,
      a spec file that is missing, a folder or invalid, a budget whose
      truncation threshold τ overflows, a spec whose every table is public,
-     a method the spec's join does not support)`,
+     a method the spec's join does not support, a run that the lifetime
+     budget ledger refuses)
+
+` + ledgerHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -149,17 +161,19 @@ Exit codes:
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &UsageError{Err: err}
+		return &UsageError{Err: err, Hint: true}
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&opts.engine, "engine", "duckdb", `SQL engine: "duckdb" (embedded, tables in a temporary file removed on exit, buffers capped by `+engine.MemoryLimitEnv+`, default `+engine.DefaultMemoryLimit+`), "duckdb:PATH" (a database file), "duckdb::memory:" (in memory) or "postgres://USER@HOST:PORT/DB" (a PostgreSQL server; add ?synth_shards=shard_1,… for a postgres_fdw cluster)`)
 	pf.Uint64Var(&opts.seed, "seed", 0, "seed the noise for a reproducible run (the output is marked not private)")
 	pf.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.BoolVarP(&opts.quiet, "quiet", "q", false, "print errors only")
+	opts.ledger.register(root)
 
 	root.AddCommand(newVersionCmd(opts), newInspectCmd(opts), newSensitivityCmd(opts), newReleaseCmd(opts), newEvaluateCmd(opts), newDemoCmd(opts))
 	root.AddCommand(newQueryCmd(opts))
 	root.AddCommand(newAnswerCmd(opts))
+	root.AddCommand(newBudgetCmd(opts))
 	return root, opts
 }
 

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/synth-dp/synth/dp/lifetime"
+)
+
+// withLedger adds privacy.ledger and privacy.lifetime to the tiny spec.
+func withLedger(t *testing.T, specPath, lifetimeYAML string) {
+	t.Helper()
+	b, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := strings.Replace(string(b), "delta: 1e-6}", "delta: 1e-6, ledger: ledger.jsonl"+lifetimeYAML+"}", 1)
+	if err := os.WriteFile(specPath, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readLedger(t *testing.T, path string) []lifetime.Entry {
+	t.Helper()
+	h, err := lifetime.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.Entries
+}
+
+// A release past the spec's lifetime budget exits 2 before it reads any
+// data: the data is broken by then, and a run that read it would exit 1.
+func TestLedgerRefusesRelease(t *testing.T) {
+	specPath, dir := writeTiny(t, tinyOptions{})
+	withLedger(t, specPath, ", lifetime: {epsilon: 2.5, delta: 1e-5}")
+	ledger := filepath.Join(dir, "ledger.jsonl")
+	out := filepath.Join(dir, "out")
+	mustRun(t, "release", "--config", specPath, "--out", out, "--seed", "1")
+	mustRun(t, "release", "--config", specPath, "--out", out, "--overwrite", "--seed", "2")
+	if es := readLedger(t, ledger); len(es) != 2 || es[0].Command != "release" || es[0].Epsilon != 1 || es[0].Delta != 1e-6 || !es[0].Seeded ||
+		!strings.HasPrefix(es[0].SpecDigest, "sha256:") || es[0].Lifetime == nil || es[0].Lifetime.Epsilon != 2.5 {
+		t.Fatalf("ledger entries: %+v", es)
+	}
+	// Break the data: a release that reads it fails with exit 1.
+	if err := os.WriteFile(filepath.Join(dir, "b.csv"), []byte("aid,size\n1,XXL\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "release", "--config", specPath, "--out", out, "--overwrite")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "budget exceeded") || !strings.Contains(r.stderr, "left: (ε = 0.5") {
+		t.Fatalf("third release: exit %d, want 2 and the lifetime refusal\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "XXL") {
+		t.Fatalf("the refused release read the data:\n%s", r.stderr)
+	}
+	if es := readLedger(t, ledger); len(es) != 2 {
+		t.Fatalf("a refused run was recorded: %d entries", len(es))
+	}
+	// A smaller run still fits, and counts even though it fails on the data.
+	r = run(t, "release", "--config", specPath, "--out", out, "--overwrite", "--epsilon", "0.5")
+	if r.code != ExitRuntime || !strings.Contains(r.stderr, "XXL") {
+		t.Fatalf("a run that fits: exit %d, want 1 from the data\n%s", r.code, r.stderr)
+	}
+	if es := readLedger(t, ledger); len(es) != 3 || es[2].Epsilon != 0.5 {
+		t.Fatalf("a run that failed on the data must still be recorded: %+v", es)
+	}
+}
+
+// answer records its run with --ledger and the lifetime flags, and is
+// refused the same way; budget prints the history.
+func TestLedgerAnswerAndBudget(t *testing.T) {
+	specPath, dir := writeTiny(t, tinyOptions{delta: "0"})
+	ledger := filepath.Join(dir, "answers.jsonl")
+	q := "SELECT COUNT(*) FROM a JOIN b ON b.aid = a.id"
+	args := []string{"--ledger", ledger, "--lifetime-epsilon", "1.2", "--lifetime-delta", "0", "answer", "--config", specPath, "--unit", "a", "--query", q, "--epsilon", "0.5"}
+	mustRun(t, args...)
+	mustRun(t, args...)
+	// Broken data: the refusal must come before the data is read.
+	if err := os.WriteFile(filepath.Join(dir, "b.csv"), []byte("aid,size\n1,XXL\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, args...)
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "budget exceeded") {
+		t.Fatalf("third answer: exit %d, want 2\n%s", r.code, r.stderr)
+	}
+	es := readLedger(t, ledger)
+	if len(es) != 2 || es[1].Command != "answer" || !strings.Contains(es[1].Mechanism, "R2T") || es[1].Rho != 0.125 {
+		t.Fatalf("ledger entries: %+v", es)
+	}
+
+	r = mustRun(t, "budget", "--ledger", ledger)
+	for _, want := range []string{"2 run(s)", "answer", "R2T", "0.125", "spent: (ε = 1, δ = 0) by basic composition", "lifetime: (ε = 1.2, δ = 0); left: (ε = 0.2"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("budget output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = mustRun(t, "budget", "--ledger", ledger, "--format", "json")
+	var doc struct {
+		Entries   []lifetime.Entry     `json:"entries"`
+		Spent     lifetime.Composition `json:"spent"`
+		Remaining struct{ Epsilon float64 }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if len(doc.Entries) != 2 || doc.Spent.Epsilon != 1 || doc.Spent.Rho != 0.25 || doc.Remaining.Epsilon < 0.199 || doc.Remaining.Epsilon > 0.201 {
+		t.Fatalf("budget json: %s", r.stdout)
+	}
+	// A missing ledger is an empty history; no ledger at all a usage error.
+	r = mustRun(t, "budget", "--ledger", filepath.Join(dir, "none.jsonl"))
+	if !strings.Contains(r.stdout, "0 run(s)") {
+		t.Fatalf("empty ledger: %s", r.stdout)
+	}
+	if r := run(t, "budget"); r.code != ExitUsage {
+		t.Fatalf("budget without a ledger: exit %d, want 2", r.code)
+	}
+	if r := run(t, "--lifetime-epsilon", "1", "answer", "--config", specPath, "--query", q); r.code != ExitUsage || !strings.Contains(r.stderr, "lifetime") {
+		t.Fatalf("a lifetime without a ledger: exit %d\n%s", r.code, r.stderr)
+	}
+}
