@@ -2,7 +2,6 @@ package uniformize
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/joinasone"
-	"github.com/synth-dp/synth/spec"
 )
 
 // HierAlgorithm names the mechanism [Hier] runs.
@@ -50,15 +48,9 @@ type HierSubRun struct {
 	// node of the attribute tree, named by its attributes (roots, never
 	// split, are left out), e.g. {"members.member_id": 2}.
 	Config map[string]int `json:"config"`
-	// NHat, DeltaTilde and Rows are the sub-instance's DP join size,
-	// sensitivity bound (Alg. 3's noisy residual sensitivity) and row count.
-	NHat       float64 `json:"n_hat"`
-	DeltaTilde float64 `json:"delta_tilde"`
-	Rows       int64   `json:"rows"`
-	// Epsilon and Delta are the sub-instance's budget; Rule how it composes.
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
-	Rule    string  `json:"rule"`
+	// SubRun is the run's DP n̂, Δ̃ (Alg. 3's noisy residual sensitivity)
+	// and rows, and its budget: (ε/(2K), δ/(2K)).
+	SubRun
 }
 
 // HierReleaseResult is a hierarchical run's output: DP values and public
@@ -84,8 +76,8 @@ type HierReleaseResult struct {
 	NHat       float64
 	DeltaTilde float64
 
-	runs   []*joinasone.Result
-	counts mergedCounts
+	// The merged counts and the runs: Counts and Runs.
+	*subRuns
 }
 
 // HierPlan is a uniformized hierarchical run whose budget is charged and
@@ -98,9 +90,7 @@ type HierPlan struct {
 	deg    HierSplit // per noisy degree, K_deg
 	sub    HierSplit // per sub-instance, K
 	tau    int64
-	half   dp.Budget
-	subs   *dp.Ledger
-	ran    bool
+	rel    *subRelease // the sub-instances' runs, with (ε/(2K), δ/(2K)) each
 }
 
 // PrepareHier validates cfg for the hierarchical join h and charges the
@@ -134,7 +124,7 @@ func PrepareHier(h *hypergraph.Hypergraph, cfg HierConfig, ledger *dp.Ledger) (*
 		return nil, fmt.Errorf("%w: levels = %d, want 1 to %d", ErrHierParams, levels, hierMaxLevels)
 	}
 	half := dp.Budget{Epsilon: cfg.Epsilon / 2, Delta: cfg.Delta / 2}
-	p := &HierPlan{h: h, tree: tree, cfg: cfg, levels: levels, half: half}
+	p := &HierPlan{h: h, tree: tree, cfg: cfg, levels: levels}
 	if p.deg, err = HierDegreeBudget(half.Epsilon, half.Delta, tree, levels); err != nil {
 		return nil, err
 	}
@@ -146,13 +136,7 @@ func PrepareHier(h *hypergraph.Hypergraph, cfg HierConfig, ledger *dp.Ledger) (*
 		return nil, fmt.Errorf("uniformize: degree noise: %w", err)
 	}
 	p.tau = noise.Tau()
-	// A sub-instance's join-as-one run must be able to start: check its
-	// parameters on a scratch ledger now, not after the data is read.
-	scratch, err := dp.NewLedger(dp.Budget{Epsilon: p.sub.Eps, Delta: p.sub.Delta})
-	if err != nil {
-		return nil, fmt.Errorf("uniformize: %w", err)
-	}
-	if _, err := joinasone.Prepare(h, p.subConfig(h), scratch); err != nil {
+	if p.rel, err = newSubRelease(h, cfg.Config, half, p.sub.K); err != nil {
 		return nil, err
 	}
 	root, err := ledger.Split("uniformized hierarchical release", dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta},
@@ -169,7 +153,7 @@ func PrepareHier(h *hypergraph.Hypergraph, cfg HierConfig, ledger *dp.Ledger) (*
 			"tau": p.tau, "lambda": p.tau, "levels": levels}); err != nil {
 		return nil, err
 	}
-	if p.subs, err = root.Split("sub-instances: join-as-one (Alg. 3) on every sub-instance", half,
+	if p.rel.ledger, err = root.Split("sub-instances: join-as-one (Alg. 3) on every sub-instance", half,
 		fmt.Sprintf("one tuple lies in at most K = %d sub-instances (Lemma 4.10, K = max over private relations i of L^{n_i}, "+
 			"n_i the non-root nodes of the attribute tree off relation i's path; uniformize.Tree.Multiplicity); every sub-instance "+
 			"runs with (ε/(2K), δ/(2K)), so basic composition over the at most K it changes gives (ε/2, δ/2) (Lemma 4.11's group "+
@@ -178,22 +162,6 @@ func PrepareHier(h *hypergraph.Hypergraph, cfg HierConfig, ledger *dp.Ledger) (*
 		return nil, err
 	}
 	return p, nil
-}
-
-// subConfig is the join-as-one configuration of a sub-instance whose
-// hypergraph is sub (relation k of sub is relation k of p.h).
-func (p *HierPlan) subConfig(sub *hypergraph.Hypergraph) joinasone.Config {
-	c := p.cfg.Config
-	c.Epsilon, c.Delta = p.sub.Eps, p.sub.Delta
-	c.NoRowsFloor = true
-	c.Columns = make([]spec.ColumnRef, len(p.cfg.Columns))
-	for j, ref := range p.cfg.Columns {
-		c.Columns[j] = ref
-		if k := p.h.Index(ref.Table); k >= 0 {
-			c.Columns[j].Table = sub.Relation(k).Name
-		}
-	}
-	return c
 }
 
 // Hier runs [PrepareHier] then [HierPlan.Run].
@@ -210,16 +178,16 @@ func (p *HierPlan) subConfig(sub *hypergraph.Hypergraph) joinasone.Config {
 //     [Tree.DegreeCount](L), λ = τ′ of that noise: (ε/2, δ/2)-DP
 //     ([HierDegreeBudget]). Its output is the list of sub-instances, each
 //     a degree configuration and the bucket maps that carve it out.
-//  2. Every sub-instance of that list runs join-as-one Alg. 3 (Δ̃ from
-//     the noisy residual sensitivity, then PMW) with (ε/(2K), δ/(2K)), K =
-//     [Tree.Multiplicity](L) — also a sub-instance with no join row (its
-//     n̂ is pure padding) — and the release is the union of their rows.
-//     Given the partition, a neighbour changes at most K sub-instances,
-//     each by one tuple (Lemma 4.10 bullet 2, proved on [Tree.Multiplicity]),
-//     so the runs together are (ε/2, δ/2)-DP by basic composition over
-//     those K ([HierBudget]).
+//  2. Every sub-instance of that list — also one with no join row (its n̂
+//     is pure padding) — is a sub-instance of the package's shared run
+//     (package documentation, "Sub-instances") with k = K =
+//     [Tree.Multiplicity](L): join-as-one Alg. 3 (Δ̃ from the noisy
+//     residual sensitivity, then PMW) with (ε/(2K), δ/(2K)) on each. One
+//     tuple lies in at most K sub-instances (Lemma 4.10 bullet 2, proved
+//     on [Tree.Multiplicity]).
 //
-// Basic composition of 1 and 2: (ε, δ)-DP.
+// With the section below (the list is a function of step 1's output), the
+// shared run's guarantee gives (ε, δ)-DP.
 //
 // # Which sub-instances run
 //
@@ -236,13 +204,11 @@ func (p *HierPlan) subConfig(sub *hypergraph.Hypergraph) joinasone.Config {
 // DP output of step 1 — and the sub-instances at each node are the products
 // of those sets along the tree, so the number of sub-instances, their
 // configurations, and hence the number of join-as-one and PMW runs, are
-// post-processing of step 1. No sub-instance is skipped for being empty:
-// skipping one would make the runs depend on the data without noise (the
-// audit of TestHierAuditPartition catches a partition that drops bucket 1
-// when no present value lies in it). The rows written are the sum of the
-// runs' DP row counts. The noisy degrees themselves are integers and are
-// not published; the report holds the configurations that ran, their
-// budgets, their DP n̂, Δ̃ and rows, K, K_deg, L and λ.
+// post-processing of step 1 (the audit of TestHierAuditPartition catches a
+// partition that drops bucket 1 when no present value lies in it). The
+// noisy degrees themselves are integers and are not published; the report
+// holds the configurations that ran, their budgets, their DP n̂, Δ̃ and
+// rows, K, K_deg, L and λ.
 //
 // # Measured
 //
@@ -263,9 +229,6 @@ func Hier(ctx context.Context, src dp.Source, h *hypergraph.Hypergraph, data Hie
 	return p.Run(ctx, src, data)
 }
 
-// ErrHierPlanUsed is returned by a second [HierPlan.Run].
-var ErrHierPlanUsed = errors.New("uniformize: hierarchical plan already ran; its budget is spent")
-
 // params are the partition's parameters.
 func (p *HierPlan) params() HierParams {
 	return HierParams{Eps: p.deg.Eps, Delta: p.deg.Delta, Levels: p.levels, mut: p.cfg.mut}
@@ -284,15 +247,10 @@ func (p *HierPlan) configOf(s HierSub) map[string]int {
 
 // Run reads the statistics and runs the mechanism. It may be called once.
 func (p *HierPlan) Run(ctx context.Context, src dp.Source, data HierData) (res *HierReleaseResult, err error) {
-	if p.ran {
-		return nil, ErrHierPlanUsed
+	if err := p.rel.start(ErrHierPlanUsed); err != nil {
+		return nil, err
 	}
-	p.ran = true
-	defer func() {
-		if cerr := data.Close(ctx); cerr != nil && err == nil {
-			res, err = nil, cerr
-		}
-	}()
+	defer closeData(ctx, data, &res, &err)
 	part, err := PartitionHierarchical(ctx, p.tree, data, p.params(), src)
 	if err != nil {
 		return nil, err
@@ -302,58 +260,31 @@ func (p *HierPlan) Run(ctx context.Context, src dp.Source, data HierData) (res *
 		return res, nil // only under a hierMutation: bucket 1 always exists
 	}
 	rule := fmt.Sprintf("one tuple lies in at most K = %d sub-instances; basic composition over them (Lemma 4.11 by composition)", p.sub.K)
-	ledgers, err := p.subs.SplitOverlap("join-as-one (Alg. 3) on every sub-instance", p.half, len(part.Subs), p.sub.K,
-		rule+fmt.Sprintf("; each sub-instance spends (ε/(2K), δ/(2K)) = (%g, %g) of its share", p.sub.Eps, p.sub.Delta),
-		map[string]any{"sub_instances": len(part.Subs), "k": p.sub.K})
-	if err != nil {
+	split := subSplit{"join-as-one (Alg. 3) on every sub-instance",
+		rule + fmt.Sprintf("; each sub-instance spends (ε/(2K), δ/(2K)) = (%g, %g) of its share", p.sub.Eps, p.sub.Delta),
+		map[string]any{"sub_instances": len(part.Subs), "k": p.sub.K}}
+	cfgs := make([]map[string]int, len(part.Subs))
+	open := func(ctx context.Context, k int, l *dp.Ledger) (*hypergraph.Hypergraph, joinasone.Stats, error) {
+		cfgs[k] = p.configOf(part.Subs[k])
+		if p.cfg.OnSub != nil {
+			p.cfg.OnSub(k+1, len(part.Subs), fmt.Sprint(cfgs[k]))
+		}
+		sub, stats, err := data.Sub(ctx, k, part.Subs[k])
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, v := range slices.Sorted(maps.Keys(cfgs[k])) {
+			l.Publish("bucket of "+v, float64(cfgs[k][v]))
+		}
+		return sub, stats, nil
+	}
+	name := func(k int) string { return fmt.Sprintf("sub-instance %v", cfgs[k]) }
+	if res.subRuns, err = p.rel.run(ctx, src, len(part.Subs), split, subSource{open: open, name: name}); err != nil {
 		return nil, err
 	}
-	for k, s := range part.Subs {
-		cfg := p.configOf(s)
-		if p.cfg.OnSub != nil {
-			p.cfg.OnSub(k+1, len(part.Subs), fmt.Sprint(cfg))
-		}
-		sub, stats, err := data.Sub(ctx, k, s)
-		if err != nil {
-			return nil, err
-		}
-		for _, v := range slices.Sorted(maps.Keys(cfg)) {
-			ledgers[k].Publish("bucket of "+v, float64(cfg[v]))
-		}
-		plan, err := joinasone.Prepare(sub, p.subConfig(sub), ledgers[k])
-		if err != nil {
-			return nil, err
-		}
-		r, err := plan.Run(ctx, src, stats)
-		if err != nil {
-			return nil, fmt.Errorf("uniformize: sub-instance %v: %w", cfg, err)
-		}
-		if err := res.counts.add(src, r); err != nil {
-			return nil, err
-		}
-		res.runs = append(res.runs, r)
-		res.Partitions = append(res.Partitions, HierSubRun{
-			Config: cfg, NHat: r.PMW.NHat, DeltaTilde: r.DeltaTilde, Rows: r.PMW.Rows,
-			Epsilon: p.sub.Eps, Delta: p.sub.Delta, Rule: rule,
-		})
-		res.Rows += r.PMW.Rows
-		res.NHat += r.PMW.NHat
-		res.DeltaTilde += r.DeltaTilde
+	for k, r := range res.subRuns.published(rule) {
+		res.Partitions = append(res.Partitions, HierSubRun{Config: cfgs[k], SubRun: r})
 	}
+	res.Rows, res.NHat, res.DeltaTilde = res.rows, res.nHat, res.deltaSum
 	return res, nil
 }
-
-// Counts emits the union of the sub-instances' synthetic rows: for every cell of
-// the universe the sum of their integer counts, in increasing cell order,
-// cells with a zero sum left out. Each run's counts were drawn by Run as
-// soon as the run finished (pmw.Result.Counts with the run's randomness,
-// post-processing; see mergedCounts), so src is not used: Counts is
-// deterministic and may be called more than once.
-func (r *HierReleaseResult) Counts(src dp.Source, emit func(cell, count int64) error) error {
-	return r.counts.emit(emit)
-}
-
-// Runs returns the join-as-one result of every sub-instance that ran, in
-// the order of Partitions. Their PMW weights are dropped once counted
-// (pmw.Result.Weights is nil).
-func (r *HierReleaseResult) Runs() []*joinasone.Result { return slices.Clone(r.runs) }

@@ -506,16 +506,11 @@ func hierDivide(eps, delta float64, k int64) (HierSplit, error) {
 // [PartitionHierarchical] (Lemma 4.11): it returns ε′ = ε/K, δ′ = δ/K and K =
 // t.Multiplicity(levels).
 //
-// Proof. Condition on the partition's output (the bucket maps; it is
-// paid for separately, see [HierDegreeBudget]). Neighbours I, I′ differ in one
-// tuple u of a private relation, so their sub-instances coincide except
-// the at most K that contain u, which differ by that one tuple. Releasing
-// every sub-instance with an independent (ε′, δ′)-DP mechanism, the
-// outputs on the unaffected sub-instances have equal distributions, and
-// basic composition over the at most K affected ones gives (Kε′, Kδ′) =
-// (ε, δ). This is the group-privacy step of Lemma 4.11's proof done by
-// composition, which avoids group privacy's e^{(K−1)ε′} factor on δ. Total
-// with the partition: (ε + ε_deg, δ + δ_deg).
+// Releasing every sub-instance with an independent (ε′, δ′)-DP mechanism
+// is then (ε, δ)-DP given the partition's output: the package
+// documentation's "Sub-instances" proves it once for both uniformized
+// releases (basic composition over the at most K sub-instances a tuple
+// lies in). Total with the partition: (ε + ε_deg, δ + δ_deg).
 func HierBudget(eps, delta float64, t *Tree, levels int) (HierSplit, error) {
 	k, err := t.Multiplicity(levels)
 	if err != nil {

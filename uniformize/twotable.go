@@ -2,7 +2,6 @@ package uniformize
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -12,15 +11,10 @@ import (
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/pmw"
-	"github.com/synth-dp/synth/spec"
 )
 
 // TwoTableAlgorithm names the mechanism [TwoTable] runs.
 const TwoTableAlgorithm = "Ghazi et al. Alg. 4 + Alg. 5 (uniformized two-table partition by noisy degree, Alg. 1 on every bucket)"
-
-// ErrNotTwoTable is returned for a join that is not two relations sharing
-// at least one join attribute.
-var ErrNotTwoTable = errors.New("uniformize: the two-table partition needs exactly two relations that share a join attribute")
 
 // TwoTableConfig holds the public parameters of a run. The embedded
 // joinasone.Config describes the release: Epsilon and Delta are the budget
@@ -71,15 +65,9 @@ type BucketRun struct {
 	// MaxNoisyDegree is ⌊2^i·λ⌋, the largest noisy degree of the bucket
 	// (public).
 	MaxNoisyDegree int64 `json:"max_noisy_degree"`
-	// NHat, DeltaTilde and Rows are the bucket's DP join size, sensitivity
-	// bound and row count (joinasone.Result).
-	NHat       float64 `json:"n_hat"`
-	DeltaTilde float64 `json:"delta_tilde"`
-	Rows       int64   `json:"rows"`
-	// Epsilon and Delta are the bucket's budget; Rule how it composes.
-	Epsilon float64 `json:"epsilon"`
-	Delta   float64 `json:"delta"`
-	Rule    string  `json:"rule"`
+	// SubRun is the run's DP n̂, Δ̃ (Alg. 1's noisy max degree) and rows,
+	// and its budget: (ε/2, δ/2).
+	SubRun
 }
 
 // TwoTableResult is a run's output: DP values only.
@@ -100,8 +88,8 @@ type TwoTableResult struct {
 	NHat       float64
 	DeltaTilde float64
 
-	runs   []*joinasone.Result
-	counts mergedCounts
+	// The merged counts and the runs: Counts and Runs.
+	*subRuns
 }
 
 // TwoTablePlan is a uniformized two-table run whose budget is charged and which
@@ -115,9 +103,7 @@ type TwoTablePlan struct {
 	thr    []int64 // thr[i] = ⌊2^i·λ⌋ (saturated), thr[0] = −1
 	always []int
 	root   *dp.Ledger
-	subs   *dp.Ledger
-	sub    dp.Budget
-	ran    bool
+	rel    *subRelease // the buckets' runs, with (ε/2, δ/2) each
 }
 
 // maxTwoTableBucket bounds the bucket index: 2^62·λ exceeds any degree.
@@ -137,18 +123,13 @@ func PrepareTwoTable(h *hypergraph.Hypergraph, cfg TwoTableConfig, ledger *dp.Le
 		return nil, fmt.Errorf("uniformize: %w: delta must be > 0 (the degree padding needs it)", dp.ErrInvalidParameter)
 	}
 	half := dp.Budget{Epsilon: cfg.Epsilon / 2, Delta: cfg.Delta / 2}
-	p := &TwoTablePlan{h: h, cfg: cfg, attrs: h.Boundary(1), sub: half}
+	p := &TwoTablePlan{h: h, cfg: cfg, attrs: h.Boundary(1)}
 	var err error
 	if p.pad, err = dp.NewTruncatedDiscreteLaplace(half.Epsilon, half.Delta, 1); err != nil {
 		return nil, fmt.Errorf("uniformize: degree noise: %w", err)
 	}
-	// A bucket's join-as-one run must be able to start: check its
-	// parameters on a scratch ledger now, not after the data is read.
-	scratch, err := dp.NewLedger(half)
-	if err != nil {
-		return nil, fmt.Errorf("uniformize: %w", err)
-	}
-	if _, err := joinasone.Prepare(h, p.bucketConfig(h), scratch); err != nil {
+	// Every tuple lies in one bucket: k = 1.
+	if p.rel, err = newSubRelease(h, cfg.Config, half, 1); err != nil {
 		return nil, err
 	}
 	p.lambda = math.Log(1/half.Delta) / half.Epsilon
@@ -181,27 +162,11 @@ func PrepareTwoTable(h *hypergraph.Hypergraph, cfg TwoTableConfig, ledger *dp.Le
 		map[string]any{"tau": p.pad.Tau(), "scale": p.pad.Scale(), "lambda": p.lambda, "always_run": p.always}); err != nil {
 		return nil, err
 	}
-	if p.subs, err = p.root.Split("sub-instances: join-as-one (Alg. 1) on every bucket", half,
+	if p.rel.ledger, err = p.root.Split("sub-instances: join-as-one (Alg. 1) on every bucket", half,
 		"parallel composition: every tuple lies in exactly one sub-instance (Ghazi et al. Lemma 4.1)", nil); err != nil {
 		return nil, err
 	}
 	return p, nil
-}
-
-// bucketConfig is the join-as-one configuration of a bucket whose
-// hypergraph is sub (relation k of sub is relation k of p.h).
-func (p *TwoTablePlan) bucketConfig(sub *hypergraph.Hypergraph) joinasone.Config {
-	c := p.cfg.Config
-	c.Epsilon, c.Delta = p.sub.Epsilon, p.sub.Delta
-	c.NoRowsFloor = true
-	c.Columns = make([]spec.ColumnRef, len(p.cfg.Columns))
-	for j, ref := range p.cfg.Columns {
-		c.Columns[j] = ref
-		if k := p.h.Index(ref.Table); k >= 0 {
-			c.Columns[j].Table = sub.Relation(k).Name
-		}
-	}
-	return c
 }
 
 // bucketOf is max{1, ⌈log₂(d/λ)⌉} for an integer d ≥ 0: the smallest
@@ -231,9 +196,10 @@ func (p *TwoTablePlan) bucketOf(d int64) int {
 //  3. The buckets run are R₀ ∪ {i(b) : b present}, where R₀ = {i(k) : k ∈
 //     [0, 2τ′]} are the buckets a noisy degree of an absent value (degree 0,
 //     noise alone) can reach. Every bucket that runs — also one with no
-//     join row — runs join-as-one Alg. 1 with budget (ε/2, δ/2) on its
-//     sub-instance (each relation restricted to the tuples whose join value
-//     is in the bucket), and the release is the union of their rows.
+//     join row — is a sub-instance (each relation restricted to the tuples
+//     whose join value is in the bucket) of the package's shared run
+//     (package documentation, "Sub-instances") with k = 1: join-as-one
+//     Alg. 1 with (ε/2, δ/2) on each.
 //
 // Proof. (i) Same as Alg. 5 over an unbounded dom(B). A key domain is
 // unbounded (the spec declares no list of keys). Alg. 5 draws X_b for every
@@ -255,19 +221,14 @@ func (p *TwoTablePlan) bucketOf(d int64) int {
 // dp.TruncatedDiscreteLaplace, and the buckets, the set of buckets run and
 // their thresholds are post-processing. (Against a public relation the
 // private side's degree alone moves; the max is still 1-Lipschitz.)
-// (iii) Given the partition, every tuple lies in exactly one sub-instance
-// (the bucket of its join value; a tuple with a NULL join value joins
-// nothing and lies in none), so a neighbour changes one sub-instance by one
-// tuple; Alg. 1 is (ε/2, δ/2)-DP on it (Lemma 3.2, joinasone), and by
-// parallel composition the sub-instances together are (ε/2, δ/2)-DP.
-// (iv) Basic composition of (ii) and (iii): (ε, δ)-DP (Lemma 4.1). ∎
+// (iii) Every tuple lies in exactly one bucket's sub-instance, that of its
+// join value: k = 1. By (i) and (ii) the buckets that run are a function of
+// the partition's DP output, and the shared run's guarantee (package
+// documentation) gives (ε, δ)-DP (Lemma 4.1). ∎
 //
-// What depends on the data without noise: nothing that leaves the
-// function. The number of PMW runs, which buckets run and how many rows
-// are written are functions of the noisy degrees and of the buckets' DP
-// outputs (n̂, Δ̃, the PMW rows). The noisy degrees themselves are integers
-// (DESIGN.md §3, invariant 6) and are not published; the report holds
-// the buckets that ran, their budgets and their DP n̂, Δ̃ and rows.
+// The noisy degrees themselves are integers (DESIGN.md §3, invariant 6)
+// and are not published; the report holds the buckets that ran, their
+// budgets and their DP n̂, Δ̃ and rows.
 func TwoTable(ctx context.Context, src dp.Source, h *hypergraph.Hypergraph, data TwoTableData, cfg TwoTableConfig, ledger *dp.Ledger) (*TwoTableResult, error) {
 	p, err := PrepareTwoTable(h, cfg, ledger)
 	if err != nil {
@@ -275,9 +236,6 @@ func TwoTable(ctx context.Context, src dp.Source, h *hypergraph.Hypergraph, data
 	}
 	return p.Run(ctx, src, data)
 }
-
-// ErrTwoTablePlanUsed is returned by a second [TwoTablePlan.Run].
-var ErrTwoTablePlanUsed = errors.New("uniformize: plan already ran; its budget is spent")
 
 // partition draws the noisy degrees and returns every present value's
 // bucket and the buckets to run (increasing).
@@ -310,15 +268,10 @@ func (p *TwoTablePlan) partition(ctx context.Context, src dp.Source, data TwoTab
 
 // Run reads the statistics and runs the mechanism. It may be called once.
 func (p *TwoTablePlan) Run(ctx context.Context, src dp.Source, data TwoTableData) (res *TwoTableResult, err error) {
-	if p.ran {
-		return nil, ErrTwoTablePlanUsed
+	if err := p.rel.start(ErrTwoTablePlanUsed); err != nil {
+		return nil, err
 	}
-	p.ran = true
-	defer func() {
-		if cerr := data.Close(ctx); cerr != nil && err == nil {
-			res, err = nil, cerr
-		}
-	}()
+	defer closeData(ctx, data, &res, &err)
 	bucket, run, err := p.partition(ctx, src, data)
 	if err != nil {
 		return nil, err
@@ -331,64 +284,37 @@ func (p *TwoTablePlan) Run(ctx context.Context, src dp.Source, data TwoTableData
 		return nil, err
 	}
 	rule := "parallel composition over the buckets' disjoint sub-instances (Ghazi et al. Lemma 4.1)"
-	ledgers, err := p.subs.SplitParallel("join-as-one on every bucket", p.sub, len(run), rule,
-		map[string]any{"buckets": run})
-	if err != nil {
+	split := subSplit{"join-as-one on every bucket", rule, map[string]any{"buckets": run}}
+	in := subSource{
+		open: func(ctx context.Context, k int, l *dp.Ledger) (*hypergraph.Hypergraph, joinasone.Stats, error) {
+			sub, stats, err := data.Bucket(ctx, run[k])
+			if err != nil {
+				return nil, nil, err
+			}
+			l.Publish("bucket", float64(run[k]))
+			return sub, stats, nil
+		},
+		name: func(k int) string { return fmt.Sprintf("bucket %d", run[k]) },
+	}
+	if p.cfg.publicBound {
+		in.run = func(ctx context.Context, src dp.Source, k int, sub *hypergraph.Hypergraph, stats joinasone.Stats, l *dp.Ledger) (*joinasone.Result, error) {
+			return p.runPublicBound(ctx, src, sub, stats, run[k], l)
+		}
+	}
+	if res.subRuns, err = p.rel.run(ctx, src, len(run), split, in); err != nil {
 		return nil, err
 	}
-	for j, i := range run {
-		sub, stats, err := data.Bucket(ctx, i)
-		if err != nil {
-			return nil, err
-		}
-		ledgers[j].Publish("bucket", float64(i))
-		var r *joinasone.Result
-		if p.cfg.publicBound {
-			r, err = p.runPublicBound(ctx, src, sub, stats, i, ledgers[j])
-		} else {
-			var plan *joinasone.Plan
-			if plan, err = joinasone.Prepare(sub, p.bucketConfig(sub), ledgers[j]); err != nil {
-				return nil, err
-			}
-			r, err = plan.Run(ctx, src, stats)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("uniformize: bucket %d: %w", i, err)
-		}
-		if err := res.counts.add(src, r); err != nil {
-			return nil, err
-		}
-		res.runs = append(res.runs, r)
-		res.Partitions = append(res.Partitions, BucketRun{
-			Bucket: i, MaxNoisyDegree: p.thr[i], NHat: r.PMW.NHat, DeltaTilde: r.DeltaTilde, Rows: r.PMW.Rows,
-			Epsilon: p.sub.Epsilon, Delta: p.sub.Delta, Rule: rule,
-		})
-		res.Rows += r.PMW.Rows
-		res.NHat += r.PMW.NHat
-		res.DeltaTilde = math.Max(res.DeltaTilde, r.DeltaTilde)
+	for k, r := range res.subRuns.published(rule) {
+		res.Partitions = append(res.Partitions, BucketRun{Bucket: run[k], MaxNoisyDegree: p.thr[run[k]], SubRun: r})
 	}
+	res.Rows, res.NHat, res.DeltaTilde = res.rows, res.nHat, res.deltaMax
 	return res, nil
 }
-
-// Counts emits the union of the buckets' synthetic rows: for every cell of
-// the universe the sum of their integer counts, in increasing cell order,
-// cells with a zero sum left out. Each run's counts were drawn by Run as
-// soon as the run finished (pmw.Result.Counts with the run's randomness,
-// post-processing; see mergedCounts), so src is not used: Counts is
-// deterministic and may be called more than once.
-func (r *TwoTableResult) Counts(src dp.Source, emit func(cell, count int64) error) error {
-	return r.counts.emit(emit)
-}
-
-// Runs returns the join-as-one result of every bucket that ran, in the
-// order of Partitions. Their PMW weights are dropped once counted
-// (pmw.Result.Weights is nil).
-func (r *TwoTableResult) Runs() []*joinasone.Result { return slices.Clone(r.runs) }
 
 // runPublicBound is the publicBound experiment on bucket i: PMW with
 // sensitivity max(1, ⌊2^i·λ⌋) and the bucket's whole budget.
 func (p *TwoTablePlan) runPublicBound(ctx context.Context, src dp.Source, sub *hypergraph.Hypergraph, stats joinasone.Stats, i int, l *dp.Ledger) (*joinasone.Result, error) {
-	c := p.bucketConfig(sub)
+	c := p.rel.config(sub)
 	cells, err := stats.Histogram(ctx, sub, c.Columns, c.Universe.Sizes())
 	if err != nil {
 		return nil, err
@@ -402,7 +328,7 @@ func (p *TwoTablePlan) runPublicBound(ctx context.Context, src dp.Source, sub *h
 		sens = 1
 	}
 	res, err := pmw.Run(ctx, src, c.Universe, c.Families, hist, pmw.Config{
-		Epsilon: p.sub.Epsilon, Delta: p.sub.Delta, Sensitivity: sens, Variant: c.Variant, Noise: c.Noise,
+		Epsilon: p.rel.each.Epsilon, Delta: p.rel.each.Delta, Sensitivity: sens, Variant: c.Variant, Noise: c.Noise,
 		NHatShare: c.NHatShare, Rounds: c.Rounds, MaxRounds: c.MaxRounds, Reapply: c.Reapply, Ledger: l,
 		Workers: c.Workers, NoRowsFloor: true,
 	})
