@@ -220,7 +220,7 @@ func TestHierRefusesNonHierarchical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Release.Method = spec.Uniformized
+	s.Privacy.Unit, s.Release.Method = "", spec.Uniformized // the example declares a unit: release it at tuple level
 	out := filepath.Join(t.TempDir(), "out")
 	_, err = Run(context.Background(), Options{Spec: s, OutDir: out, Engine: "duckdb", Source: dp.NewSeededSource(1)})
 	if !errors.Is(err, ErrUnsupported) || !errors.Is(err, uniformize.ErrNotHierarchical) {

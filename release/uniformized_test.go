@@ -217,7 +217,7 @@ func TestUniformizedRelease(t *testing.T) {
 	}
 
 	three := loadSpec(t, filepath.Join("..", "examples", "tpch", "synth.yaml"))
-	three.Release.Method = spec.Uniformized
+	three.Privacy.Unit, three.Release.Method = "", spec.Uniformized // tuple level: the example declares a unit
 	_, err = Run(context.Background(), Options{Spec: three, OutDir: t.TempDir(), Engine: "duckdb", Source: dp.NewSeededSource(3)})
 	if !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("uniformized on three relations: %v, want ErrUnsupported", err)
