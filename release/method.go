@@ -239,19 +239,26 @@ func (r twoTableRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine)
 	if err != nil {
 		return nil, err
 	}
-	out := &Output{Algorithm: uniformize.TwoTableAlgorithm, NHat: res.NHat, DeltaTilde: res.DeltaTilde, Counts: res.Counts}
-	var rounds []int
-	for _, run := range res.Runs() {
-		rounds = append(rounds, run.PMW.Rounds)
-		out.Variant = string(run.PMW.Variant)
-	}
-	out.Rounds = rounds
+	out := subOutput(uniformize.TwoTableAlgorithm, res.NHat, res.DeltaTilde, res.Counts, res.Runs())
 	out.Params = map[string]any{
 		"uniformized_partitions": res.Partitions,
 		"uniformized_lambda":     res.Lambda,
 		"uniformized_always_run": res.AlwaysRun,
 	}
 	return out, nil
+}
+
+// subOutput is the Output of a uniformized release: its totals, its
+// counts, and the rounds of every sub-instance's PMW run.
+func subOutput(alg string, nhat, deltaTilde float64, counts func(dp.Source, func(cell, count int64) error) error, runs []*joinasone.Result) *Output {
+	out := &Output{Algorithm: alg, NHat: nhat, DeltaTilde: deltaTilde, Counts: counts}
+	var rounds []int
+	for _, run := range runs {
+		rounds = append(rounds, run.PMW.Rounds)
+		out.Variant = string(run.PMW.Variant)
+	}
+	out.Rounds = rounds
+	return out
 }
 
 type hierRun struct {
@@ -266,13 +273,7 @@ func (r hierRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*O
 	if err != nil {
 		return nil, err
 	}
-	out := &Output{Algorithm: uniformize.HierAlgorithm, NHat: res.NHat, DeltaTilde: res.DeltaTilde, Counts: res.Counts}
-	var rounds []int
-	for _, run := range res.Runs() {
-		rounds = append(rounds, run.PMW.Rounds)
-		out.Variant = string(run.PMW.Variant)
-	}
-	out.Rounds = rounds
+	out := subOutput(uniformize.HierAlgorithm, res.NHat, res.DeltaTilde, res.Counts, res.Runs())
 	out.Params = map[string]any{
 		"uniformized_partitions":     res.Partitions,
 		"uniformized_attribute_tree": res.Tree,
