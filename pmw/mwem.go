@@ -347,8 +347,12 @@ func (m *mwem) initScale() float64 {
 	if m.cfg.testRhoFromEps && m.gauss {
 		c *= m.epsR / m.total // mutation knob
 	}
+	sqrtD := math.Sqrt(d)
+	if m.cfg.testInitNoSqrtD {
+		sqrtD, d = 1, 1 // mutation knob: one marginal's sensitivity
+	}
 	if m.gauss {
-		return m.sensN * math.Sqrt(d) / math.Sqrt(2*c)
+		return m.sensN * sqrtD / math.Sqrt(2*c)
 	}
 	return m.sensN * d / c
 }
@@ -356,10 +360,14 @@ func (m *mwem) initScale() float64 {
 // selEpsilon is the exponential mechanism's ε for a round of cost c:
 // √(8·0.1·c) (so ε²/8 = 0.1c, Cesar–Rogers bounded range) or 0.25c.
 func (m *mwem) selEpsilon(c float64) float64 {
+	e := m.selFrac * c
 	if m.gauss {
-		return math.Sqrt(8 * m.selFrac * c)
+		e = math.Sqrt(8 * m.selFrac * c)
 	}
-	return m.selFrac * c
+	if m.cfg.testSelEpsFactor > 0 {
+		e *= m.cfg.testSelEpsFactor // mutation knob
+	}
+	return e
 }
 
 // variance and meanAbs of the per-cell noise of scale s (public).
@@ -379,6 +387,12 @@ func (m *mwem) meanAbs(s float64) float64 {
 }
 
 type intSampler interface{ Sample(dp.Source) int64 }
+
+// zeroSampler draws 0: the noise of the testInitHist lens, which measures
+// a public histogram.
+type zeroSampler struct{}
+
+func (zeroSampler) Sample(dp.Source) int64 { return 0 }
 
 func (m *mwem) sampler(s float64) (intSampler, error) {
 	if m.gauss {
@@ -493,33 +507,11 @@ func (m *mwem) charge(l *dp.Ledger) error {
 // n̂, measures the 1-way marginals and sets A₀ to their product.
 func (m *mwem) init(hist []Cell) error {
 	u, pl := m.u, m.plan
-	m.truth = make([]float64, pl.tableLen)
-	var n int64
-	d := make([]int, len(u.sizes))
-	id := make([]int, len(u.sizes))
-	for _, h := range hist {
-		if h.Index < 0 || h.Index >= u.size {
-			return fmt.Errorf("%w: histogram cell %d outside the universe [0, %d)", ErrInvalidInput, h.Index, u.size)
-		}
-		if h.Count < 0 {
-			return fmt.Errorf("%w: histogram cell %d has negative count %d", ErrInvalidInput, h.Index, h.Count)
-		}
-		if h.Count == 0 {
-			continue
-		}
-		if n > math.MaxInt64-h.Count || n+h.Count > 1<<53 {
-			return fmt.Errorf("%w: histogram total beyond 2⁵³", ErrInvalidInput)
-		}
-		n += h.Count
-		c := float64(h.Count)
-		u.Decode(h.Index, d)
-		for i, col := range m.perm {
-			id[i] = d[col]
-		}
-		for p, pr := range pl.projs {
-			m.truth[pl.tableOff[p]+pr.index(id)] += c
-		}
+	truth, n, err := m.readTruth(hist)
+	if err != nil {
+		return err
 	}
+	m.truth = truth
 	if m.nhatNoise == nil {
 		n = 0 // NoNHat: the true total is not kept, nor published
 	} else if !m.cfg.testExactN {
@@ -536,6 +528,15 @@ func (m *mwem) init(hist []Cell) error {
 	smp, err := m.sampler(s0)
 	if err != nil {
 		return fmt.Errorf("pmw: %w", err)
+	}
+	if m.cfg.testInitHist != nil {
+		// Lens: the initial marginals are those of a public histogram,
+		// exactly, so that A₀ is the same on every input.
+		if m.truth, _, err = m.readTruth(m.cfg.testInitHist); err != nil {
+			return err
+		}
+		defer func() { m.truth = truth }()
+		smp = zeroSampler{}
 	}
 	v0 := m.variance(s0)
 	var num, den float64
@@ -582,6 +583,40 @@ func (m *mwem) init(hist []Cell) error {
 		m.avg = make([]float64, u.size)
 	}
 	return nil
+}
+
+// readTruth returns the true marginal tables of hist (plan layout) and
+// its total.
+func (m *mwem) readTruth(hist []Cell) ([]float64, int64, error) {
+	u, pl := m.u, m.plan
+	truth := make([]float64, pl.tableLen)
+	var n int64
+	d := make([]int, len(u.sizes))
+	id := make([]int, len(u.sizes))
+	for _, h := range hist {
+		if h.Index < 0 || h.Index >= u.size {
+			return nil, 0, fmt.Errorf("%w: histogram cell %d outside the universe [0, %d)", ErrInvalidInput, h.Index, u.size)
+		}
+		if h.Count < 0 {
+			return nil, 0, fmt.Errorf("%w: histogram cell %d has negative count %d", ErrInvalidInput, h.Index, h.Count)
+		}
+		if h.Count == 0 {
+			continue
+		}
+		if n > math.MaxInt64-h.Count || n+h.Count > 1<<53 {
+			return nil, 0, fmt.Errorf("%w: histogram total beyond 2⁵³", ErrInvalidInput)
+		}
+		n += h.Count
+		c := float64(h.Count)
+		u.Decode(h.Index, d)
+		for i, col := range m.perm {
+			id[i] = d[col]
+		}
+		for p, pr := range pl.projs {
+			truth[pl.tableOff[p]+pr.index(id)] += c
+		}
+	}
+	return truth, n, nil
 }
 
 // measure adds integer noise from smp to every cell of the true marginal
