@@ -513,15 +513,23 @@ func (m *mwem) init(hist []Cell) error {
 	}
 	m.truth = truth
 	if m.nhatNoise == nil {
-		n = 0 // NoNHat: the true total is not kept, nor published
-	} else if !m.cfg.testExactN {
-		pad := m.nhatNoise.Sample(m.src)
-		if n+pad > 1<<53 {
-			return fmt.Errorf("%w: n̂ = %d + %d is beyond 2⁵³", ErrInvalidInput, n, pad)
+		// NoNHat: no n̂ to decide on. The caller's histogram must stay
+		// below 2⁵³ (the float tables are exact only there); this check
+		// reads the true total, without printing it.
+		if n > 1<<53 {
+			return fmt.Errorf("%w: histogram total beyond 2⁵³", ErrInvalidInput)
 		}
-		n += pad
+		n = 0 // the true total is not kept, nor published
+	} else {
+		// n is the true total saturated at totalCap (1-Lipschitz, so n̂
+		// stays a DP output); only n̂ decides and is printed.
+		nhat, err := padTotal(n, m.nhatNoise, m.src, m.cfg.testExactN)
+		if err != nil {
+			return err
+		}
+		n = nhat
 	}
-	m.nhat = float64(n) // an integer < 2⁵³: exact in float64
+	m.nhat = float64(n) // an integer ≤ 2⁵³: exact in float64
 
 	// The initial 1-way marginals, one column after the other.
 	s0 := m.initScale()
@@ -586,7 +594,9 @@ func (m *mwem) init(hist []Cell) error {
 }
 
 // readTruth returns the true marginal tables of hist (plan layout) and
-// its total.
+// its total saturated at totalCap (see [addTotal]). It branches on no count:
+// the tables are exact when the total is at most 2⁵³, and a larger total
+// is refused later through n̂ alone.
 func (m *mwem) readTruth(hist []Cell) ([]float64, int64, error) {
 	u, pl := m.u, m.plan
 	truth := make([]float64, pl.tableLen)
@@ -603,10 +613,7 @@ func (m *mwem) readTruth(hist []Cell) ([]float64, int64, error) {
 		if h.Count == 0 {
 			continue
 		}
-		if n > math.MaxInt64-h.Count || n+h.Count > 1<<53 {
-			return nil, 0, fmt.Errorf("%w: histogram total beyond 2⁵³", ErrInvalidInput)
-		}
-		n += h.Count
+		n = addTotal(n, h.Count)
 		c := float64(h.Count)
 		u.Decode(h.Index, d)
 		for i, col := range m.perm {
