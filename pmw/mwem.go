@@ -320,7 +320,9 @@ func (m *mwem) sensNote() string {
 // noiseScale returns the per-cell noise of a round of cost c: the discrete
 // Gaussian σ = Δ̃/√(2·0.9·c) (c in ρ; L2 sensitivity Δ̃, so the
 // measurement is (Δ̃²/(2σ²)) = 0.9c-zCDP), or the discrete Laplace scale
-// Δ̃/(0.75·c) (c in ε; L1 sensitivity Δ̃, so 0.75c-DP).
+// Δ̃/(0.75·c) (c in ε; L1 sensitivity Δ̃, so 0.75c-DP). Both quotients
+// are rounded up ([dp.NoiseScale], with the square root rounded down), so
+// float rounding never spends more than the share.
 func (m *mwem) noiseScale(c float64) float64 {
 	meas := (1 - m.selFrac) * c
 	if m.cfg.testWholeBudget {
@@ -330,9 +332,38 @@ func (m *mwem) noiseScale(c float64) float64 {
 		meas *= m.epsR / m.total // mutation knob: ρ taken to be ε
 	}
 	if m.gauss {
-		return m.sensN / math.Sqrt(2*meas)
+		return dp.NoiseScale(m.sensN, sqrtDown(2*meas))
 	}
-	return m.sensN / meas
+	return dp.NoiseScale(m.sensN, meas)
+}
+
+// sqrtDown returns the largest float64 s with s² ≤ x (x ≥ 0 finite): √x
+// rounded down, so that a scale sens/s is never below sens/√x.
+func sqrtDown(x float64) float64 {
+	s := math.Sqrt(x)
+	if math.FMA(s, s, -x) > 0 {
+		s = math.Nextafter(s, 0)
+	}
+	return s
+}
+
+// sqrtUp returns √x rounded up (x ≥ 0 finite).
+func sqrtUp(x float64) float64 {
+	s := math.Sqrt(x)
+	if math.FMA(s, s, -x) < 0 {
+		s = math.Nextafter(s, math.Inf(1))
+	}
+	return s
+}
+
+// mulUp returns a·b rounded up (a, b ≥ 0 finite): a sensitivity that is
+// a product is never understated.
+func mulUp(a, b float64) float64 {
+	p := a * b
+	if math.FMA(a, b, -p) > 0 {
+		p = math.Nextafter(p, math.Inf(1))
+	}
+	return p
 }
 
 // initScale is the noise of the initial 1-way marginals: their
@@ -347,14 +378,14 @@ func (m *mwem) initScale() float64 {
 	if m.cfg.testRhoFromEps && m.gauss {
 		c *= m.epsR / m.total // mutation knob
 	}
-	sqrtD := math.Sqrt(d)
+	sqrtD := sqrtUp(d)
 	if m.cfg.testInitNoSqrtD {
 		sqrtD, d = 1, 1 // mutation knob: one marginal's sensitivity
 	}
 	if m.gauss {
-		return m.sensN * sqrtD / math.Sqrt(2*c)
+		return dp.NoiseScale(mulUp(m.sensN, sqrtD), sqrtDown(2*c))
 	}
-	return m.sensN * d / c
+	return dp.NoiseScale(mulUp(m.sensN, d), c)
 }
 
 // selEpsilon is the exponential mechanism's ε for a round of cost c:
