@@ -58,8 +58,18 @@ const mwemShrinkLevel = 1e-4
 // a fifth of the noise in a near-uniform marginal of TPC-H about once in
 // twenty releases).
 func mwemShrinkNoise(k float64) float64 {
-	return distuv.ChiSquared{K: k - 1}.Quantile(1 - mwemShrinkLevel)
+	if v, ok := shrinkMemo.Load(k); ok {
+		return v.(float64)
+	}
+	q := distuv.ChiSquared{K: k - 1}.Quantile(1 - mwemShrinkLevel)
+	shrinkMemo.Store(k, q)
+	return q
 }
+
+// shrinkMemo caches mwemShrinkNoise, a function of the public table size
+// only, whose quantile inversion cost more than the rest of a round on the
+// small universes the audits run by the hundred thousand.
+var shrinkMemo sync.Map // float64 → float64
 
 // mwemMeas is the running combination of every noisy measurement of one
 // marginal: the inverse-variance-weighted mean ybar of the measurements
@@ -253,7 +263,7 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 		m.total = m.epsR
 	}
 	if !cfg.NoNHat {
-		if m.nhatNoise, err = dp.NewTruncatedDiscreteLaplace(m.epsN, m.deltaN, int64(math.Ceil(cfg.Sensitivity))); err != nil {
+		if m.nhatNoise, err = nhatSampler(m.epsN, m.deltaN, int64(math.Ceil(cfg.Sensitivity))); err != nil {
 			return nil, fmt.Errorf("pmw: n̂: %w", err)
 		}
 	}
@@ -281,13 +291,10 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 	// Every noise scale a run can use lies between the initial one and the
 	// one of a round that spends the whole rounds' budget: check both
 	// before any data is read.
-	for _, c := range []float64{m.unit, m.roundsBudget} {
-		if _, err := m.sampler(m.noiseScale(c)); err != nil {
+	for _, s := range []float64{m.noiseScale(m.unit), m.noiseScale(m.roundsBudget), m.initScale()} {
+		if err := m.checkScale(s); err != nil {
 			return nil, fmt.Errorf("pmw: measurement noise: %w", err)
 		}
-	}
-	if _, err := m.sampler(m.initScale()); err != nil {
-		return nil, fmt.Errorf("pmw: measurement noise: %w", err)
 	}
 	m.scratch = make([][]float64, workers)
 	for i := range m.scratch {
@@ -332,9 +339,24 @@ func (m *mwem) noiseScale(c float64) float64 {
 		meas *= m.epsR / m.total // mutation knob: ρ taken to be ε
 	}
 	if m.gauss {
-		return dp.NoiseScale(m.sensN, sqrtDown(2*meas))
+		return noiseScaleOf(m.sensN, sqrtDown(2*meas))
 	}
-	return dp.NoiseScale(m.sensN, meas)
+	return noiseScaleOf(m.sensN, meas)
+}
+
+// scaleMemo caches dp.NoiseScale (exact rational arithmetic, a few
+// microseconds) by its public arguments: a run asks for the same few
+// scales many times, and the audits run thousands of identical runs.
+var scaleMemo sync.Map // [2]float64 → float64
+
+func noiseScaleOf(sens, x float64) float64 {
+	k := [2]float64{sens, x}
+	if v, ok := scaleMemo.Load(k); ok {
+		return v.(float64)
+	}
+	b := dp.NoiseScale(sens, x)
+	scaleMemo.Store(k, b)
+	return b
 }
 
 // sqrtDown returns the largest float64 s with s² ≤ x (x ≥ 0 finite): √x
@@ -383,9 +405,9 @@ func (m *mwem) initScale() float64 {
 		sqrtD, d = 1, 1 // mutation knob: one marginal's sensitivity
 	}
 	if m.gauss {
-		return dp.NoiseScale(mulUp(m.sensN, sqrtD), sqrtDown(2*c))
+		return noiseScaleOf(mulUp(m.sensN, sqrtD), sqrtDown(2*c))
 	}
-	return dp.NoiseScale(mulUp(m.sensN, d), c)
+	return noiseScaleOf(mulUp(m.sensN, d), c)
 }
 
 // selEpsilon is the exponential mechanism's ε for a round of cost c:
@@ -424,6 +446,27 @@ type intSampler interface{ Sample(dp.Source) int64 }
 type zeroSampler struct{}
 
 func (zeroSampler) Sample(dp.Source) int64 { return 0 }
+
+// checkMemo caches the sampler constructors' verdict on a scale (public):
+// newMWEM checks three scales before any data is read.
+var checkMemo sync.Map // checkKey → error (nil stored as a nil error)
+
+type checkKey struct {
+	gauss bool
+	scale float64
+}
+
+// checkScale reports whether the sampler of scale s can be built.
+func (m *mwem) checkScale(s float64) error {
+	k := checkKey{m.gauss, s}
+	if v, ok := checkMemo.Load(k); ok {
+		err, _ := v.(error)
+		return err
+	}
+	_, err := m.sampler(s)
+	checkMemo.Store(k, err)
+	return err
+}
 
 func (m *mwem) sampler(s float64) (intSampler, error) {
 	if m.gauss {
