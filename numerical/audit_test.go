@@ -128,3 +128,31 @@ func TestAuditGroupFactor(t *testing.T) {
 		t.Fatalf("audit missed the forgotten group factor: ε lower bound %.3f ≤ 0.8", res.EpsilonLowerBound)
 	}
 }
+
+// deltaTildeAudit is the pair of the Δ̃ audits: a join whose neighbour
+// moves Δ̃ = 3 join rows (one private tuple that joins three tuples of
+// the other side): D is empty, D′ holds 3 rows of value 4. The statistic
+// is n̂, a post-processing of the warm start, whose claim is its share
+// ε_init = 0.8; every other audit here runs at Δ̃ = 1, where ignoring Δ̃
+// changes nothing.
+func deltaTildeAudit(t *testing.T, bug bool) audit.Result {
+	u := auditUniverse(t)
+	cfg := Config{Epsilon: 1, Sensitivity: 3, InitShare: 0.8, AlphaShare: 0.05, Rounds: 2, Sweeps: 3, testIgnoreDeltaTilde: bug}
+	m, mp := audit.Neighbours(runOne(t, u, cfg, func(r *Result) float64 { return float64(r.NHat) }),
+		nil, []Point{{Cell: 0, Units: 4, Count: 3}})
+	return audit.MustRunScalar(t, m, mp, 20_000, 0) // cheap runs: no -short cut
+}
+
+// TestAuditDeltaTildeMutant: at Δ̃ = 3 the warm start calibrated to
+// ⌈Δ̃⌉ passes its claim ε_init = 0.8; the mutant that ignores the join's
+// Δ̃ (noise for one join row a tuple: a true ε of up to 2.4) is caught.
+func TestAuditDeltaTildeMutant(t *testing.T) {
+	for _, bug := range []bool{false, true} {
+		res := deltaTildeAudit(t, bug)
+		t.Logf("Δ̃ = 3, Δ̃ ignored = %v: ε lower bound %.3f (claim 0.8; %s, %d vs %d of %d)",
+			bug, res.EpsilonLowerBound, res.Event, res.CountD, res.CountDPrime, res.N)
+		if caught := res.EpsilonLowerBound > 0.8; caught != bug {
+			t.Fatalf("Δ̃ ignored = %v: ε lower bound %.3f against the claim 0.8 (event %s)", bug, res.EpsilonLowerBound, res.Event)
+		}
+	}
+}

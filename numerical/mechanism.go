@@ -57,6 +57,10 @@ type Config struct {
 	//
 	// testAlphaNoNoise publishes α̃ = ⌈α⌉ without noise (a planted bug).
 	testAlphaNoNoise bool
+	// testIgnoreDeltaTilde calibrates every noise (the warm start, the
+	// items, α) to ⌈Δ̃⌉ = 1 whatever cfg.Sensitivity says (a planted
+	// bug: a join's neighbour moves up to Δ̃ rows of the join result).
+	testIgnoreDeltaTilde bool
 	// testSynthetic, when not nil, replaces the PMW output by this public
 	// histogram (a lens on the α step: not a bug).
 	testSynthetic []float64
@@ -395,6 +399,9 @@ func Run(ctx context.Context, src dp.Source, u *Universe, qs []Query, data []Poi
 		}
 	}
 	dt := cfg.dtilde()
+	if cfg.testIgnoreDeltaTilde {
+		dt = 1 // mutation knob: the join's Δ̃ ignored
+	}
 	epsN, epsA := cfg.initShare()*cfg.Epsilon, cfg.alphaShare()*cfg.Epsilon
 	pl, err := newPlan(cfg, epsN, cfg.Epsilon-epsN-epsA)
 	if err != nil {

@@ -2,6 +2,7 @@ package pmw
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
@@ -90,11 +91,6 @@ func pmwMech(u *Universe, fams []Family, hist []Cell, cfg Config, stat func(*Res
 	}
 }
 
-func runPMWAudit(t *testing.T, d, dPrime audit.Mechanism[float64], claimDelta float64) audit.Result {
-	t.Helper()
-	return audit.MustRunScalar(t, d, dPrime, pmwAuditRuns(), claimDelta)
-}
-
 // tiedCells is a pair where the paper variant's first selection matters:
 // two cells of 5,000 on D′ (tied scores under any n̂) and (5,020, 5,000) on
 // D, so that a selection calibrated to sensitivity 1 instead of Δ̃ = 20
@@ -127,7 +123,22 @@ func weightedPair(t *testing.T) (*Universe, []Cell, []Cell) {
 	return u, d, dp
 }
 
-// TestAuditPMW audits each component at its own budget:
+// pmwAuditCase is one audit: a neighbouring pair, the families, the
+// run's ε, the configuration, the statistic, and the claim.
+type pmwAuditCase struct {
+	name     string
+	pair     func(t *testing.T) (*Universe, []Cell, []Cell)
+	fams     func(u *Universe) []Family
+	eps      float64
+	cfg      Config
+	stat     func(*Result) float64
+	claimEps float64 // the claim as a share of the run's (ε, δ), or zcdp
+	catch    bool    // a planted bug: the audit must exceed the claim
+	runs     int     // runs per input; 0 means pmwAuditRuns()
+}
+
+// pmwAuditCases are the audits of the whole mechanism and of its
+// components at their own budget:
 //
 //   - n̂ alone (statistic n̂): the paper's (ε/2, δ/2), mwem's (s·ε, s·δ);
 //   - the paper variant's rounds, under one fixed n̂ on both inputs (their
@@ -138,7 +149,10 @@ func weightedPair(t *testing.T) (*Universe, []Cell, []Cell) {
 //     its numeric-sum (weighted) family;
 //   - the mwem variant (n̂ is not used inside it) at its whole budget, at
 //     ε = 4 where a miscalibrated Gaussian is far from the claim, on the
-//     2-cell pair of the issue, a whole-marginal pair and a weighted pair.
+//     2-cell pair of the issue, a whole-marginal pair and a weighted pair;
+//   - mwem's initial 1-way marginals on nine columns (where their L2
+//     sensitivity Δ̃·√9 is three times one marginal's), and mwem's first
+//     selection among two tied candidates (see [selectionAudit]).
 //
 // Each planted bug must give a lower bound above the claim. One knob is
 // not in the list: testWholeBudget (σ from the whole ρ in every round,
@@ -146,46 +160,63 @@ func weightedPair(t *testing.T) (*Universe, []Cell, []Cell) {
 // δ′ = 0.01 at the thresholds a Gaussian allows, which 60,000 runs cannot
 // resolve at confidence 1 − 1e-6; "σ from the wrong ρ" is audited through
 // testRhoFromEps (ρ taken as ε, about 60× the ρ), which is caught.
-func TestAuditPMW(t *testing.T) {
+func pmwAuditCases() []pmwAuditCase {
 	nhat := func(r *Result) float64 { return r.NHat }
-	type pair func(t *testing.T) (*Universe, []Cell, []Cell)
 	paperRounds := Config{Variant: VariantPaper, Rounds: 1, testNHat: 10_100}
 	with := func(c Config, f func(*Config)) Config { f(&c); return c }
-	cases := []struct {
-		name     string
-		pair     pair
-		fams     func(u *Universe) []Family
-		eps      float64
-		cfg      Config
-		stat     func(*Result) float64
-		claimEps float64 // the claim as a share of the run's (ε, δ)
-		catch    bool
-	}{
-		{"paper n̂", twoCells, marg0, 1, Config{Variant: VariantPaper, Rounds: 10}, nhat, 0.5, false},
-		{"paper n̂ from the true size", twoCells, marg0, 1, Config{Variant: VariantPaper, Rounds: 10, testExactN: true}, nhat, 0.5, true},
-		{"paper rounds (fixed n̂)", tiedCells, marg0, 2, paperRounds, share1, 0.5, false},
-		{"paper rounds, selection with sensitivity 1", tiedCells, marg0, 2, with(paperRounds, func(c *Config) { c.testSelSens1 = true }), share1, 0.5, true},
-		{"paper rounds, measurement with sensitivity 1", tiedCells, marg0, 2, with(paperRounds, func(c *Config) { c.testMeasSens1 = true }), share1, 0.5, true},
-		{"paper whole marginal", wholeMarginal, margAB, 1, Config{Variant: VariantPaper, Rounds: 10}, share4, 1, false},
-		{"paper weighted family (fixed n̂)", weightedPair, weightedOnly, 2, paperRounds, share4, 0.5, false},
-		{"paper weighted family, measurement with sensitivity 1", weightedPair, weightedOnly, 2, with(paperRounds, func(c *Config) { c.testMeasSens1 = true }), share4, 0.5, true},
-		{"mwem n̂", twoCells, marg0, 1, Config{}, nhat, DefaultNHatShare, false},
-		{"mwem n̂ from the true size", twoCells, marg0, 1, Config{testExactN: true}, nhat, DefaultNHatShare, true},
+	return []pmwAuditCase{
+		{"paper n̂", twoCells, marg0, 1, Config{Variant: VariantPaper, Rounds: 10}, nhat, 0.5, false, 0},
+		{"paper n̂ from the true size", twoCells, marg0, 1, Config{Variant: VariantPaper, Rounds: 10, testExactN: true}, nhat, 0.5, true, 0},
+		{"paper rounds (fixed n̂)", tiedCells, marg0, 2, paperRounds, share1, 0.5, false, 0},
+		{"paper rounds, selection with sensitivity 1", tiedCells, marg0, 2, with(paperRounds, func(c *Config) { c.testSelSens1 = true }), share1, 0.5, true, 0},
+		{"paper rounds, measurement with sensitivity 1", tiedCells, marg0, 2, with(paperRounds, func(c *Config) { c.testMeasSens1 = true }), share1, 0.5, true, 0},
+		{"paper whole marginal", wholeMarginal, margAB, 1, Config{Variant: VariantPaper, Rounds: 10}, share4, 1, false, 0},
+		{"paper weighted family (fixed n̂)", weightedPair, weightedOnly, 2, paperRounds, share4, 0.5, false, 0},
+		{"paper weighted family, measurement with sensitivity 1", weightedPair, weightedOnly, 2, with(paperRounds, func(c *Config) { c.testMeasSens1 = true }), share4, 0.5, true, 0},
+		{"mwem n̂", twoCells, marg0, 1, Config{}, nhat, DefaultNHatShare, false, 0},
+		{"mwem n̂ from the true size", twoCells, marg0, 1, Config{testExactN: true}, nhat, DefaultNHatShare, true, 0},
 		// mwem (Gaussian): the statistic depends on the zCDP part only,
 		// audited at δ′ = 1e-2 against ε′ = RhoToEpsilon(ρ, δ′) (a ρ-zCDP
 		// mechanism is (ε′(δ′), δ′)-DP for every δ′; at the run's tiny δ
 		// the claim is far beyond what any audit resolves).
-		{"mwem", twoCells, marg0, 1, Config{}, share1, zcdp, false},
-		{"mwem, noise scaled by 1 instead of Δ̃", twoCells, marg0, 1, Config{testNoiseSens1: true}, share1, zcdp, true},
-		{"mwem, σ from the wrong ρ (ρ taken as ε)", twoCells, marg0, 1, Config{testRhoFromEps: true}, share1, zcdp, true},
-		{"mwem whole marginal", wholeMarginal, margAB, 1, Config{}, share4, zcdp, false},
-		{"mwem whole marginal, noise scaled by 1", wholeMarginal, margAB, 1, Config{testNoiseSens1: true}, share4, zcdp, true},
-		{"mwem weighted family", weightedPair, weightedOnly, 1, Config{}, share4, zcdp, false},
+		{"mwem", twoCells, marg0, 1, Config{}, share1, zcdp, false, 0},
+		{"mwem, noise scaled by 1 instead of Δ̃", twoCells, marg0, 1, Config{testNoiseSens1: true}, share1, zcdp, true, 0},
+		{"mwem, σ from the wrong ρ (ρ taken as ε)", twoCells, marg0, 1, Config{testRhoFromEps: true}, share1, zcdp, true, 0},
+		{"mwem whole marginal", wholeMarginal, margAB, 1, Config{}, share4, zcdp, false, 0},
+		{"mwem whole marginal, noise scaled by 1", wholeMarginal, margAB, 1, Config{testNoiseSens1: true}, share4, zcdp, true, 0},
+		// The weighted pair of the paper variant is uniform on D′: mwem's
+		// shrinkage flattens every measured marginal of it to uniform and
+		// the statistic was 0.5 in every run on both inputs. This pair
+		// has a spread far above the noise.
+		{"mwem weighted family", weightedSpread, weightedOnly, 1, Config{}, share4, zcdp, false, 20_000},
+		{"mwem weighted family, noise scaled by 1", weightedSpread, weightedOnly, 1, Config{testNoiseSens1: true}, share4, zcdp, true, 20_000},
+		// The initial 1-way marginals of d = 9 columns at one fixed round
+		// (they get 0.9·9/(1 + 0.9·9) of ρ): calibrated to one marginal's
+		// sensitivity they spend 9 times their share. The new cases run
+		// 20,000 times: their mutants are caught with a wide margin
+		// (ε lower bounds 4.2 and 6.2 against claims 0.37 and 3.0), and
+		// fewer runs only make an honest case's bound more conservative.
+		{"mwem initial marginals, d = 9", nineColumns, marg0, 6, Config{Rounds: 1}, zeroShares, zcdp, false, 20_000},
+		{"mwem initial marginals without the √d", nineColumns, marg0, 6, Config{Rounds: 1, testInitNoSqrtD: true}, zeroShares, zcdp, true, 20_000},
 		// mwem with Laplace noise: pure ε-DP rounds.
-		{"mwem laplace", twoCells, marg0, 4, Config{Noise: NoiseLaplace}, share1, 1, false},
-		{"mwem laplace, noise scaled by 1", twoCells, marg0, 4, Config{Noise: NoiseLaplace, testNoiseSens1: true}, share1, 1, true},
+		{"mwem laplace", twoCells, marg0, 4, Config{Noise: NoiseLaplace}, share1, 1, false, 0},
+		{"mwem laplace, noise scaled by 1", twoCells, marg0, 4, Config{Noise: NoiseLaplace, testNoiseSens1: true}, share1, 1, true, 0},
 	}
-	for _, c := range cases {
+}
+
+// TestAuditPMW runs the honest cases of [pmwAuditCases]: each must stay at
+// or below its claim.
+func TestAuditPMW(t *testing.T) { runPMWAuditCases(t, false) }
+
+// TestAuditPMWMutant runs the planted bugs of [pmwAuditCases]: each must
+// be caught, with an ε lower bound above its claim.
+func TestAuditPMWMutant(t *testing.T) { runPMWAuditCases(t, true) }
+
+func runPMWAuditCases(t *testing.T, catch bool) {
+	for _, c := range pmwAuditCases() {
+		if c.catch != catch {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			u, d, dPrime := c.pair(t)
 			cfg := c.cfg
@@ -205,7 +236,13 @@ func TestAuditPMW(t *testing.T) {
 				claimDelta = auditDelta
 			}
 			fams := c.fams(u)
-			res := runPMWAudit(t, pmwMech(u, fams, d, cfg, c.stat), pmwMech(u, fams, dPrime, cfg, c.stat), claimDelta)
+			m, mp := pmwMech(u, fams, d, cfg, c.stat), pmwMech(u, fams, dPrime, cfg, c.stat)
+			requireVarying(t, m, mp)
+			runs := c.runs
+			if runs == 0 {
+				runs = pmwAuditRuns()
+			}
+			res := audit.MustRunScalar(t, m, mp, runs, claimDelta)
 			t.Logf("%s: ε lower bound %.3f (claim %.3g), event %s, counts %d / %d of %d",
 				c.name, res.EpsilonLowerBound, claimEps, res.Event, res.CountD, res.CountDPrime, res.N)
 			if c.catch && !(res.EpsilonLowerBound > claimEps) {
@@ -218,6 +255,96 @@ func TestAuditPMW(t *testing.T) {
 	}
 }
 
+// requireVarying fails t unless the statistic takes at least two values
+// in 200 runs on each input together: a statistic that is one constant on
+// both inputs can never fail an audit (the "mwem weighted family" case was
+// 0.5 in 2,000 of 2,000 runs on both). A statistic constant on each input
+// but different between them (n̂ without noise) is the strongest evidence.
+func requireVarying(t *testing.T, ms ...audit.Mechanism[float64]) {
+	t.Helper()
+	src := dp.NewSource()
+	first := ms[0](src)
+	for _, m := range ms {
+		for range 200 {
+			if m(src) != first {
+				return
+			}
+		}
+	}
+	t.Fatalf("the statistic was %v in every run on both inputs: the audit cannot fail", first)
+}
+
+// weightedSpread: the 2 × 4 universe of weightedPair with counts spread
+// far above mwem's noise at ε = 1 (cell (a, b) holds 1000·(b+1), three
+// times more for a = 1), so that the shrinkage keeps the measurements;
+// D adds Δ̃ = 20 join tuples to (a = 0, b = 3).
+func weightedSpread(t *testing.T) (*Universe, []Cell, []Cell) {
+	u, err := NewUniverse([]string{"a", "b"}, []int{2, 4}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d, dp []Cell
+	for x := int64(0); x < 8; x++ {
+		c := 1000 * (x%4 + 1)
+		if x >= 4 {
+			c *= 3
+		}
+		dp = append(dp, Cell{x, c})
+		if x == 3 {
+			c += auditSens
+		}
+		d = append(d, Cell{x, c})
+	}
+	return u, d, dp
+}
+
+// nineColumns: nine binary columns; cell x holds 10·3^(number of columns
+// at 1), so every 1-way marginal is 1 : 3 (far above the noise); D adds
+// Δ̃ = 20 join tuples to the cell of all zeros, which moves the rare cell
+// of every 1-way marginal by 20.
+func nineColumns(t *testing.T) (*Universe, []Cell, []Cell) {
+	names, sizes := make([]string, 9), make([]int, 9)
+	for i := range names {
+		names[i], sizes[i] = string(rune('a'+i)), 2
+	}
+	u, err := NewUniverse(names, sizes, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d, dp []Cell
+	digits := make([]int, 9)
+	for x := int64(0); x < u.size; x++ {
+		u.Decode(x, digits)
+		c := int64(10)
+		for _, b := range digits {
+			c *= int64(1 + 2*b)
+		}
+		dp = append(dp, Cell{x, c})
+		if x == 0 {
+			c += auditSens
+		}
+		d = append(d, Cell{x, c})
+	}
+	return u, d, dp
+}
+
+// zeroShares is Σ over the columns of the released mass with that column
+// at 0: each term moves by the 20 tuples D adds in nineColumns.
+func zeroShares(r *Result) float64 {
+	u := r.Universe
+	digits := make([]int, len(u.sizes))
+	var s float64
+	for x, v := range r.Weights {
+		u.Decode(int64(x), digits)
+		for _, b := range digits {
+			if b == 0 {
+				s += v
+			}
+		}
+	}
+	return s
+}
+
 func marg0(*Universe) []Family { return []Family{Marginal([]int{0})} }
 func margAB(*Universe) []Family {
 	return []Family{Marginal([]int{0}), Marginal([]int{1}), Marginal([]int{0, 1})}
@@ -227,3 +354,78 @@ func weightedOnly(*Universe) []Family {
 }
 func share1(r *Result) float64 { return share(r, 1) }
 func share4(r *Result) float64 { return share(r, 4) }
+
+// selectionAudit audits mwem's first selection on its own: three binary
+// columns a, b, c, with b and c each following a (P[b = a] = P[c = a] =
+// 0.8, 100,000 tuples on D′), two candidates marginal(a, b) and
+// marginal(a, c), tied on D′ by the symmetry b ↔ c. The lens testInitHist
+// makes A₀ the product of D′'s exact 1-way marginals on both inputs, so
+// the first selection is the only use of the data before it (n̂ aside,
+// which the statistic ignores): its claim is the selection's ε_sel, pure.
+// D adds Δ̃ = 20 join tuples to (a, b, c) = (0, 0, 1): marginal(a, b)'s
+// error grows by 20 (A₀ is below the truth at (0, 0)) and marginal(a, c)'s
+// shrinks by 20 (A₀ is above it at (0, 1)), so the scores move apart by
+// 2Δ̃, the most the exponential mechanism's guarantee allows. Statistic:
+// 1 when the first round selects marginal(a, b).
+func selectionAudit(t *testing.T, factor float64) (res audit.Result, claim float64) {
+	u, err := NewUniverse([]string{"a", "b", "c"}, []int{2, 2, 2}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d, dPrime []Cell
+	for x := int64(0); x < 8; x++ {
+		a, b, c := x>>2, x>>1&1, x&1
+		n := int64(50_000)
+		for _, y := range []int64{b, c} {
+			if y == a {
+				n = n * 8 / 10
+			} else {
+				n = n * 2 / 10
+			}
+		}
+		dPrime = append(dPrime, Cell{x, n})
+		if x == 1 {
+			n += auditSens
+		}
+		d = append(d, Cell{x, n})
+	}
+	fams := []Family{Marginal([]int{0, 1}), Marginal([]int{0, 2})}
+	cfg := Config{Epsilon: 4, Delta: auditDelta, Sensitivity: auditSens, Rounds: 1, Workers: 1, testInitHist: dPrime}
+	m, err := newMWEM(dp.NewSource(), u, fams, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim = m.selEpsilon(m.roundsBudget) // T = 1: the round spends all the rounds' budget
+	cfg.testSelEpsFactor = factor
+	first := func(r *Result) float64 {
+		for _, s := range r.Selections {
+			if s.Round == 1 {
+				if slices.Equal(s.Columns, []int{0, 1}) {
+					return 1
+				}
+				return 0
+			}
+		}
+		t.Error("no first round")
+		return 0
+	}
+	mech, mechP := pmwMech(u, fams, d, cfg, first), pmwMech(u, fams, dPrime, cfg, first)
+	requireVarying(t, mech, mechP)
+	// 20,000 runs: the mutant is caught with a wide margin (see the log).
+	return audit.MustRunScalar(t, mech, mechP, 20_000, 0), claim
+}
+
+// TestAuditMWEMSelectionMutant: the first selection passes its claim
+// ε_sel = √(8·0.1·ρ_t); the mutant that selects at 9.5·ε_sel (its ρ 90
+// times its share) is caught. The whole-mechanism audits could not see
+// it: their pairs have one candidate, so the selection never runs.
+func TestAuditMWEMSelectionMutant(t *testing.T) {
+	for _, factor := range []float64{0, 9.5} {
+		res, claim := selectionAudit(t, factor)
+		t.Logf("selection ε × %g: ε lower bound %.3f (claim ε_sel = %.3f), event %s, counts %d / %d of %d",
+			max(factor, 1), res.EpsilonLowerBound, claim, res.Event, res.CountD, res.CountDPrime, res.N)
+		if caught := res.EpsilonLowerBound > claim; caught != (factor > 0) {
+			t.Fatalf("selection ε × %g: ε lower bound %.3f against the claim %.3f (event %s)", max(factor, 1), res.EpsilonLowerBound, claim, res.Event)
+		}
+	}
+}

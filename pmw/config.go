@@ -172,6 +172,21 @@ type Config struct {
 	// √(ε_R/ρ), about 8 at ε = 1, δ = 1e-6). The ledger is charged as
 	// usual.
 	testRhoFromEps bool
+	// testInitNoSqrtD ([VariantMWEM]) calibrates the initial 1-way
+	// marginals to the sensitivity of ONE marginal, Δ̃, instead of their
+	// concatenation's Δ̃·√d (Laplace: Δ̃·d): the init then spends d times
+	// its ρ share (Laplace: d times its ε share).
+	testInitNoSqrtD bool
+	// testSelEpsFactor ([VariantMWEM]), when > 0, multiplies every
+	// selection's ε by this factor (the review planted √90 ≈ 9.5: the
+	// selection's ρ 90 times its share).
+	testSelEpsFactor float64
+	// testInitHist ([VariantMWEM]), when not nil, is a public histogram
+	// whose exact 1-way marginals replace the noisy ones of the data, so
+	// that A₀ is the same on every input: a lens on the rounds' selection
+	// (the first selection is then the only use of the data before it,
+	// besides n̂), not a bug.
+	testInitHist []Cell
 	// testAverage ([VariantMWEM]) outputs the average of the iterates
 	// A_1..A_T instead of the final one (for the comparison in
 	// TestMWEMFinalVersusAverage; not a privacy knob).

@@ -58,8 +58,18 @@ const mwemShrinkLevel = 1e-4
 // a fifth of the noise in a near-uniform marginal of TPC-H about once in
 // twenty releases).
 func mwemShrinkNoise(k float64) float64 {
-	return distuv.ChiSquared{K: k - 1}.Quantile(1 - mwemShrinkLevel)
+	if v, ok := shrinkMemo.Load(k); ok {
+		return v.(float64)
+	}
+	q := distuv.ChiSquared{K: k - 1}.Quantile(1 - mwemShrinkLevel)
+	shrinkMemo.Store(k, q)
+	return q
 }
+
+// shrinkMemo caches mwemShrinkNoise, a function of the public table size
+// only, whose quantile inversion cost more than the rest of a round on the
+// small universes the audits run by the hundred thousand.
+var shrinkMemo sync.Map // float64 → float64
 
 // mwemMeas is the running combination of every noisy measurement of one
 // marginal: the inverse-variance-weighted mean ybar of the measurements
@@ -253,7 +263,7 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 		m.total = m.epsR
 	}
 	if !cfg.NoNHat {
-		if m.nhatNoise, err = dp.NewTruncatedDiscreteLaplace(m.epsN, m.deltaN, int64(math.Ceil(cfg.Sensitivity))); err != nil {
+		if m.nhatNoise, err = nhatSampler(m.epsN, m.deltaN, int64(math.Ceil(cfg.Sensitivity))); err != nil {
 			return nil, fmt.Errorf("pmw: n̂: %w", err)
 		}
 	}
@@ -281,13 +291,10 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 	// Every noise scale a run can use lies between the initial one and the
 	// one of a round that spends the whole rounds' budget: check both
 	// before any data is read.
-	for _, c := range []float64{m.unit, m.roundsBudget} {
-		if _, err := m.sampler(m.noiseScale(c)); err != nil {
+	for _, s := range []float64{m.noiseScale(m.unit), m.noiseScale(m.roundsBudget), m.initScale()} {
+		if err := m.checkScale(s); err != nil {
 			return nil, fmt.Errorf("pmw: measurement noise: %w", err)
 		}
-	}
-	if _, err := m.sampler(m.initScale()); err != nil {
-		return nil, fmt.Errorf("pmw: measurement noise: %w", err)
 	}
 	m.scratch = make([][]float64, workers)
 	for i := range m.scratch {
@@ -320,7 +327,9 @@ func (m *mwem) sensNote() string {
 // noiseScale returns the per-cell noise of a round of cost c: the discrete
 // Gaussian σ = Δ̃/√(2·0.9·c) (c in ρ; L2 sensitivity Δ̃, so the
 // measurement is (Δ̃²/(2σ²)) = 0.9c-zCDP), or the discrete Laplace scale
-// Δ̃/(0.75·c) (c in ε; L1 sensitivity Δ̃, so 0.75c-DP).
+// Δ̃/(0.75·c) (c in ε; L1 sensitivity Δ̃, so 0.75c-DP). Both quotients
+// are rounded up ([dp.NoiseScale], with the square root rounded down), so
+// float rounding never spends more than the share.
 func (m *mwem) noiseScale(c float64) float64 {
 	meas := (1 - m.selFrac) * c
 	if m.cfg.testWholeBudget {
@@ -330,9 +339,53 @@ func (m *mwem) noiseScale(c float64) float64 {
 		meas *= m.epsR / m.total // mutation knob: ρ taken to be ε
 	}
 	if m.gauss {
-		return m.sensN / math.Sqrt(2*meas)
+		return noiseScaleOf(m.sensN, sqrtDown(2*meas))
 	}
-	return m.sensN / meas
+	return noiseScaleOf(m.sensN, meas)
+}
+
+// scaleMemo caches dp.NoiseScale (exact rational arithmetic, a few
+// microseconds) by its public arguments: a run asks for the same few
+// scales many times, and the audits run thousands of identical runs.
+var scaleMemo sync.Map // [2]float64 → float64
+
+func noiseScaleOf(sens, x float64) float64 {
+	k := [2]float64{sens, x}
+	if v, ok := scaleMemo.Load(k); ok {
+		return v.(float64)
+	}
+	b := dp.NoiseScale(sens, x)
+	scaleMemo.Store(k, b)
+	return b
+}
+
+// sqrtDown returns the largest float64 s with s² ≤ x (x ≥ 0 finite): √x
+// rounded down, so that a scale sens/s is never below sens/√x.
+func sqrtDown(x float64) float64 {
+	s := math.Sqrt(x)
+	if math.FMA(s, s, -x) > 0 {
+		s = math.Nextafter(s, 0)
+	}
+	return s
+}
+
+// sqrtUp returns √x rounded up (x ≥ 0 finite).
+func sqrtUp(x float64) float64 {
+	s := math.Sqrt(x)
+	if math.FMA(s, s, -x) < 0 {
+		s = math.Nextafter(s, math.Inf(1))
+	}
+	return s
+}
+
+// mulUp returns a·b rounded up (a, b ≥ 0 finite): a sensitivity that is
+// a product is never understated.
+func mulUp(a, b float64) float64 {
+	p := a * b
+	if math.FMA(a, b, -p) > 0 {
+		p = math.Nextafter(p, math.Inf(1))
+	}
+	return p
 }
 
 // initScale is the noise of the initial 1-way marginals: their
@@ -347,19 +400,27 @@ func (m *mwem) initScale() float64 {
 	if m.cfg.testRhoFromEps && m.gauss {
 		c *= m.epsR / m.total // mutation knob
 	}
-	if m.gauss {
-		return m.sensN * math.Sqrt(d) / math.Sqrt(2*c)
+	sqrtD := sqrtUp(d)
+	if m.cfg.testInitNoSqrtD {
+		sqrtD, d = 1, 1 // mutation knob: one marginal's sensitivity
 	}
-	return m.sensN * d / c
+	if m.gauss {
+		return noiseScaleOf(mulUp(m.sensN, sqrtD), sqrtDown(2*c))
+	}
+	return noiseScaleOf(mulUp(m.sensN, d), c)
 }
 
 // selEpsilon is the exponential mechanism's ε for a round of cost c:
 // √(8·0.1·c) (so ε²/8 = 0.1c, Cesar–Rogers bounded range) or 0.25c.
 func (m *mwem) selEpsilon(c float64) float64 {
+	e := m.selFrac * c
 	if m.gauss {
-		return math.Sqrt(8 * m.selFrac * c)
+		e = math.Sqrt(8 * m.selFrac * c)
 	}
-	return m.selFrac * c
+	if m.cfg.testSelEpsFactor > 0 {
+		e *= m.cfg.testSelEpsFactor // mutation knob
+	}
+	return e
 }
 
 // variance and meanAbs of the per-cell noise of scale s (public).
@@ -379,6 +440,33 @@ func (m *mwem) meanAbs(s float64) float64 {
 }
 
 type intSampler interface{ Sample(dp.Source) int64 }
+
+// zeroSampler draws 0: the noise of the testInitHist lens, which measures
+// a public histogram.
+type zeroSampler struct{}
+
+func (zeroSampler) Sample(dp.Source) int64 { return 0 }
+
+// checkMemo caches the sampler constructors' verdict on a scale (public):
+// newMWEM checks three scales before any data is read.
+var checkMemo sync.Map // checkKey → error (nil stored as a nil error)
+
+type checkKey struct {
+	gauss bool
+	scale float64
+}
+
+// checkScale reports whether the sampler of scale s can be built.
+func (m *mwem) checkScale(s float64) error {
+	k := checkKey{m.gauss, s}
+	if v, ok := checkMemo.Load(k); ok {
+		err, _ := v.(error)
+		return err
+	}
+	_, err := m.sampler(s)
+	checkMemo.Store(k, err)
+	return err
+}
 
 func (m *mwem) sampler(s float64) (intSampler, error) {
 	if m.gauss {
@@ -493,49 +581,44 @@ func (m *mwem) charge(l *dp.Ledger) error {
 // n̂, measures the 1-way marginals and sets A₀ to their product.
 func (m *mwem) init(hist []Cell) error {
 	u, pl := m.u, m.plan
-	m.truth = make([]float64, pl.tableLen)
-	var n int64
-	d := make([]int, len(u.sizes))
-	id := make([]int, len(u.sizes))
-	for _, h := range hist {
-		if h.Index < 0 || h.Index >= u.size {
-			return fmt.Errorf("%w: histogram cell %d outside the universe [0, %d)", ErrInvalidInput, h.Index, u.size)
-		}
-		if h.Count < 0 {
-			return fmt.Errorf("%w: histogram cell %d has negative count %d", ErrInvalidInput, h.Index, h.Count)
-		}
-		if h.Count == 0 {
-			continue
-		}
-		if n > math.MaxInt64-h.Count || n+h.Count > 1<<53 {
+	truth, n, err := m.readTruth(hist)
+	if err != nil {
+		return err
+	}
+	m.truth = truth
+	if m.nhatNoise == nil {
+		// NoNHat: no n̂ to decide on. The caller's histogram must stay
+		// below 2⁵³ (the float tables are exact only there); this check
+		// reads the true total, without printing it.
+		if n > 1<<53 {
 			return fmt.Errorf("%w: histogram total beyond 2⁵³", ErrInvalidInput)
 		}
-		n += h.Count
-		c := float64(h.Count)
-		u.Decode(h.Index, d)
-		for i, col := range m.perm {
-			id[i] = d[col]
+		n = 0 // the true total is not kept, nor published
+	} else {
+		// n is the true total saturated at totalCap (1-Lipschitz, so n̂
+		// stays a DP output); only n̂ decides and is printed.
+		nhat, err := padTotal(n, m.nhatNoise, m.src, m.cfg.testExactN)
+		if err != nil {
+			return err
 		}
-		for p, pr := range pl.projs {
-			m.truth[pl.tableOff[p]+pr.index(id)] += c
-		}
+		n = nhat
 	}
-	if m.nhatNoise == nil {
-		n = 0 // NoNHat: the true total is not kept, nor published
-	} else if !m.cfg.testExactN {
-		pad := m.nhatNoise.Sample(m.src)
-		if n+pad > 1<<53 {
-			return fmt.Errorf("%w: n̂ = %d + %d is beyond 2⁵³", ErrInvalidInput, n, pad)
-		}
-		n += pad
-	}
-	m.nhat = float64(n) // an integer < 2⁵³: exact in float64
+	m.nhat = float64(n) // an integer ≤ 2⁵³: exact in float64
 
 	// The initial 1-way marginals, one column after the other.
 	s0 := m.initScale()
 	smp, err := m.sampler(s0)
 	if err != nil {
 		return fmt.Errorf("pmw: %w", err)
+	}
+	if m.cfg.testInitHist != nil {
+		// Lens: the initial marginals are those of a public histogram,
+		// exactly, so that A₀ is the same on every input.
+		if m.truth, _, err = m.readTruth(m.cfg.testInitHist); err != nil {
+			return err
+		}
+		defer func() { m.truth = truth }()
+		smp = zeroSampler{}
 	}
 	v0 := m.variance(s0)
 	var num, den float64
@@ -582,6 +665,39 @@ func (m *mwem) init(hist []Cell) error {
 		m.avg = make([]float64, u.size)
 	}
 	return nil
+}
+
+// readTruth returns the true marginal tables of hist (plan layout) and
+// its total saturated at totalCap (see [addTotal]). It branches on no count:
+// the tables are exact when the total is at most 2⁵³, and a larger total
+// is refused later through n̂ alone.
+func (m *mwem) readTruth(hist []Cell) ([]float64, int64, error) {
+	u, pl := m.u, m.plan
+	truth := make([]float64, pl.tableLen)
+	var n int64
+	d := make([]int, len(u.sizes))
+	id := make([]int, len(u.sizes))
+	for _, h := range hist {
+		if h.Index < 0 || h.Index >= u.size {
+			return nil, 0, fmt.Errorf("%w: histogram cell %d outside the universe [0, %d)", ErrInvalidInput, h.Index, u.size)
+		}
+		if h.Count < 0 {
+			return nil, 0, fmt.Errorf("%w: histogram cell %d has negative count %d", ErrInvalidInput, h.Index, h.Count)
+		}
+		if h.Count == 0 {
+			continue
+		}
+		n = addTotal(n, h.Count)
+		c := float64(h.Count)
+		u.Decode(h.Index, d)
+		for i, col := range m.perm {
+			id[i] = d[col]
+		}
+		for p, pr := range pl.projs {
+			truth[pl.tableOff[p]+pr.index(id)] += c
+		}
+	}
+	return truth, n, nil
 }
 
 // measure adds integer noise from smp to every cell of the true marginal

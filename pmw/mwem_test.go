@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -218,9 +219,11 @@ func naiveMWEM(t *testing.T, src dp.Source, u *Universe, fams []Family, hist []C
 		}
 		sels = append(sels, s)
 	}
-	s0 := sens * math.Sqrt(float64(d)) / math.Sqrt(2*initCost)
+	// The scales are rounded up as the mechanism rounds them
+	// (dp.NoiseScale; TestMWEMNoiseScaleRoundsUp checks the rounding).
+	s0 := dp.NoiseScale(mulUp(sens, sqrtUp(float64(d))), sqrtDown(2*initCost))
 	if !gauss {
-		s0 = sens * float64(d) / initCost
+		s0 = dp.NoiseScale(mulUp(sens, float64(d)), initCost)
 	}
 	var num, den float64
 	for c := range d {
@@ -355,10 +358,10 @@ func naiveMWEM(t *testing.T, src dp.Source, u *Universe, fams []Family, hist []C
 		} else if rem < 2*cost || t >= maxR {
 			c, last = rem, true
 		}
-		scale := sens / math.Sqrt(2*measFrac*c)
+		scale := dp.NoiseScale(sens, sqrtDown(2*measFrac*c))
 		epsSel := math.Sqrt(8 * selFrac * c)
 		if !gauss {
-			scale, epsSel = sens/(measFrac*c), selFrac*c
+			scale, epsSel = dp.NoiseScale(sens, measFrac*c), selFrac*c
 		}
 		scores := make([]float64, len(cand))
 		for i, set := range cand {
@@ -975,5 +978,58 @@ func TestMWEMRowsFloor(t *testing.T) {
 	}
 	if zero < R/4 {
 		t.Errorf("%d of %d runs without the floor wrote 0 rows, want many (the estimate is below 0 half the time)", zero, R)
+	}
+}
+
+// TestMWEMNoiseScaleRoundsUp: every noise scale of mwem satisfies its
+// privacy inequality exactly, not only in float64: σ²·2·ρ_meas ≥ Δ̃² for
+// the rounds and σ₀²·2·ρ₀ ≥ Δ̃²·d for the initial marginals (Gaussian),
+// b·ε_meas ≥ Δ̃ and b₀·ε₀ ≥ Δ̃·d (Laplace), over random budgets and
+// sensitivities. The plain quotients (Δ̃/√(2ρ)) it replaced fail it
+// (seen failing).
+func TestMWEMNoiseScaleRoundsUp(t *testing.T) {
+	u, err := NewUniverse([]string{"a", "b", "c"}, []int{2, 3, 5}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := func(x float64) *big.Float { return new(big.Float).SetPrec(600).SetFloat64(x) }
+	mul := func(xs ...float64) *big.Float {
+		p := exact(1)
+		for _, x := range xs {
+			p.Mul(p, exact(x))
+		}
+		return p
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 500 {
+		noise := NoiseGaussian
+		if i%2 == 1 {
+			noise = NoiseLaplace
+		}
+		cfg := Config{Epsilon: 0.05 + 5*rng.Float64(), Delta: 1e-6, Sensitivity: 1 + 1000*rng.Float64(), Noise: noise}
+		m, err := newMWEM(dp.NewSource(), u, []Family{Marginal([]int{0, 1})}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := float64(len(u.sizes))
+		sens := m.sensN
+		for _, c := range []float64{m.unit, m.roundsBudget, m.unit * (0.5 + rng.Float64())} {
+			s, meas := m.noiseScale(c), (1-m.selFrac)*c
+			if m.gauss {
+				if mul(s, s, 2, meas).Cmp(mul(sens, sens)) < 0 {
+					t.Fatalf("%+v: σ = %v at ρ_meas = %v: σ²·2ρ < Δ̃²", cfg, s, meas)
+				}
+			} else if mul(s, meas).Cmp(exact(sens)) < 0 {
+				t.Fatalf("%+v: b = %v at ε_meas = %v: b·ε < Δ̃", cfg, s, meas)
+			}
+		}
+		s0 := m.initScale()
+		if m.gauss {
+			if mul(s0, s0, 2, m.initCost).Cmp(mul(sens, sens, d)) < 0 {
+				t.Fatalf("%+v: σ₀ = %v at ρ₀ = %v: σ₀²·2ρ₀ < Δ̃²·d", cfg, s0, m.initCost)
+			}
+		} else if mul(s0, m.initCost).Cmp(mul(sens, d)) < 0 {
+			t.Fatalf("%+v: b₀ = %v at ε₀ = %v: b₀·ε₀ < Δ̃·d", cfg, s0, m.initCost)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"sort"
+	"sync"
 
 	"github.com/synth-dp/synth/dp"
 )
@@ -340,6 +341,69 @@ func chargeThenInit(l *dp.Ledger, charge func(*dp.Ledger) error, init func() err
 	return nil
 }
 
+// tdlapMemo caches the truncated Laplace samplers of n̂ by their public
+// parameters: building one solves for τ′ (logarithms and big rationals),
+// which cost more than a whole run on the audits' tiny universes. The
+// sampler is immutable (its Sample keeps no state), so runs may share it.
+var tdlapMemo sync.Map // tdlapKey → *dp.TruncatedDiscreteLaplace
+
+type tdlapKey struct {
+	eps, delta float64
+	sens       int64
+}
+
+// nhatSampler is dp.NewTruncatedDiscreteLaplace(eps, delta, sens), cached.
+func nhatSampler(eps, delta float64, sens int64) (*dp.TruncatedDiscreteLaplace, error) {
+	k := tdlapKey{eps, delta, sens}
+	if v, ok := tdlapMemo.Load(k); ok {
+		return v.(*dp.TruncatedDiscreteLaplace), nil
+	}
+	t, err := dp.NewTruncatedDiscreteLaplace(eps, delta, sens)
+	if err != nil {
+		return nil, err
+	}
+	tdlapMemo.Store(k, t)
+	return t, nil
+}
+
+// totalCap is the public bound at which the true histogram total
+// saturates: one more than 2⁵³, the largest n̂ a run accepts, so that a
+// total beyond 2⁵³ always gives an n̂ beyond it (the truncated Laplace pad
+// is ≥ 0), and a total of at most 2⁵³ is kept exactly.
+const totalCap = 1<<53 + 1
+
+// addTotal returns min(n + c, totalCap) for 0 ≤ n ≤ totalCap and c ≥ 0,
+// without overflow: the running histogram total, saturated. Saturation at
+// a public cap is 1-Lipschitz, so the count keeps its sensitivity.
+func addTotal(n, c int64) int64 {
+	if c >= totalCap-n {
+		return totalCap
+	}
+	return n + c
+}
+
+// padTotal returns n̂ = n + pad (pad from the truncated Laplace; n itself
+// when exact, the testExactN knob), n the saturated true total, and
+// refuses an n̂ beyond 2⁵³ with an error that names n̂ only: after the
+// charge, nothing but the DP output n̂ decides or is printed. n̂ is held
+// at math.MaxInt64 should n + pad overflow (post-processing of the exact
+// n + pad).
+func padTotal(n int64, noise *dp.TruncatedDiscreteLaplace, src dp.Source, exact bool) (int64, error) {
+	nhat := n
+	if !exact {
+		pad := noise.Sample(src)
+		if pad > math.MaxInt64-n {
+			nhat = math.MaxInt64
+		} else {
+			nhat = n + pad
+		}
+	}
+	if nhat > 1<<53 {
+		return 0, fmt.Errorf("%w: n̂ = %d is beyond 2⁵³", ErrInvalidInput, nhat)
+	}
+	return nhat, nil
+}
+
 // engine is the state of one PMW run.
 //
 // Weights are kept unnormalised: A_t = n̂·w/Z with Z = Σ w, so an update
@@ -452,7 +516,7 @@ func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, 
 	// |J| is an integer of sensitivity Δ̃, hence of integer sensitivity
 	// ⌈Δ̃⌉: the exact integer TLap pads it, so n̂ is an integer drawn with
 	// integer arithmetic (DESIGN.md §3, invariant 6).
-	if e.nhatNoise, err = dp.NewTruncatedDiscreteLaplace(eps, delta, int64(math.Ceil(cfg.Sensitivity))); err != nil {
+	if e.nhatNoise, err = nhatSampler(eps, delta, int64(math.Ceil(cfg.Sensitivity))); err != nil {
 		return nil, fmt.Errorf("pmw: n̂: %w", err)
 	}
 	if cfg.autoRounds() {
@@ -535,10 +599,7 @@ func (e *engine) init(hist []Cell) error {
 		if h.Count == 0 {
 			continue
 		}
-		if n > math.MaxInt64-h.Count {
-			return fmt.Errorf("%w: histogram total overflows int64", ErrInvalidInput)
-		}
-		n += h.Count
+		n = addTotal(n, h.Count)
 		c := float64(h.Count)
 		u.Decode(h.Index, d)
 		for p, pr := range e.plan.projs {
@@ -556,14 +617,13 @@ func (e *engine) init(hist []Cell) error {
 			f.directSparse(sparse, out)
 		}
 	}
-	if !e.cfg.testExactN {
-		pad := e.nhatNoise.Sample(e.src)
-		if n > math.MaxInt64-pad || n+pad > 1<<53 {
-			return fmt.Errorf("%w: n̂ = %d + %d is beyond 2⁵³", ErrInvalidInput, n, pad)
-		}
-		n += pad
+	// n is the true total saturated at totalCap; only n̂ decides and is
+	// printed.
+	n, err := padTotal(n, e.nhatNoise, e.src, e.cfg.testExactN)
+	if err != nil {
+		return err
 	}
-	e.nhat = float64(n) // an integer < 2⁵³: exact in float64
+	e.nhat = float64(n) // an integer ≤ 2⁵³: exact in float64
 	if e.cfg.testNHat > 0 {
 		e.nhat = e.cfg.testNHat
 	}
