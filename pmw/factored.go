@@ -570,17 +570,7 @@ func (f *factored) eligible(s []int, spent float64) bool {
 // round runs one round: budget, selection, measurement, fit, annealing.
 func (f *factored) round() error {
 	f.t++
-	rem := f.roundsBudget - f.used
-	cost := f.cost
-	last := false
-	switch {
-	case f.fixed:
-		if f.t >= f.t0 {
-			cost, last = rem, true
-		}
-	case rem < 2*cost || f.t >= f.maxRounds:
-		cost, last = rem, true
-	}
+	cost, last := roundCost(f.fixed, f.t, f.t0, f.maxRounds, f.roundsBudget-f.used, f.cost)
 	scale := f.noiseScale(cost)
 	bias := math.Sqrt(2/math.Pi) * scale
 	spent := f.initCost + f.used + cost

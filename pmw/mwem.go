@@ -840,20 +840,27 @@ func (m *mwem) marginal(p int, dst []float64) []float64 {
 	return dst
 }
 
+// roundCost returns the cost of round t of the mwem rounds (dense or
+// factored) and whether it is the last: with fixed rounds, equal costs and
+// the rest at round t0; otherwise the current (annealed) cost, or all that
+// remains when less than two rounds' worth is left or t reaches the cap.
+// Public: a function of public parameters and past DP decisions.
+func roundCost(fixed bool, t, t0, maxRounds int, rem, cost float64) (float64, bool) {
+	switch {
+	case fixed:
+		if t >= t0 {
+			return rem, true
+		}
+	case rem < 2*cost || t >= maxRounds:
+		return rem, true
+	}
+	return cost, false
+}
+
 // round runs one round: budget, selection, measurement, fit, annealing.
 func (m *mwem) round(maxSweeps int) {
 	m.t++
-	rem := m.roundsBudget - m.used
-	cost := m.cost
-	last := false
-	switch {
-	case m.fixed:
-		if m.t >= m.t0 {
-			cost, last = rem, true
-		}
-	case rem < 2*cost || m.t >= m.maxRounds:
-		cost, last = rem, true
-	}
+	cost, last := roundCost(m.fixed, m.t, m.t0, m.maxRounds, m.roundsBudget-m.used, m.cost)
 	scale := m.noiseScale(cost)
 	pl := m.plan
 	// Scores: L1 error of every candidate minus the expected L1 norm of
