@@ -8,6 +8,7 @@ import (
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -82,7 +83,7 @@ func TestAccuracyTPCH(t *testing.T) {
 		}
 		hs, _ := hypergraph.New([]hypergraph.Relation{{Name: syntheticTable}})
 		var refs []spec.ColumnRef
-		for _, n := range ColumnNames(s) {
+		for _, n := range layout.ColumnNames(s) {
 			refs = append(refs, spec.ColumnRef{Table: syntheticTable, Column: n})
 		}
 		synthetic, err := eng.Histogram(ctx, hs, refs, sizes)
@@ -97,7 +98,7 @@ func TestAccuracyTPCH(t *testing.T) {
 			uniform = append(uniform, engine.Cell{Index: x, Count: 1})
 		}
 		got, start := tv1(truth, synthetic, sizes), tv1(truth, uniform, sizes)
-		names := ColumnNames(s)
+		names := layout.ColumnNames(s)
 		for c := range sizes {
 			t.Logf("  TV(%s): release %.3f, uniform start %.3f", names[c], got[c], start[c])
 			if eps == 8 && got[c] > start[c]+0.1 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -63,7 +64,7 @@ func Answer(ctx context.Context, s *spec.Spec, eng *engine.Engine, synthetic str
 	if err != nil {
 		return nil, err
 	}
-	names := ColumnNames(s)
+	names := layout.ColumnNames(s)
 	cols := s.ReleaseColumns()
 	sizes := s.ReleaseSizes()
 	// The workload is public: check it before any data is read.

@@ -5,6 +5,8 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+
+	"github.com/synth-dp/synth/release/layout"
 )
 
 // TestAnswerShapes answers TPC-H's workload with the true join written as
@@ -23,8 +25,8 @@ func TestAnswerShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), ParquetName)
-	w, err := NewWriter(path, ColumnNames(s), s.ReleaseColumns(), map[string]string{MetadataKey: `{}`})
+	path := filepath.Join(t.TempDir(), layout.ParquetName)
+	w, err := NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{}`})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/internal/stattest"
 	"github.com/synth-dp/synth/spec"
 )
@@ -444,7 +445,7 @@ func TestWriterRefusesHugeDictionary(t *testing.T) {
 		if err == nil {
 			w.Abort()
 		}
-		assertOnly(t, dir)
+		releasetest.AssertOnly(t, dir)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -152,7 +153,7 @@ func TestMemoryCapCountsMergedCounts(t *testing.T) {
 // planMemory is pmw.PlanMemory of s's universe and workload under cfg.
 func planMemory(t *testing.T, s *spec.Spec, cfg pmw.Config) pmw.Memory {
 	t.Helper()
-	u, err := pmw.NewUniverse(ColumnNames(s), s.ReleaseSizes(), 0)
+	u, err := pmw.NewUniverse(layout.ColumnNames(s), s.ReleaseSizes(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

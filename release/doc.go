@@ -1,7 +1,7 @@
 // Package release orchestrates a release run and writes its output: the
 // synthetic table as one Parquet file whose columns are the released columns
 // with their declared types, the privacy report in the file's key-value
-// metadata (key [MetadataKey]) and, beside it, the same report as a JSON
+// metadata (key [layout.MetadataKey]) and, beside it, the same report as a JSON
 // sidecar.
 //
 // # Cells, bins and values
@@ -89,13 +89,9 @@
 //
 // # Atomic output
 //
-// Files are written to a temporary file in the destination folder, synced
-// and renamed onto the final name only when complete ([Writer.Close],
-// [WriteFileAtomic], [Group]). A failed, cancelled or aborted write removes
-// its temporary file and leaves any earlier file with the final name
-// untouched. A rename is atomic on POSIX file systems; a group of several
-// files is committed by several renames and is therefore not transactional
-// as a whole (see [Group.Commit]).
+// The output folder is staged beside its target and published by one
+// rename, and every file in it is committed atomically: see package
+// [github.com/synth-dp/synth/release/publish].
 //
 // # Not implemented
 //

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/release/layout"
 )
 
 // writeCells streams a histogram into w and closes it, the way a release
@@ -40,7 +41,7 @@ func TestEvaluateExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := ColumnNames(s)
+	names := layout.ColumnNames(s)
 	for _, moved := range []bool{false, true} {
 		cells := append([]engine.Cell(nil), truth...)
 		if moved {
@@ -57,8 +58,8 @@ func TestEvaluateExact(t *testing.T) {
 			cells = append(cells, engine.Cell{Index: gap, Count: 1})
 			slices.SortFunc(cells, func(a, b engine.Cell) int { return cmp.Compare(a.Index, b.Index) })
 		}
-		path := filepath.Join(t.TempDir(), ParquetName)
-		w, err := NewWriter(path, names, s.ReleaseColumns(), map[string]string{MetadataKey: `{}`})
+		path := filepath.Join(t.TempDir(), layout.ParquetName)
+		w, err := NewWriter(path, names, s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{}`})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -20,7 +21,7 @@ import (
 // query returns the sum of the DP answers of the cells it covers (see the
 // package doc, "Measures").
 func ExampleSQL(s *spec.Spec, path string) (countSQL, sumSQL string) {
-	names := ColumnNames(s)
+	names := layout.ColumnNames(s)
 	pos := releasePositions(s)
 	from := " FROM '" + strings.ReplaceAll(path, "'", "''") + "'"
 	col := names[0]

@@ -12,6 +12,7 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/hiergen"
 	"github.com/synth-dp/synth/internal/score"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/uniformize"
 )
@@ -175,7 +176,7 @@ func TestHierMeasure(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				syn, err := score.Synthetic(ctx, &s, sum.Parquet, ColumnNames(&s))
+				syn, err := score.Synthetic(ctx, &s, sum.Parquet, layout.ColumnNames(&s))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/synth-dp/synth/release/layout"
 )
 
 // adultMeasureQueries are the workload.numeric sums of capital-loss of the
@@ -152,7 +154,7 @@ func TestReleaseMeasureAdult(t *testing.T) {
 			dir := t.TempDir()
 			sum := release(t, s, dir, uint64(run))
 			m := sum.Measures[0]
-			path := filepath.Join(dir, ParquetName)
+			path := filepath.Join(dir, layout.ParquetName)
 			for i := range truth {
 				var got float64
 				q := "SELECT COALESCE(SUM(\"capital-loss\"), 0) FROM read_parquet(" + sqlString(path) + ")" + sqlCond(i, "")

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -122,7 +123,7 @@ func TestReleaseMeasureSQL(t *testing.T) {
 				t.Errorf("one table: measure Δ̃ = %v, want 1", m.DeltaTilde)
 			}
 			db := openDuckDB(t)
-			path := filepath.Join(dir, ParquetName)
+			path := filepath.Join(dir, layout.ParquetName)
 			var typ string
 			if err := db.QueryRow("SELECT typeof(amount) FROM read_parquet(?) LIMIT 1", path).Scan(&typ); err != nil {
 				t.Fatal(err)
@@ -242,7 +243,7 @@ func TestReleaseNoMeasureUnchanged(t *testing.T) {
 		t.Error("report parameters hold measures")
 	}
 	db := openDuckDB(t)
-	rows, err := db.Query("SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(?))", filepath.Join(dir, ParquetName))
+	rows, err := db.Query("SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(?))", filepath.Join(dir, layout.ParquetName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestReleaseMeasureOneCell(t *testing.T) {
 		t.Fatalf("measure %+v (rows %d), want orders_lvl over one cell holding every row", m, sum.Rows)
 	}
 	var got float64
-	if err := openDuckDB(t).QueryRow("SELECT SUM(orders_lvl) FROM read_parquet(?)", filepath.Join(dir, ParquetName)).Scan(&got); err != nil {
+	if err := openDuckDB(t).QueryRow("SELECT SUM(orders_lvl) FROM read_parquet(?)", filepath.Join(dir, layout.ParquetName)).Scan(&got); err != nil {
 		t.Fatal(err)
 	}
 	// The true total of lvl over 3000 rows uniform on 0..3 is about 4500.

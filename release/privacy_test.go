@@ -16,6 +16,8 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/internal/demo"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/publish"
 )
 
 // onGrid reports whether v is an integer or a multiple of the public grid
@@ -67,7 +69,7 @@ func TestPublishedOutputsAreIntegers(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				side, err := os.ReadFile(filepath.Join(dir, ReportName))
+				side, err := os.ReadFile(filepath.Join(dir, layout.ReportName))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -125,7 +127,7 @@ func TestReleaseCleansStaleTemporaries(t *testing.T) {
 		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		old := time.Now().Add(-2 * StaleAge)
+		old := time.Now().Add(-2 * publish.StaleAge)
 		if err := os.Chtimes(p, old, old); err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,8 @@ import (
 	"github.com/synth-dp/synth/internal/version"
 	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/publish"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -26,7 +28,7 @@ import (
 // read, and the output folder is checked (and a locked staging folder made
 // beside it) before that too. Output is atomic as a whole: every file is
 // written into the staging folder, which is then published as the output
-// folder by one rename (see [NewStage]); on error, cancellation or a kill,
+// folder by one rename (see [publish.NewStage]); on error, cancellation or a kill,
 // the output folder is as it was.
 func Run(ctx context.Context, o Options) (*Summary, error) {
 	started := createdAt()
@@ -135,7 +137,7 @@ func NewPlan(s *spec.Spec, memCap int64, rounds, maxRounds int) (*Plan, error) {
 		return nil, err
 	}
 	p.Folded = p.Folding.Folded()
-	p.Names, p.Columns, p.Sizes = ColumnNames(s), s.ReleaseColumns(), s.ReleaseSizes()
+	p.Names, p.Columns, p.Sizes = layout.ColumnNames(s), s.ReleaseColumns(), s.ReleaseSizes()
 	pmwCap := memCap
 	if pmwCap == 0 {
 		pmwCap = pmw.DefaultMemoryCap
@@ -186,7 +188,7 @@ func (p *Plan) joinConfig(hk Hooks) joinasone.Config {
 // (without Overwrite) stops the run — and makes the fresh, locked staging
 // folder beside it (see NewStage). Killed runs' staging folders are
 // cleaned first; failing to remove one is not a reason to stop.
-func (r *run) openStage(dir string) (*Stage, error) {
+func (r *run) openStage(dir string) (*publish.Stage, error) {
 	s := r.o.Spec
 	if dir == "" {
 		dir = s.Output.Path
@@ -194,12 +196,12 @@ func (r *run) openStage(dir string) (*Stage, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("release: %w: no output folder: give --out or output.path in the spec", spec.ErrInvalid)
 	}
-	if removed, err := CleanStale(dir); err != nil {
+	if removed, err := publish.CleanStale(dir); err != nil {
 		r.log.Warn("could not clean stale temporary files", "dir", dir, "removed", removed, "err", err)
 	} else if len(removed) > 0 {
 		r.log.Info("removed stale temporary files left by a killed run", "files", removed)
 	}
-	return NewStage(dir, r.o.Overwrite)
+	return publish.NewStage(dir, r.o.Overwrite)
 }
 
 // charged is the outcome of the charge stage.
@@ -448,7 +450,7 @@ func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir s
 	if c.mplan != nil {
 		measureCols = c.mplan.columns(p.Sizes)
 	}
-	w, err := NewMeasureWriter(filepath.Join(dir, ParquetName), p.Names, p.Columns, measureCols, map[string]string{MetadataKey: string(reportJSON)})
+	w, err := NewMeasureWriter(filepath.Join(dir, layout.ParquetName), p.Names, p.Columns, measureCols, map[string]string{layout.MetadataKey: string(reportJSON)})
 	if err != nil {
 		return 0, err
 	}
@@ -497,13 +499,13 @@ func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir s
 	if err != nil {
 		return 0, err
 	}
-	var files Group
+	var files publish.Group
 	files.Add(pf)
-	if err := writeFile(&files, filepath.Join(dir, ReportName), append(reportJSON, '\n')); err != nil {
+	if err := writeFile(&files, filepath.Join(dir, layout.ReportName), append(reportJSON, '\n')); err != nil {
 		return 0, err
 	}
 	// The same report for a compliance reader, published with the rest.
-	if err := writeFile(&files, filepath.Join(dir, MarkdownName), MarkdownReport(report, FactsFor(p.Spec, w.Rows()))); err != nil {
+	if err := writeFile(&files, filepath.Join(dir, layout.MarkdownName), MarkdownReport(report, FactsFor(p.Spec, w.Rows()))); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -518,7 +520,7 @@ func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir s
 
 // writeFile creates path in the group and writes b, aborting the group on
 // failure.
-func writeFile(files *Group, path string, b []byte) error {
+func writeFile(files *publish.Group, path string, b []byte) error {
 	f, err := files.Create(path, 0o644)
 	if err != nil {
 		files.Abort()
@@ -532,7 +534,7 @@ func writeFile(files *Group, path string, b []byte) error {
 }
 
 // publish makes the staging folder the release by one rename.
-func (r *run) publish(stage *Stage, c *charged, out *Output, report dp.Report, rows int64) (*Summary, error) {
+func (r *run) publish(stage *publish.Stage, c *charged, out *Output, report dp.Report, rows int64) (*Summary, error) {
 	replaced, err := stage.Publish(r.o.Overwrite)
 	if err != nil {
 		return nil, err
@@ -540,7 +542,7 @@ func (r *run) publish(stage *Stage, c *charged, out *Output, report dp.Report, r
 	dir := stage.Target()
 	r.log.Info("release written", "rows", rows, "folder", dir, "replaced_previous_release", replaced)
 	sum := &Summary{
-		Dir: dir, Parquet: filepath.Join(dir, ParquetName), Report: filepath.Join(dir, ReportName), Rows: rows,
+		Dir: dir, Parquet: filepath.Join(dir, layout.ParquetName), Report: filepath.Join(dir, layout.ReportName), Rows: rows,
 		NHat: out.NHat, DeltaTilde: out.DeltaTilde, Privacy: report, Signals: out.Signals,
 	}
 	if c.mplan != nil {

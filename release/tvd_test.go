@@ -10,6 +10,7 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/internal/score"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -28,7 +29,7 @@ func scoredRelease(t testing.TB, name string, eps float64, src dp.Source, opts f
 	if err != nil {
 		t.Fatal(err)
 	}
-	return scoreFile(t, s, sum.Parquet, ColumnNames(s)), sum
+	return scoreFile(t, s, sum.Parquet, layout.ColumnNames(s)), sum
 }
 
 // tupleLevel, appended to an example's name, releases it at tuple level:
@@ -170,7 +171,7 @@ func TestAdultTVD(t *testing.T) {
 
 func mustSynthetic(t testing.TB, s *spec.Spec, path string) *score.Table {
 	t.Helper()
-	syn, err := score.Synthetic(context.Background(), s, path, ColumnNames(s))
+	syn, err := score.Synthetic(context.Background(), s, path, layout.ColumnNames(s))
 	if err != nil {
 		t.Fatal(err)
 	}

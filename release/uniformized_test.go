@@ -16,6 +16,7 @@ import (
 	"github.com/synth-dp/synth/internal/demo"
 	"github.com/synth-dp/synth/internal/score"
 	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/uniformize"
 )
@@ -56,7 +57,7 @@ func compareMethods(t *testing.T, s *spec.Spec, runs int, variant pmw.Variant) (
 			if err != nil {
 				t.Fatal(err)
 			}
-			syn, err := score.Synthetic(ctx, &c, sum.Parquet, ColumnNames(&c))
+			syn, err := score.Synthetic(ctx, &c, sum.Parquet, layout.ColumnNames(&c))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -47,7 +48,7 @@ type queryFamily struct {
 // measure's numerical run answers instead (measures.go).
 func workload(s *spec.Spec, dec *Decoder) ([]queryFamily, error) {
 	fams := countingFamilies(s)
-	names := ColumnNames(s)
+	names := layout.ColumnNames(s)
 	pos := releasePositions(s)
 	for qi, q := range s.Workload.Numeric {
 		if _, released := pos[q.Sum]; !released && slices.Contains(s.Release.Measures, q.Sum) {
@@ -103,7 +104,7 @@ func numericName(names []string, pos map[spec.ColumnRef]int, q spec.NumericQuery
 // workload, or the listed marginals, the listed ranges and the added 1-way
 // marginals.
 func countingFamilies(s *spec.Spec) []queryFamily {
-	names := ColumnNames(s)
+	names := layout.ColumnNames(s)
 	pos := releasePositions(s)
 	idx := func(refs []spec.ColumnRef) []int {
 		out := make([]int, len(refs))
@@ -184,7 +185,7 @@ func EffectiveWorkload(s *spec.Spec) []WorkloadFamily {
 		}
 		out = append(out, WorkloadFamily{Name: f.name, Kind: kind, Columns: f.cols, Added: f.added || s.Workload.Empty()})
 	}
-	names := ColumnNames(s)
+	names := layout.ColumnNames(s)
 	pos := releasePositions(s)
 	for _, q := range s.Workload.Numeric {
 		out = append(out, WorkloadFamily{Name: numericName(names, pos, q), Kind: "sum"})
@@ -312,7 +313,7 @@ func pmwFamilies(fams []queryFamily) []pmw.Family {
 // universe of the released columns; see [workload] for how each kind of
 // query is expressed.
 func Families(s *spec.Spec) ([]pmw.Family, error) {
-	dec, err := NewDecoder(ColumnNames(s), s.ReleaseColumns())
+	dec, err := NewDecoder(layout.ColumnNames(s), s.ReleaseColumns())
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestWorkloadAddsOneWay(t *testing.T) {
 	s := loadSpec(t, "../examples/tpch/synth.yaml")
 	cols := s.Release.Columns // c_mktsegment, o_orderpriority, l_returnflag, l_quantity, o_orderdate
-	names := ColumnNames(s)
+	names := layout.ColumnNames(s)
 	dec, err := NewDecoder(names, s.ReleaseColumns())
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func TestWorkloadAddsOneWay(t *testing.T) {
 // with workload's.
 func TestEffectiveWorkloadNumericNames(t *testing.T) {
 	s := loadSpec(t, "../examples/adult/synth.yaml")
-	dec, err := NewDecoder(ColumnNames(s), s.ReleaseColumns())
+	dec, err := NewDecoder(layout.ColumnNames(s), s.ReleaseColumns())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/release/layout"
 )
 
 // TestNumericFamilyBruteForce checks the weighted families of the Adult
@@ -16,7 +17,7 @@ import (
 // code with the weight table.
 func TestNumericFamilyBruteForce(t *testing.T) {
 	s := loadSpec(t, "../examples/adult/synth.yaml")
-	names := ColumnNames(s)
+	names := layout.ColumnNames(s)
 	dec, err := NewDecoder(names, s.ReleaseColumns())
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/publish"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -79,7 +81,7 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 // bounds, which readers that prune pages by the index take for real and
 // then miss every row — so every column's bounds are computed, by bin
 // rank.) The file-level key-value metadata holds the pairs given to
-// [NewWriter], among them [MetadataKey].
+// [NewWriter], among them [layout.MetadataKey].
 //
 // The rows written depend only on the counts (DP outputs) and the public
 // domain: writing is post-processing.
@@ -90,7 +92,7 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 type Writer struct {
 	dec   *Decoder
 	extra []MeasureColumn
-	file  *File
+	file  *publish.File
 	pw    *parquet.GenericWriter[any]
 
 	// vals[j][b] is the Parquet value of bin b of boolean column j, its
@@ -133,7 +135,7 @@ type rowGroupJob struct {
 
 // NewWriter creates the temporary file for path and prepares to write the
 // universe over cols (see [NewDecoder] for names and cols). metadata is
-// written as file-level key-value metadata; it must hold [MetadataKey]
+// written as file-level key-value metadata; it must hold [layout.MetadataKey]
 // ("synth.privacy") with the privacy report as valid JSON, and no empty
 // key.
 func NewWriter(path string, names []string, cols []*spec.Column, metadata map[string]string) (*Writer, error) {
@@ -182,18 +184,18 @@ func newWriterWith(path string, names []string, cols []*spec.Column, extra []Mea
 	if err := checkDictionaries(dec); err != nil {
 		return nil, err
 	}
-	report, ok := metadata[MetadataKey]
+	report, ok := metadata[layout.MetadataKey]
 	if !ok {
-		return nil, fmt.Errorf("release: metadata lacks the privacy report %q", MetadataKey)
+		return nil, fmt.Errorf("release: metadata lacks the privacy report %q", layout.MetadataKey)
 	}
 	if !json.Valid([]byte(report)) {
-		return nil, fmt.Errorf("release: privacy report %q is not valid JSON", MetadataKey)
+		return nil, fmt.Errorf("release: privacy report %q is not valid JSON", layout.MetadataKey)
 	}
 	opts, err := writerOptions(buildSchema(dec, extra, true), metadata)
 	if err != nil {
 		return nil, err
 	}
-	f, err := CreateFile(path, 0o644)
+	f, err := publish.CreateFile(path, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -637,7 +639,7 @@ func (w *Writer) Rows() int64 { return w.total }
 // committed with [File.Commit] or, together with the sidecar report, by a
 // [Group]. After Finish, Add fails, Close commits and Abort removes the
 // file.
-func (w *Writer) Finish() (*File, error) {
+func (w *Writer) Finish() (*publish.File, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
@@ -672,10 +674,10 @@ func (w *Writer) Close() error {
 	if w.err != nil {
 		return w.err
 	}
-	switch w.file.state {
-	case fileCommitted:
+	switch {
+	case w.file.Committed():
 		return nil
-	case fileAborted:
+	case w.file.Aborted():
 		return ErrWriterDone
 	}
 	if !w.done {

@@ -20,6 +20,9 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/publish"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -76,7 +79,7 @@ var fixtureRows = []row{
 const testReport = `{"epsilon": 1, "delta": 1e-6, "mechanism": "join-as-one (Alg. 1)", "note": "ε ≤ 1"}`
 
 func testMetadata() map[string]string {
-	return map[string]string{MetadataKey: testReport, "synth.extra": "x=1"}
+	return map[string]string{layout.MetadataKey: testReport, "synth.extra": "x=1"}
 }
 
 func openDuckDB(t testing.TB) *sql.DB {
@@ -165,29 +168,13 @@ func writeFixture(t *testing.T, dir string, batch int) string {
 	return path
 }
 
-// assertOnly fails unless dir holds exactly the named files.
-func assertOnly(t *testing.T, dir string, names ...string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range ents {
-		got = append(got, e.Name())
-	}
-	if len(got) != len(names) || (len(got) > 0 && !reflect.DeepEqual(got, names)) {
-		t.Errorf("folder holds %q, want %q", got, names)
-	}
-}
-
 func TestWriterRoundTrip(t *testing.T) {
 	db := openDuckDB(t)
 	for _, batch := range []int{1, 2, 3, BatchRows} {
 		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
 			dir := t.TempDir()
 			path := writeFixture(t, dir, batch)
-			assertOnly(t, dir, "out.parquet")
+			releasetest.AssertOnly(t, dir, "out.parquet")
 			got := readRows(t, db, path)
 			if !reflect.DeepEqual(got, fixtureRows) {
 				t.Errorf("rows read back:\n%v\nwant\n%v", got, fixtureRows)
@@ -278,8 +265,8 @@ func TestWriterMetadata(t *testing.T) {
 		t.Errorf("DuckDB key-value metadata = %q, want %q", kv, testMetadata())
 	}
 	var report map[string]any
-	if err := json.Unmarshal([]byte(kv[MetadataKey]), &report); err != nil {
-		t.Fatalf("%s read by DuckDB is not JSON: %v", MetadataKey, err)
+	if err := json.Unmarshal([]byte(kv[layout.MetadataKey]), &report); err != nil {
+		t.Fatalf("%s read by DuckDB is not JSON: %v", layout.MetadataKey, err)
 	}
 	if report["note"] != "ε ≤ 1" || report["epsilon"] != 1.0 {
 		t.Errorf("report read by DuckDB = %v", report)
@@ -287,12 +274,12 @@ func TestWriterMetadata(t *testing.T) {
 
 	// parquet-go.
 	pf := openParquet(t, path)
-	v, ok := pf.Lookup(MetadataKey)
+	v, ok := pf.Lookup(layout.MetadataKey)
 	if !ok || v != testReport {
-		t.Errorf("parquet-go Lookup(%q) = %q, %v", MetadataKey, v, ok)
+		t.Errorf("parquet-go Lookup(%q) = %q, %v", layout.MetadataKey, v, ok)
 	}
 	if !json.Valid([]byte(v)) {
-		t.Errorf("%s read by parquet-go is not JSON", MetadataKey)
+		t.Errorf("%s read by parquet-go is not JSON", layout.MetadataKey)
 	}
 	if v, ok := pf.Lookup("synth.extra"); !ok || v != "x=1" {
 		t.Errorf("parquet-go Lookup(synth.extra) = %q, %v", v, ok)
@@ -368,11 +355,11 @@ func TestNewWriterErrors(t *testing.T) {
 		metadata map[string]string
 	}{
 		{"no report", "o.parquet", names, map[string]string{"synth.extra": "1"}},
-		{"report not JSON", "o.parquet", names, map[string]string{MetadataKey: "{epsilon: 1"}},
-		{"empty key", "o.parquet", names, map[string]string{MetadataKey: "{}", "": "x"}},
-		{"bad columns", "o.parquet", names[:2], map[string]string{MetadataKey: "{}"}},
-		{"missing folder", "no/such/o.parquet", names, map[string]string{MetadataKey: "{}"}},
-		{"path is a folder", "sub", names, map[string]string{MetadataKey: "{}"}},
+		{"report not JSON", "o.parquet", names, map[string]string{layout.MetadataKey: "{epsilon: 1"}},
+		{"empty key", "o.parquet", names, map[string]string{layout.MetadataKey: "{}", "": "x"}},
+		{"bad columns", "o.parquet", names[:2], map[string]string{layout.MetadataKey: "{}"}},
+		{"missing folder", "no/such/o.parquet", names, map[string]string{layout.MetadataKey: "{}"}},
+		{"path is a folder", "sub", names, map[string]string{layout.MetadataKey: "{}"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -388,7 +375,7 @@ func TestNewWriterErrors(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "release: ") {
 				t.Errorf("error %q lacks the package prefix", err)
 			}
-			assertOnly(t, dir, "sub")
+			releasetest.AssertOnly(t, dir, "sub")
 		})
 	}
 }
@@ -425,14 +412,14 @@ func TestWriterAddErrors(t *testing.T) {
 				t.Fatalf("Add error = %v, want %v", addErr, tt.want)
 			}
 			// The error is sticky and the temporary file is gone.
-			assertOnly(t, dir)
+			releasetest.AssertOnly(t, dir)
 			if err := w.Add(ctx, 191, 1); err != addErr {
 				t.Errorf("later Add = %v, want the first error", err)
 			}
 			if err := w.Close(); err != addErr {
 				t.Errorf("Close = %v, want the first error", err)
 			}
-			assertOnly(t, dir)
+			releasetest.AssertOnly(t, dir)
 		})
 	}
 }
@@ -477,7 +464,7 @@ func TestWriterCancelMidWrite(t *testing.T) {
 	if err := w.Close(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Close = %v, want context.Canceled", err)
 	}
-	assertOnly(t, dir)
+	releasetest.AssertOnly(t, dir)
 }
 
 func TestWriterCancelledContext(t *testing.T) {
@@ -499,7 +486,7 @@ func TestWriterCancelledContext(t *testing.T) {
 	if err := w.Close(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Close = %v, want context.Canceled", err)
 	}
-	assertOnly(t, dir)
+	releasetest.AssertOnly(t, dir)
 }
 
 func TestWriterAbort(t *testing.T) {
@@ -513,7 +500,7 @@ func TestWriterAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Abort()
-	assertOnly(t, dir)
+	releasetest.AssertOnly(t, dir)
 	w.Abort() // idempotent
 	if err := w.Add(context.Background(), 8, 1); !errors.Is(err, ErrWriterDone) {
 		t.Errorf("Add after Abort = %v, want ErrWriterDone", err)
@@ -521,7 +508,7 @@ func TestWriterAbort(t *testing.T) {
 	if err := w.Close(); !errors.Is(err, ErrWriterDone) {
 		t.Errorf("Close after Abort = %v, want ErrWriterDone", err)
 	}
-	assertOnly(t, dir)
+	releasetest.AssertOnly(t, dir)
 }
 
 func TestWriterAbortKeepsEarlierOutput(t *testing.T) {
@@ -575,7 +562,7 @@ func TestWriterAbortKeepsEarlierOutput(t *testing.T) {
 			if err := w.Close(); err == nil {
 				t.Error("Close after a failed write succeeded")
 			}
-			assertOnly(t, dir, "out.parquet")
+			releasetest.AssertOnly(t, dir, "out.parquet")
 			if got, _ := os.ReadFile(path); !bytes.Equal(got, old) {
 				t.Errorf("earlier output changed to %q", got)
 			}
@@ -590,7 +577,7 @@ func TestWriterReplacesEarlierOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFixture(t, dir, 3)
-	assertOnly(t, dir, "out.parquet")
+	releasetest.AssertOnly(t, dir, "out.parquet")
 	got := readRows(t, openDuckDB(t), path)
 	if !reflect.DeepEqual(got, fixtureRows) {
 		t.Errorf("rows = %v", got)
@@ -600,7 +587,7 @@ func TestWriterReplacesEarlierOutput(t *testing.T) {
 func TestWriterFinishWithGroup(t *testing.T) {
 	dir := t.TempDir()
 	names, cols := fixture()
-	var g Group
+	var g publish.Group
 	defer g.Abort()
 	if _, err := g.Create(filepath.Join(dir, "report.json"), 0o644); err != nil {
 		t.Fatal(err)
@@ -634,7 +621,7 @@ func TestWriterFinishWithGroup(t *testing.T) {
 	if err := g.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	assertOnly(t, dir, "out.parquet", "report.json")
+	releasetest.AssertOnly(t, dir, "out.parquet", "report.json")
 	if got := readRows(t, openDuckDB(t), filepath.Join(dir, "out.parquet")); !reflect.DeepEqual(got, fixtureRows) {
 		t.Errorf("rows = %v", got)
 	}
@@ -658,7 +645,7 @@ func BenchmarkWriter(b *testing.B) {
 	const cells, perCell = 1000, 1000
 	dir := b.TempDir()
 	path := filepath.Join(dir, "bench.parquet")
-	meta := map[string]string{MetadataKey: `{"bench": true}`}
+	meta := map[string]string{layout.MetadataKey: `{"bench": true}`}
 	iters := 0
 	for b.Loop() {
 		iters++

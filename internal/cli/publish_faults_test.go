@@ -16,7 +16,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/publish"
 )
 
 // buildSynth builds the synth binary into a temporary folder.
@@ -47,10 +48,10 @@ func releaseState(t *testing.T, out string, allowMissing bool) (string, error) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if strings.Join(names, ",") != release.ReportName+","+release.MarkdownName+","+release.ParquetName {
+	if strings.Join(names, ",") != layout.ReportName+","+layout.MarkdownName+","+layout.ParquetName {
 		return "", fmt.Errorf("%s holds %q, want exactly the two reports and the Parquet file", out, names)
 	}
-	rep, err := os.ReadFile(filepath.Join(out, release.ReportName))
+	rep, err := os.ReadFile(filepath.Join(out, layout.ReportName))
 	if err != nil {
 		return "", err
 	}
@@ -65,7 +66,7 @@ func releaseState(t *testing.T, out string, allowMissing bool) (string, error) {
 	if err := json.Unmarshal(rep, &parsed); err != nil {
 		return "", err
 	}
-	md, err := os.ReadFile(filepath.Join(out, release.MarkdownName))
+	md, err := os.ReadFile(filepath.Join(out, layout.MarkdownName))
 	if err != nil {
 		return "", err
 	}
@@ -74,7 +75,7 @@ func releaseState(t *testing.T, out string, allowMissing bool) (string, error) {
 			return "", fmt.Errorf("%s: the markdown report does not show the JSON's n_hat = %v (a mix of two runs)", out, o.Value)
 		}
 	}
-	f, err := os.Open(filepath.Join(out, release.ParquetName))
+	f, err := os.Open(filepath.Join(out, layout.ParquetName))
 	if err != nil {
 		return "", err
 	}
@@ -87,9 +88,9 @@ func releaseState(t *testing.T, out string, allowMissing bool) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: not a complete Parquet file: %v", out, err)
 	}
-	meta, ok := pf.Lookup(release.MetadataKey)
+	meta, ok := pf.Lookup(layout.MetadataKey)
 	if !ok {
-		return "", fmt.Errorf("%s: the Parquet file has no %s", out, release.MetadataKey)
+		return "", fmt.Errorf("%s: the Parquet file has no %s", out, layout.MetadataKey)
 	}
 	if strings.TrimSpace(string(rep)) != strings.TrimSpace(meta) {
 		return "", fmt.Errorf("%s: MIX: the sidecar report is not the Parquet file's report", out)
@@ -143,7 +144,7 @@ func TestReleaseKillAtomic(t *testing.T) {
 	// How long a run takes with the publish sleeps.
 	const sleep = "40ms"
 	start := time.Now()
-	if b, err := synthCmd(bin, config, out, "1", release.PublishSleepEnv+"="+sleep).CombinedOutput(); err != nil {
+	if b, err := synthCmd(bin, config, out, "1", publish.PublishSleepEnv+"="+sleep).CombinedOutput(); err != nil {
 		t.Fatalf("timed release: %v\n%s", err, b)
 	}
 	full := time.Since(start)
@@ -154,7 +155,7 @@ func TestReleaseKillAtomic(t *testing.T) {
 		eps := fmt.Sprintf("%.4f", 1+float64(i+1)/1000)
 		var env []string
 		if i%2 == 0 {
-			env = append(env, release.PublishSleepEnv+"="+sleep)
+			env = append(env, publish.PublishSleepEnv+"="+sleep)
 		}
 		cmd := synthCmd(bin, config, out, eps, env...)
 		var stderr bytes.Buffer
@@ -222,8 +223,8 @@ func stagedRelease(t *testing.T, out string) bool {
 		t.Fatal(err)
 	}
 	for _, m := range matches {
-		_, errP := os.Stat(filepath.Join(m, release.ParquetName))
-		_, errR := os.Stat(filepath.Join(m, release.ReportName))
+		_, errP := os.Stat(filepath.Join(m, layout.ParquetName))
+		_, errR := os.Stat(filepath.Join(m, layout.ReportName))
 		if errP == nil && errR == nil {
 			return true
 		}
@@ -296,10 +297,10 @@ func TestReleaseRefusesOverwrite(t *testing.T) {
 	if r.code != ExitUsage || !strings.Contains(r.stderr, "--overwrite") || !strings.Contains(r.stderr, "privacy budget again") {
 		t.Errorf("exit %d, stderr %q; want %d naming --overwrite and the budget", r.code, r.stderr, ExitUsage)
 	}
-	if b, _ := os.ReadFile(filepath.Join(out, release.ParquetName)); !bytes.Equal(b, pq) {
+	if b, _ := os.ReadFile(filepath.Join(out, layout.ParquetName)); !bytes.Equal(b, pq) {
 		t.Error("the refused run changed the Parquet file")
 	}
-	if b, _ := os.ReadFile(filepath.Join(out, release.ReportName)); !bytes.Equal(b, rep) {
+	if b, _ := os.ReadFile(filepath.Join(out, layout.ReportName)); !bytes.Equal(b, rep) {
 		t.Error("the refused run changed the report")
 	}
 	onlyRelease(t, out)

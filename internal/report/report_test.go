@@ -15,6 +15,7 @@ import (
 
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -43,8 +44,8 @@ func tinyAnswers(t testing.TB) (*spec.Spec, *release.Answers) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), release.ParquetName)
-	w, err := release.NewWriter(path, release.ColumnNames(s), s.ReleaseColumns(), map[string]string{release.MetadataKey: `{}`})
+	path := filepath.Join(t.TempDir(), layout.ParquetName)
+	w, err := release.NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,15 +393,15 @@ func TestReadPrivacy(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	path := filepath.Join(dir, release.ParquetName)
-	w, err := release.NewWriter(path, release.ColumnNames(s), s.ReleaseColumns(), map[string]string{release.MetadataKey: `{"epsilon": 2, "mechanism": "in the file"}`})
+	path := filepath.Join(dir, layout.ParquetName)
+	w, err := release.NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{"epsilon": 2, "mechanism": "in the file"}`})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, release.ReportName), []byte(`{"epsilon": 3, "mechanism": "beside"}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, layout.ReportName), []byte(`{"epsilon": 3, "mechanism": "beside"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r, src, err := ReadPrivacy(path)
@@ -408,7 +409,7 @@ func TestReadPrivacy(t *testing.T) {
 		t.Errorf("ReadPrivacy(file with metadata) = %+v, %q, %v; want ε = 2 from the metadata", r, src, err)
 	}
 	r, src, err = ReadPrivacy(filepath.Join(dir, "gone.parquet"))
-	if err != nil || r == nil || r.Epsilon != 3 || src != filepath.Join(dir, release.ReportName) {
+	if err != nil || r == nil || r.Epsilon != 3 || src != filepath.Join(dir, layout.ReportName) {
 		t.Errorf("ReadPrivacy(missing file) = %+v, %q, %v; want ε = 3 from the sidecar", r, src, err)
 	}
 	bad := filepath.Join(dir, "bad.parquet")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/release/layout"
 )
 
 // Format identifies summary.json's layout; [Write] also recognises an
@@ -120,24 +121,24 @@ type Family struct {
 }
 
 // ReadPrivacy reads the privacy report of a synthetic file: the one in its
-// Parquet key-value metadata (release.MetadataKey), which belongs to the
+// Parquet key-value metadata (layout.MetadataKey), which belongs to the
 // very file, else the privacy-report.json release writes beside it. It
 // returns nil and no error when there is neither, with the path looked at;
 // a file that is not Parquet, or a report that does not parse, is an error
 // naming the file. source names where the report came from.
 func ReadPrivacy(synthetic string) (r *dp.Report, source string, err error) {
-	meta, ok, err := parquetMetadata(synthetic, release.MetadataKey)
+	meta, ok, err := parquetMetadata(synthetic, layout.MetadataKey)
 	if err != nil {
 		return nil, synthetic, err
 	}
 	if ok {
 		r = &dp.Report{}
 		if err := json.Unmarshal([]byte(meta), r); err != nil {
-			return nil, synthetic, fmt.Errorf("report: %s: Parquet metadata %s: %w", synthetic, release.MetadataKey, err)
+			return nil, synthetic, fmt.Errorf("report: %s: Parquet metadata %s: %w", synthetic, layout.MetadataKey, err)
 		}
-		return r, synthetic + " (Parquet metadata " + release.MetadataKey + ")", nil
+		return r, synthetic + " (Parquet metadata " + layout.MetadataKey + ")", nil
 	}
-	path := filepath.Join(filepath.Dir(synthetic), release.ReportName)
+	path := filepath.Join(filepath.Dir(synthetic), layout.ReportName)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, path, nil

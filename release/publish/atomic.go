@@ -1,4 +1,4 @@
-package release
+package publish
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/synth-dp/synth/release/layout"
 )
 
 // ErrFileDone is returned when a [File] is written to, finished or committed
@@ -66,6 +68,14 @@ func CreateFile(path string, perm os.FileMode) (*File, error) {
 
 // Path returns the final path of f.
 func (f *File) Path() string { return f.path }
+
+// Committed reports whether f was committed: its bytes are under its final
+// path.
+func (f *File) Committed() bool { return f.state == fileCommitted }
+
+// Aborted reports whether f was aborted: its temporary file is gone and
+// the final path is as it was.
+func (f *File) Aborted() bool { return f.state == fileAborted }
 
 // TempPath returns the path of f's temporary file; it no longer exists once
 // f is committed or aborted.
@@ -270,14 +280,14 @@ func isTempName(name, base string) bool {
 // StaleAge is how long a temporary file must have gone unmodified before
 // [CleanStale] removes it.
 //
-// This age rule is for the temporary files older versions of [Run] wrote
+// This age rule is for the temporary files older versions of release.Run wrote
 // into the output folder itself (the current Run writes into a locked
 // staging folder, see [NewStage], whose staleness its lock decides), and
 // for staging folders where flock is not available. What follows describes
 // those older runs.
 //
 // Nothing stops two releases from writing into one output folder (the last
-// commit wins), so a temporary file may belong to a live run. [Run] creates
+// commit wins), so a temporary file may belong to a live run. release.Run creates
 // the Parquet temporary file only after the mechanism has run, and from then
 // on the file grows whenever the Parquet writer's 32 KiB output buffer
 // fills: the rows come in runs of identical rows and compress well, so that
@@ -299,11 +309,11 @@ const StaleAge = 10 * time.Minute
 // staleBases are the final names of the files an older release version
 // wrote into the output folder itself; CleanStale removes temporary files
 // of these only.
-var staleBases = []string{ParquetName, ReportName}
+var staleBases = []string{layout.ParquetName, layout.ReportName}
 
 // CleanStale removes the temporary files a killed release left in dir:
 // regular files named exactly as [CreateFile] names the temporary files of
-// [ParquetName] and [ReportName] (".synthetic.parquet.<digits>.tmp",
+// [layout.ParquetName] and [layout.ReportName] (".synthetic.parquet.<digits>.tmp",
 // ".privacy-report.json.<digits>.tmp") and not modified for [StaleAge]. It
 // never removes anything else: not other files with similar names, not
 // folders or symbolic links, not younger temporary files, which may belong
@@ -376,43 +386,6 @@ func isStaleName(name string) bool {
 	return false
 }
 
-// ---- Publishing a whole release folder ----
-//
-// A release is published as one folder, by one rename:
-//
-//  1. [NewStage], before any data is read, checks the target folder (a
-//     file there, a folder holding anything but a release, a previous
-//     release without overwrite) and creates a fresh staging folder beside
-//     it, in the same parent (so on the same file system): the target's
-//     base name as a temporary name, "." + base + "." + digits + ".tmp",
-//     exactly as [CreateFile] names temporary files. It takes an exclusive
-//     flock(2) on the staging folder, held until the process ends, and
-//     writes, syncs and removes a probe file there: an unwritable parent, a
-//     file in the way or a full disk is found before the data is loaded.
-//  2. The run writes every file of the release into the staging folder and
-//     syncs it.
-//  3. [Stage.Publish] renames the staging folder onto the target with
-//     rename(2), which is atomic and succeeds only when the target does not
-//     exist or is an empty folder. When the target holds a previous release
-//     (and overwrite was asked for), it swaps the two folders with
-//     renameat2(RENAME_EXCHANGE), which is atomic too: the target names the
-//     old complete folder until the instant it names the new complete one.
-//     The old release, now under the staging name, is then removed.
-//
-// So a reader of the target sees the previous release or the new one,
-// whole, never a mix, whatever kills the process and whenever; two runs
-// publishing into one folder at once each swap in a whole folder, and the
-// last swap wins. What a killed run can leave is a staging folder (its own,
-// or the old release it swapped out), under the temporary name and no
-// longer locked: [CleanStale] removes it on the next run. A live run's
-// staging folder is locked, so a cleaner never takes it.
-//
-// Where renameat2(RENAME_EXCHANGE) is not available (not Linux, or a file
-// system without it, such as NFS), Publish falls back to moving the old
-// release aside and renaming the new one into place: never a mix either,
-// but a reader may find the target missing for a moment, and a crash in
-// between leaves only the moved-aside old release.
-
 // ErrExists is wrapped by the error of [NewStage] and [Stage.Publish] when
 // the target already holds a release and overwriting was not asked for.
 var ErrExists = errors.New("the output folder already holds a release")
@@ -435,7 +408,8 @@ const (
 // that a fault-injection test can kill the process there.
 const PublishSleepEnv = "SYNTH_TEST_PUBLISH_SLEEP"
 
-// Stage is the staging folder of one release (see above).
+// Stage is the staging folder of one release (see the package doc,
+// "Release folders").
 type Stage struct {
 	target string
 	dir    string
@@ -443,8 +417,8 @@ type Stage struct {
 	done   bool
 }
 
-// NewStage checks target and creates its staging folder (see the scheme
-// above). The target must be a folder path: it may not exist yet (its
+// NewStage checks target and creates its staging folder (see the package
+// doc). The target must be a folder path: it may not exist yet (its
 // parent folders are created), may be an empty folder, or may hold a
 // previous release, which is an error wrapping [ErrExists] unless
 // overwrite is set. A symbolic link at target is followed: the release
@@ -560,7 +534,7 @@ func checkTarget(target string, overwrite bool) (exists bool, err error) {
 // such as a rendered report), [CreateFile]'s temporary files of them, and
 // the probe.
 func isReleaseFile(name string) bool {
-	return name == ParquetName || name == ReportName || name == probeName ||
+	return name == layout.ParquetName || name == layout.ReportName || name == probeName ||
 		strings.HasPrefix(name, "privacy-report.") || strings.HasPrefix(name, "synthetic.") ||
 		strings.HasPrefix(name, ".synthetic.") || strings.HasPrefix(name, ".privacy-report.") && strings.HasSuffix(name, tempSuffix)
 }
@@ -582,7 +556,7 @@ func classify(dir string) (isRel bool, foreign []string, err error) {
 			}
 			continue
 		}
-		if name == ParquetName || name == ReportName {
+		if name == layout.ParquetName || name == layout.ReportName {
 			isRel = true
 		}
 	}
@@ -607,8 +581,8 @@ func publishSleep() time.Duration {
 	return d
 }
 
-// Publish makes the staging folder the target, atomically (see the scheme
-// above), and reports whether a previous release was replaced. The files
+// Publish makes the staging folder the target, atomically (see the package
+// doc), and reports whether a previous release was replaced. The files
 // in the staging folder must be complete and synced. Without overwrite, a
 // release that appeared at the target while this run was going is an
 // error wrapping [ErrExists], and the target is left alone. On error the

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package release
+package publish
 
 import "os"
 
