@@ -8,6 +8,7 @@ import (
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
@@ -60,7 +61,7 @@ func TestAccuracyTPCH(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eng := loadedEngine(t, s)
+		eng := releasetest.LoadedEngine(t, s)
 		ev, err := Evaluate(ctx, s, eng, sum.Parquet)
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -68,7 +69,7 @@ func Answer(ctx context.Context, s *spec.Spec, eng *engine.Engine, synthetic str
 	cols := s.ReleaseColumns()
 	sizes := s.ReleaseSizes()
 	// The workload is public: check it before any data is read.
-	dec, err := NewDecoder(names, cols)
+	dec, err := synthfile.NewDecoder(names, cols)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/synthfile"
 )
 
 // TestAnswerShapes answers TPC-H's workload with the true join written as
@@ -15,8 +17,8 @@ import (
 // has n(n+1)/2 intervals per cell of its by-marginal.
 func TestAnswerShapes(t *testing.T) {
 	ctx := context.Background()
-	s := loadSpec(t, "../examples/tpch/synth.yaml")
-	eng := loadedEngine(t, s)
+	s := releasetest.LoadSpec(t, "../examples/tpch/synth.yaml")
+	eng := releasetest.LoadedEngine(t, s)
 	h, err := s.Hypergraph()
 	if err != nil {
 		t.Fatal(err)
@@ -26,12 +28,12 @@ func TestAnswerShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), layout.ParquetName)
-	w, err := NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{}`})
+	w, err := synthfile.NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{}`})
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeCells(t, w, truth)
-	a, err := Answer(ctx, s, loadedEngine(t, s), path)
+	a, err := Answer(ctx, s, releasetest.LoadedEngine(t, s), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
@@ -79,7 +80,7 @@ func TestMemoryCapMatchesRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a release")
 	}
-	s := loadSpec(t, filepath.Join("..", "examples", "tpch", "synth.yaml"))
+	s := releasetest.LoadSpec(t, filepath.Join("..", "examples", "tpch", "synth.yaml"))
 	mem := planMemory(t, s, pmw.Config{Variant: pmw.Variant(s.PMW.Variant)})
 	for _, c := range []struct {
 		memCap int64

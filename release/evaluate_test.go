@@ -8,12 +8,14 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/synthfile"
 )
 
 // writeCells streams a histogram into w and closes it, the way a release
 // writes its counts.
-func writeCells(t *testing.T, w *Writer, cells []engine.Cell) {
+func writeCells(t *testing.T, w *synthfile.Writer, cells []engine.Cell) {
 	t.Helper()
 	for _, c := range cells {
 		if err := w.Add(context.Background(), c.Index, c.Count); err != nil {
@@ -31,8 +33,8 @@ func writeCells(t *testing.T, w *Writer, cells []engine.Cell) {
 // says it must be.
 func TestEvaluateExact(t *testing.T) {
 	ctx := context.Background()
-	s := loadSpec(t, "../examples/tpch/synth.yaml")
-	eng := loadedEngine(t, s)
+	s := releasetest.LoadSpec(t, "../examples/tpch/synth.yaml")
+	eng := releasetest.LoadedEngine(t, s)
 	h, err := s.Hypergraph()
 	if err != nil {
 		t.Fatal(err)
@@ -59,12 +61,12 @@ func TestEvaluateExact(t *testing.T) {
 			slices.SortFunc(cells, func(a, b engine.Cell) int { return cmp.Compare(a.Index, b.Index) })
 		}
 		path := filepath.Join(t.TempDir(), layout.ParquetName)
-		w, err := NewWriter(path, names, s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{}`})
+		w, err := synthfile.NewWriter(path, names, s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{}`})
 		if err != nil {
 			t.Fatal(err)
 		}
 		writeCells(t, w, cells)
-		e2 := loadedEngine(t, s)
+		e2 := releasetest.LoadedEngine(t, s)
 		ev, err := Evaluate(ctx, s, e2, path)
 		if err != nil {
 			t.Fatal(err)

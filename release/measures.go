@@ -11,6 +11,7 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/numerical"
+	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -100,7 +101,7 @@ func measureNames(s *spec.Spec, released []string) ([]string, error) {
 // numerical mechanism is pure ε-DP at its default T = 10 (numerical
 // [numerical.Config]); each of the |M| measures gets s·ε/|M| (basic
 // composition), and the release's other mechanism gets ((1 − s)·ε, δ).
-func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec *Decoder, memCap int64, ledger *dp.Ledger) (*measurePlan, error) {
+func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec *synthfile.Decoder, memCap int64, ledger *dp.Ledger) (*measurePlan, error) {
 	if len(s.Release.Measures) == 0 {
 		return nil, nil
 	}
@@ -205,7 +206,7 @@ func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec
 // bin when it has none), the semantics of the pmw numeric family and of
 // SQL on the file. ok is false when some column accepts no bin (the sum is
 // then 0 whatever the data).
-func boxOf(dec *Decoder, pos map[spec.ColumnRef]int, grid []int, q spec.NumericQuery) (where [][]int, ok bool) {
+func boxOf(dec *synthfile.Decoder, pos map[spec.ColumnRef]int, grid []int, q spec.NumericQuery) (where [][]int, ok bool) {
 	where = make([][]int, len(grid))
 	for _, c := range q.Where {
 		d := slices.Index(grid, pos[c.Column])
@@ -313,7 +314,7 @@ func (m *measure) gridCell(bins []int, sizes []int) int {
 // count sets, from the cells of the rows to be written (DP outputs and
 // post-processing), rows(g), the representative value SUMhat(g)/rows(g)
 // of every grid cell and the sum lost in cells without rows.
-func (mp *measurePlan) count(dec *Decoder, sizes []int, cells []int64) error {
+func (mp *measurePlan) count(dec *synthfile.Decoder, sizes []int, cells []int64) error {
 	var bins []int
 	for _, m := range mp.ms {
 		m.rows = make([]int64, m.nCells)
@@ -343,10 +344,10 @@ func (mp *measurePlan) count(dec *Decoder, sizes []int, cells []int64) error {
 }
 
 // columns returns the measure columns for the writer.
-func (mp *measurePlan) columns(sizes []int) []MeasureColumn {
-	out := make([]MeasureColumn, len(mp.ms))
+func (mp *measurePlan) columns(sizes []int) []synthfile.MeasureColumn {
+	out := make([]synthfile.MeasureColumn, len(mp.ms))
 	for i, m := range mp.ms {
-		out[i] = MeasureColumn{Name: m.name, Value: func(bins []int) float64 { return m.rep[m.gridCell(bins, sizes)] }}
+		out[i] = synthfile.MeasureColumn{Name: m.name, Value: func(bins []int) float64 { return m.rep[m.gridCell(bins, sizes)] }}
 	}
 	return out
 }

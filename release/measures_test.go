@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
@@ -85,7 +86,7 @@ output: {path: out}
 	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return loadSpec(t, p)
+	return releasetest.LoadSpec(t, p)
 }
 
 // TestReleaseMeasureSQL releases a measure and checks, with DuckDB on the
@@ -122,7 +123,7 @@ func TestReleaseMeasureSQL(t *testing.T) {
 			if !join && m.DeltaTilde != 1 {
 				t.Errorf("one table: measure Δ̃ = %v, want 1", m.DeltaTilde)
 			}
-			db := openDuckDB(t)
+			db := releasetest.OpenDuckDB(t)
 			path := filepath.Join(dir, layout.ParquetName)
 			var typ string
 			if err := db.QueryRow("SELECT typeof(amount) FROM read_parquet(?) LIMIT 1", path).Scan(&typ); err != nil {
@@ -242,7 +243,7 @@ func TestReleaseNoMeasureUnchanged(t *testing.T) {
 	if _, ok := sum.Privacy.Parameters["measures"]; ok {
 		t.Error("report parameters hold measures")
 	}
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	rows, err := db.Query("SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(?))", filepath.Join(dir, layout.ParquetName))
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +275,7 @@ func TestReleaseMeasureOneCell(t *testing.T) {
 		t.Fatalf("measure %+v (rows %d), want orders_lvl over one cell holding every row", m, sum.Rows)
 	}
 	var got float64
-	if err := openDuckDB(t).QueryRow("SELECT SUM(orders_lvl) FROM read_parquet(?)", filepath.Join(dir, layout.ParquetName)).Scan(&got); err != nil {
+	if err := releasetest.OpenDuckDB(t).QueryRow("SELECT SUM(orders_lvl) FROM read_parquet(?)", filepath.Join(dir, layout.ParquetName)).Scan(&got); err != nil {
 		t.Fatal(err)
 	}
 	// The true total of lvl over 3000 rows uniform on 0..3 is about 4500.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/internal/demo"
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/release/publish"
 )
@@ -51,7 +52,7 @@ func TestPublishedOutputsAreIntegers(t *testing.T) {
 		t.Run(j.name, func(t *testing.T) {
 			spec := func() *Options {
 				if j.path != "" {
-					return &Options{Spec: loadSpec(t, j.path)}
+					return &Options{Spec: releasetest.LoadSpec(t, j.path)}
 				}
 				sp, err := demo.Write(t.TempDir(), 40, 1, 1e-6)
 				if err != nil {

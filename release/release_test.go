@@ -14,21 +14,12 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/synth-dp/synth/dp"
-	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/demo"
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/residual"
 	"github.com/synth-dp/synth/spec"
 )
-
-func loadSpec(t testing.TB, path string) *spec.Spec {
-	t.Helper()
-	s, err := spec.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func release(t testing.TB, s *spec.Spec, dir string, seed uint64) *Summary {
 	t.Helper()
@@ -37,21 +28,6 @@ func release(t testing.TB, s *spec.Spec, dir string, seed uint64) *Summary {
 		t.Fatal(err)
 	}
 	return sum
-}
-
-// loadedEngine opens an in-memory engine with the spec's tables loaded; it
-// is closed when the test ends.
-func loadedEngine(t testing.TB, s *spec.Spec) *engine.Engine {
-	t.Helper()
-	eng, err := engine.Open(context.Background(), "duckdb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	if err := eng.Load(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	return eng
 }
 
 // output returns a published DP output of the report by name.
@@ -78,10 +54,10 @@ var duckTypes = map[spec.ColumnType]string{
 func TestReleaseExamples(t *testing.T) {
 	for _, name := range []string{"tpch", "adult"} {
 		t.Run(name, func(t *testing.T) {
-			s := loadSpec(t, filepath.Join("..", "examples", name, "synth.yaml"))
+			s := releasetest.LoadSpec(t, filepath.Join("..", "examples", name, "synth.yaml"))
 			dir := t.TempDir()
 			sum := release(t, s, dir, 7)
-			db := openDuckDB(t)
+			db := releasetest.OpenDuckDB(t)
 			path := filepath.Join(dir, layout.ParquetName)
 
 			rows, err := db.Query("DESCRIBE SELECT * FROM read_parquet(?)", path)
@@ -181,7 +157,7 @@ func trueStatistics(t *testing.T, s *spec.Spec) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := loadedEngine(t, s)
+	eng := releasetest.LoadedEngine(t, s)
 	secrets := map[string]float64{}
 	n, err := eng.JoinSize(ctx, h)
 	if err != nil {
@@ -223,7 +199,7 @@ func TestNoTrueStatisticLeaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, s := range map[string]*spec.Spec{
-		"tpch": loadSpec(t, "../examples/tpch/synth.yaml"),
+		"tpch": releasetest.LoadSpec(t, "../examples/tpch/synth.yaml"),
 		"demo": demoSpec,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -235,7 +211,7 @@ func TestNoTrueStatisticLeaks(t *testing.T) {
 				t.Fatal(err)
 			}
 			var meta string
-			if err := openDuckDB(t).QueryRow("SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
+			if err := releasetest.OpenDuckDB(t).QueryRow("SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
 				filepath.Join(dir, layout.ParquetName), layout.MetadataKey).Scan(&meta); err != nil {
 				t.Fatal(err)
 			}
@@ -272,7 +248,7 @@ func TestNoTrueStatisticLeaks(t *testing.T) {
 // folder survives byte for byte, no temporary file stays, and a rerun
 // succeeds.
 func TestReleaseCancelMidWrite(t *testing.T) {
-	s := loadSpec(t, "../examples/tpch/synth.yaml")
+	s := releasetest.LoadSpec(t, "../examples/tpch/synth.yaml")
 	dir := t.TempDir()
 	first := release(t, s, dir, 1)
 	before := map[string][]byte{}

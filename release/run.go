@@ -18,6 +18,7 @@ import (
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/release/publish"
+	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -209,7 +210,7 @@ type charged struct {
 	ledger *dp.Ledger
 	run    Prepared
 	mplan  *measurePlan
-	dec    *Decoder
+	dec    *synthfile.Decoder
 }
 
 // charge is the one place where the budget is charged: the measures' share
@@ -222,7 +223,7 @@ func (r *run) charge(p *Plan) (*charged, error) {
 		return nil, fmt.Errorf("release: %w", err)
 	}
 	c := &charged{ledger: ledger}
-	if c.dec, err = NewDecoder(p.Names, p.Columns); err != nil {
+	if c.dec, err = synthfile.NewDecoder(p.Names, p.Columns); err != nil {
 		return nil, err
 	}
 	if c.mplan, err = planMeasures(s, p.Folding, p.Names, c.dec, p.MemoryCap, ledger); err != nil {
@@ -317,7 +318,7 @@ func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, erro
 type rowPlan struct {
 	cells, counts []int64
 	dpRows, rows  int64
-	mode          Sampling
+	mode          synthfile.Sampling
 	rowCap        int64
 	capped        bool
 	requested     int64
@@ -330,7 +331,7 @@ type rowPlan struct {
 // drawn here (post-processing, the same draws as the writer's) so that
 // every row's measure value is known before the file is written.
 func (r *run) drawRows(p *Plan, c *charged, out *Output) (*rowPlan, error) {
-	rp := &rowPlan{mode: SampleAll}
+	rp := &rowPlan{mode: synthfile.SampleAll}
 	if err := out.Counts(r.src, func(cell, count int64) error {
 		rp.cells, rp.counts = append(rp.cells, cell), append(rp.counts, count)
 		rp.dpRows += count
@@ -354,12 +355,12 @@ func (r *run) drawRows(p *Plan, c *charged, out *Output) (*rowPlan, error) {
 	case rp.requested > 0:
 		rp.rows = rp.requested
 		if rp.rows > rp.dpRows {
-			rp.mode = SampleWithReplacement
+			rp.mode = synthfile.SampleWithReplacement
 		} else if rp.rows < rp.dpRows {
-			rp.mode = SampleWithoutReplacement
+			rp.mode = synthfile.SampleWithoutReplacement
 		}
 	case rp.dpRows > rp.rowCap:
-		rp.rows, rp.mode, rp.capped = rp.rowCap, SampleWithoutReplacement, true
+		rp.rows, rp.mode, rp.capped = rp.rowCap, synthfile.SampleWithoutReplacement, true
 		r.log.Warn("the DP row count exceeds the row cap: writing a uniform random sample of the cap (give --rows N to choose the number of rows)",
 			"dp_rows", rp.dpRows, "cap", rp.rowCap)
 	}
@@ -367,7 +368,7 @@ func (r *run) drawRows(p *Plan, c *charged, out *Output) (*rowPlan, error) {
 		return rp, nil
 	}
 	rp.drawn = make([]int64, 0, rp.rows)
-	if err := Shuffle(rand.New(r.src), rp.cells, rp.counts, rp.rows, rp.mode, func(cell int64) error {
+	if err := synthfile.Shuffle(rand.New(r.src), rp.cells, rp.counts, rp.rows, rp.mode, func(cell int64) error {
 		rp.drawn = append(rp.drawn, cell)
 		return nil
 	}); err != nil {
@@ -446,11 +447,11 @@ func (r *run) report(p *Plan, c *charged, out *Output, rp *rowPlan, started time
 // dir and commits them (each file synced and in place); it returns the
 // rows written.
 func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir string, report dp.Report, reportJSON []byte) (int64, error) {
-	var measureCols []MeasureColumn
+	var measureCols []synthfile.MeasureColumn
 	if c.mplan != nil {
 		measureCols = c.mplan.columns(p.Sizes)
 	}
-	w, err := NewMeasureWriter(filepath.Join(dir, layout.ParquetName), p.Names, p.Columns, measureCols, map[string]string{layout.MetadataKey: string(reportJSON)})
+	w, err := synthfile.NewMeasureWriter(filepath.Join(dir, layout.ParquetName), p.Names, p.Columns, measureCols, map[string]string{layout.MetadataKey: string(reportJSON)})
 	if err != nil {
 		return 0, err
 	}
@@ -489,7 +490,7 @@ func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir s
 			}
 		}
 	} else {
-		err = Shuffle(rand.New(r.src), rp.cells, rp.counts, rows, rp.mode, emit)
+		err = synthfile.Shuffle(rand.New(r.src), rp.cells, rp.counts, rows, rp.mode, emit)
 	}
 	rp.cells, rp.counts, rp.drawn = nil, nil, nil
 	if err != nil {

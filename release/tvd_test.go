@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/internal/score"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
@@ -40,7 +41,7 @@ const tupleLevel = "@join-as-one"
 func exampleSpec(t testing.TB, name string) *spec.Spec {
 	t.Helper()
 	base, tuple := strings.CutSuffix(name, tupleLevel)
-	s := loadSpec(t, filepath.Join("..", "examples", base, "synth.yaml"))
+	s := releasetest.LoadSpec(t, filepath.Join("..", "examples", base, "synth.yaml"))
 	if tuple {
 		s.Privacy.Unit, s.Release.Method = "", spec.JoinAsOne
 	}
@@ -159,7 +160,7 @@ func TestAdultTVD(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole Adult release; skipped under -short")
 	}
-	s := loadSpec(t, filepath.Join("..", "examples", "adult", "synth.yaml"))
+	s := releasetest.LoadSpec(t, filepath.Join("..", "examples", "adult", "synth.yaml"))
 	r, sum := scoredRelease(t, "adult", 1, dp.NewSource(), nil)
 	pairs := score.Score(truthCache[s.Digest()], mustSynthetic(t, s, sum.Parquet), score.AllOneTwoWay(len(s.Release.Columns)), s.ReleaseSizes())
 	t.Logf("Adult ε = 1: workload mean TVD %.4f (uniform %.3f); all 1- and 2-way %.4f (uniform %.3f); %d rows for %d",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -41,12 +42,12 @@ type queryFamily struct {
 // A numeric query sum(c) WHERE conditions becomes a weighted family with
 // one query, Σ_x F(x)·w(x) with w(x) = 1[x satisfies the conditions]·v(x)/M,
 // where v(x) is the representative value of c's bin (the value the
-// synthetic file holds, see [Decoder.Value]) and M = max(|min|, |max|) of c's
+// synthetic file holds, see [synthfile.Decoder.Value]) and M = max(|min|, |max|) of c's
 // domain, so every weight lies in [−1, 1] as PMW requires. A condition holds
 // on a bin when the bin's representative satisfies it. The summed column
 // must be released, or be a release.measures column, whose sums the
 // measure's numerical run answers instead (measures.go).
-func workload(s *spec.Spec, dec *Decoder) ([]queryFamily, error) {
+func workload(s *spec.Spec, dec *synthfile.Decoder) ([]queryFamily, error) {
 	fams := countingFamilies(s)
 	names := layout.ColumnNames(s)
 	pos := releasePositions(s)
@@ -193,7 +194,7 @@ func EffectiveWorkload(s *spec.Spec) []WorkloadFamily {
 	return out
 }
 
-func numericFamily(s *spec.Spec, dec *Decoder, pos map[spec.ColumnRef]int, q spec.NumericQuery) (queryFamily, error) {
+func numericFamily(s *spec.Spec, dec *synthfile.Decoder, pos map[spec.ColumnRef]int, q spec.NumericQuery) (queryFamily, error) {
 	sum, ok := pos[q.Sum]
 	if !ok {
 		return queryFamily{}, fmt.Errorf("%w: sum of %s, which is not released (release it; sums of unreleased columns need the numerical-queries mechanism)", ErrUnsupported, q.Sum)
@@ -313,7 +314,7 @@ func pmwFamilies(fams []queryFamily) []pmw.Family {
 // universe of the released columns; see [workload] for how each kind of
 // query is expressed.
 func Families(s *spec.Spec) ([]pmw.Family, error) {
-	dec, err := NewDecoder(layout.ColumnNames(s), s.ReleaseColumns())
+	dec, err := synthfile.NewDecoder(layout.ColumnNames(s), s.ReleaseColumns())
 	if err != nil {
 		return nil, err
 	}

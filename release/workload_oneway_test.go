@@ -4,7 +4,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -13,10 +15,10 @@ import (
 // families), unless the spec says one_way: false; an empty workload keeps
 // the default 1- and 2-way marginals.
 func TestWorkloadAddsOneWay(t *testing.T) {
-	s := loadSpec(t, "../examples/tpch/synth.yaml")
+	s := releasetest.LoadSpec(t, "../examples/tpch/synth.yaml")
 	cols := s.Release.Columns // c_mktsegment, o_orderpriority, l_returnflag, l_quantity, o_orderdate
 	names := layout.ColumnNames(s)
-	dec, err := NewDecoder(names, s.ReleaseColumns())
+	dec, err := synthfile.NewDecoder(names, s.ReleaseColumns())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +89,8 @@ func TestWorkloadAddsOneWay(t *testing.T) {
 // TestEffectiveWorkloadNumericNames: the numeric families' names agree
 // with workload's.
 func TestEffectiveWorkloadNumericNames(t *testing.T) {
-	s := loadSpec(t, "../examples/adult/synth.yaml")
-	dec, err := NewDecoder(layout.ColumnNames(s), s.ReleaseColumns())
+	s := releasetest.LoadSpec(t, "../examples/adult/synth.yaml")
+	dec, err := synthfile.NewDecoder(layout.ColumnNames(s), s.ReleaseColumns())
 	if err != nil {
 		t.Fatal(err)
 	}

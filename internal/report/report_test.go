@@ -16,6 +16,7 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -45,7 +46,7 @@ func tinyAnswers(t testing.TB) (*spec.Spec, *release.Answers) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), layout.ParquetName)
-	w, err := release.NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{}`})
+	w, err := synthfile.NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +395,7 @@ func TestReadPrivacy(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, layout.ParquetName)
-	w, err := release.NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{"epsilon": 2, "mechanism": "in the file"}`})
+	w, err := synthfile.NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{"epsilon": 2, "mechanism": "in the file"}`})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package release
+package synthfile
 
 import (
 	"bytes"
@@ -82,23 +82,10 @@ func testMetadata() map[string]string {
 	return map[string]string{layout.MetadataKey: testReport, "synth.extra": "x=1"}
 }
 
-func openDuckDB(t testing.TB) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("duckdb", "?autoinstall_known_extensions=false&autoload_known_extensions=false")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-// sqlString quotes s as a SQL string literal.
-func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
 // readRows reads every row of a released file with DuckDB, in file order.
 func readRows(t *testing.T, db *sql.DB, path string) []row {
 	t.Helper()
-	rs, err := db.Query(`SELECT region, active, qty, price, CAST(day AS VARCHAR) FROM read_parquet(` + sqlString(path) + `)`)
+	rs, err := db.Query(`SELECT region, active, qty, price, CAST(day AS VARCHAR) FROM read_parquet(` + releasetest.SQLString(path) + `)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +108,7 @@ func readRows(t *testing.T, db *sql.DB, path string) []row {
 // lines.
 func describe(t *testing.T, db *sql.DB, path string) string {
 	t.Helper()
-	rs, err := db.Query(`DESCRIBE SELECT * FROM read_parquet(` + sqlString(path) + `)`)
+	rs, err := db.Query(`DESCRIBE SELECT * FROM read_parquet(` + releasetest.SQLString(path) + `)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +156,7 @@ func writeFixture(t *testing.T, dir string, batch int) string {
 }
 
 func TestWriterRoundTrip(t *testing.T) {
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	for _, batch := range []int{1, 2, 3, BatchRows} {
 		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
 			dir := t.TempDir()
@@ -180,7 +167,7 @@ func TestWriterRoundTrip(t *testing.T) {
 				t.Errorf("rows read back:\n%v\nwant\n%v", got, fixtureRows)
 			}
 			var n int64
-			if err := db.QueryRow(`SELECT count(*) FROM read_parquet(` + sqlString(path) + `)`).Scan(&n); err != nil {
+			if err := db.QueryRow(`SELECT count(*) FROM read_parquet(` + releasetest.SQLString(path) + `)`).Scan(&n); err != nil {
 				t.Fatal(err)
 			}
 			if n != int64(len(fixtureRows)) {
@@ -191,7 +178,7 @@ func TestWriterRoundTrip(t *testing.T) {
 }
 
 func TestWriterTypesAndSchemaGolden(t *testing.T) {
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	path := writeFixture(t, t.TempDir(), BatchRows)
 
 	want := "region VARCHAR\nactive BOOLEAN\nqty BIGINT\nprice DOUBLE\nday DATE\n"
@@ -200,7 +187,7 @@ func TestWriterTypesAndSchemaGolden(t *testing.T) {
 		t.Errorf("DuckDB DESCRIBE:\n%s\nwant\n%s", desc, want)
 	}
 
-	pf := openParquet(t, path)
+	pf := releasetest.OpenParquet(t, path)
 	if pf.NumRows() != int64(len(fixtureRows)) {
 		t.Errorf("parquet-go NumRows = %d, want %d", pf.NumRows(), len(fixtureRows))
 	}
@@ -241,11 +228,11 @@ func golden(t *testing.T, path, got string) {
 }
 
 func TestWriterMetadata(t *testing.T) {
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	path := writeFixture(t, t.TempDir(), BatchRows)
 
 	// DuckDB.
-	rs, err := db.Query(`SELECT key, value FROM parquet_kv_metadata(` + sqlString(path) + `) ORDER BY key`)
+	rs, err := db.Query(`SELECT key, value FROM parquet_kv_metadata(` + releasetest.SQLString(path) + `) ORDER BY key`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +260,7 @@ func TestWriterMetadata(t *testing.T) {
 	}
 
 	// parquet-go.
-	pf := openParquet(t, path)
+	pf := releasetest.OpenParquet(t, path)
 	v, ok := pf.Lookup(layout.MetadataKey)
 	if !ok || v != testReport {
 		t.Errorf("parquet-go Lookup(%q) = %q, %v", layout.MetadataKey, v, ok)
@@ -287,7 +274,7 @@ func TestWriterMetadata(t *testing.T) {
 }
 
 func TestWriterManyBatches(t *testing.T) {
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	dir := t.TempDir()
 	names, cols := fixture()
 	path := filepath.Join(dir, "big.parquet")
@@ -308,7 +295,7 @@ func TestWriterManyBatches(t *testing.T) {
 	}
 	var n, trues, qtySum int64
 	var priceSum float64
-	q := `SELECT count(*), count(*) FILTER (WHERE active), sum(qty), sum(price) FROM read_parquet(` + sqlString(path) + `)`
+	q := `SELECT count(*), count(*) FILTER (WHERE active), sum(qty), sum(price) FROM read_parquet(` + releasetest.SQLString(path) + `)`
 	if err := db.QueryRow(q).Scan(&n, &trues, &qtySum, &priceSum); err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +307,7 @@ func TestWriterManyBatches(t *testing.T) {
 }
 
 func TestWriterEmpty(t *testing.T) {
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	dir := t.TempDir()
 	names, cols := fixture()
 	path := filepath.Join(dir, "empty.parquet")
@@ -335,7 +322,7 @@ func TestWriterEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int64
-	if err := db.QueryRow(`SELECT count(*) FROM read_parquet(` + sqlString(path) + `)`).Scan(&n); err != nil {
+	if err := db.QueryRow(`SELECT count(*) FROM read_parquet(` + releasetest.SQLString(path) + `)`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 0 || w.Rows() != 0 {
@@ -578,7 +565,7 @@ func TestWriterReplacesEarlierOutput(t *testing.T) {
 	}
 	writeFixture(t, dir, 3)
 	releasetest.AssertOnly(t, dir, "out.parquet")
-	got := readRows(t, openDuckDB(t), path)
+	got := readRows(t, releasetest.OpenDuckDB(t), path)
 	if !reflect.DeepEqual(got, fixtureRows) {
 		t.Errorf("rows = %v", got)
 	}
@@ -622,7 +609,7 @@ func TestWriterFinishWithGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	releasetest.AssertOnly(t, dir, "out.parquet", "report.json")
-	if got := readRows(t, openDuckDB(t), filepath.Join(dir, "out.parquet")); !reflect.DeepEqual(got, fixtureRows) {
+	if got := readRows(t, releasetest.OpenDuckDB(t), filepath.Join(dir, "out.parquet")); !reflect.DeepEqual(got, fixtureRows) {
 		t.Errorf("rows = %v", got)
 	}
 }
@@ -699,7 +686,7 @@ func TestWriterRowGroups(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pf := openParquet(t, path)
+	pf := releasetest.OpenParquet(t, path)
 	var sizes []int64
 	for _, rg := range pf.RowGroups() {
 		sizes = append(sizes, rg.NumRows())
@@ -707,10 +694,10 @@ func TestWriterRowGroups(t *testing.T) {
 	if !reflect.DeepEqual(sizes, []int64{rowGroupRows, 1}) {
 		t.Errorf("row groups of %v rows, want [%d 1]", sizes, rowGroupRows)
 	}
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	var n, last, firstTen int64
 	q := `SELECT count(*), count(*) FILTER (WHERE day = DATE '2024-02-01' AND region = 'it''s' AND qty = 8),
-		count(*) FILTER (WHERE region = 'north' AND NOT active AND qty = 3) FROM read_parquet(` + sqlString(path) + `)`
+		count(*) FILTER (WHERE region = 'north' AND NOT active AND qty = 3) FROM read_parquet(` + releasetest.SQLString(path) + `)`
 	if err := db.QueryRow(q).Scan(&n, &last, &firstTen); err != nil {
 		t.Fatal(err)
 	}
@@ -726,10 +713,10 @@ func TestWriterRowGroups(t *testing.T) {
 // DuckDB prunes row groups with) and every column a page index, although
 // the data page headers carry none.
 func TestWriterStatistics(t *testing.T) {
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	path := writeFixture(t, t.TempDir(), 2)
 	rs, err := db.Query(`SELECT CAST(path_in_schema AS VARCHAR), CAST(stats_min_value AS VARCHAR), CAST(stats_max_value AS VARCHAR)
-		FROM parquet_metadata(` + sqlString(path) + `) ORDER BY column_id`)
+		FROM parquet_metadata(` + releasetest.SQLString(path) + `) ORDER BY column_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -750,7 +737,7 @@ func TestWriterStatistics(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("column chunk statistics %q, want %q", got, want)
 	}
-	pf := openParquet(t, path)
+	pf := releasetest.OpenParquet(t, path)
 	for j, cc := range pf.RowGroups()[0].ColumnChunks() {
 		ci, err := cc.ColumnIndex()
 		if err != nil || ci.NumPages() == 0 {
@@ -833,7 +820,7 @@ func TestWriterParallelRowGroups(t *testing.T) {
 				}
 			}
 			path := filepath.Join(dir, "w5.parquet")
-			got := readRows(t, openDuckDB(t), path)
+			got := readRows(t, releasetest.OpenDuckDB(t), path)
 			if len(got) != len(tc.cells) {
 				t.Fatalf("%d rows read, %d written", len(got), len(tc.cells))
 			}
@@ -847,7 +834,7 @@ func TestWriterParallelRowGroups(t *testing.T) {
 					t.Fatalf("row %d = %+v, want %+v (cell %d)", i, got[i], want, c)
 				}
 			}
-			pf := openParquet(t, path)
+			pf := releasetest.OpenParquet(t, path)
 			for i, rg := range pf.RowGroups() {
 				if want := min(1000, int64(len(tc.cells)-1000*i)); rg.NumRows() != want {
 					t.Errorf("row group %d holds %d rows, want %d", i, rg.NumRows(), want)
@@ -881,7 +868,7 @@ func TestWriterPageIndexFindsValues(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pf := openParquet(t, path)
+	pf := releasetest.OpenParquet(t, path)
 	for _, rg := range pf.RowGroups() {
 		rows := rg.Rows()
 		buf := make([]parquet.Row, 5000)
