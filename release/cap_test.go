@@ -13,6 +13,7 @@ import (
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 // capSpec is a spec whose universe is small (x: 2000 bins × g: 2) but
@@ -158,7 +159,7 @@ func planMemory(t *testing.T, s *spec.Spec, cfg pmw.Config) pmw.Memory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fams, err := Families(s)
+	fams, err := workload.Families(s)
 	if err != nil {
 		t.Fatal(err)
 	}

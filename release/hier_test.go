@@ -15,6 +15,7 @@ import (
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/uniformize"
+	"github.com/synth-dp/synth/workload"
 )
 
 // TestHierUniformizedRelease runs release.method: uniformized on the
@@ -183,7 +184,7 @@ func TestHierMeasure(t *testing.T) {
 				sc := score.Score(truth, syn, ms, s.ReleaseSizes())
 				tvd = append(tvd, sc.MeanTVD)
 				uni = sc.MeanUniformTVD
-				ev, err := Evaluate(ctx, &s, eng, sum.Parquet)
+				ev, err := workload.Evaluate(ctx, &s, eng, sum.Parquet)
 				if err != nil {
 					t.Fatal(err)
 				}

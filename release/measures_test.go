@@ -15,6 +15,7 @@ import (
 	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 // measureInstance writes a tiny instance and its spec into a temporary
@@ -228,7 +229,7 @@ func TestReleaseNoMeasureUnchanged(t *testing.T) {
 	s := measureInstance(t, false, "")
 	// The workload's sum of the unreleased amount is refused without a
 	// measure, as before.
-	if _, err := Families(s); err == nil {
+	if _, err := workload.Families(s); err == nil {
 		t.Fatal("a sum of an unreleased column without measures was accepted")
 	}
 	s.Workload.Numeric = nil

@@ -20,6 +20,7 @@ import (
 	"github.com/synth-dp/synth/release/publish"
 	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 // Run performs a release as a list of stages: plan (public) → check the
@@ -146,7 +147,7 @@ func NewPlan(s *spec.Spec, memCap int64, rounds, maxRounds int) (*Plan, error) {
 	if p.Universe, err = pmw.NewUniverse(p.Names, p.Sizes, pmwCap); err != nil {
 		return nil, err
 	}
-	if p.Families, err = Families(s); err != nil {
+	if p.Families, err = workload.Families(s); err != nil {
 		return nil, err
 	}
 	p.Variant = pmw.Variant(s.PMW.Variant)

@@ -14,10 +14,10 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/engine"
-	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -38,7 +38,7 @@ var tinySynthetic = []struct{ cell, count int64 }{
 
 // tinyAnswers answers the tiny instance's workload on its fixed synthetic
 // file through the engine, as evaluate does.
-func tinyAnswers(t testing.TB) (*spec.Spec, *release.Answers) {
+func tinyAnswers(t testing.TB) (*spec.Spec, *workload.Answers) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := spec.Load(tinySpec)
@@ -66,7 +66,7 @@ func tinyAnswers(t testing.TB) (*spec.Spec, *release.Answers) {
 	if err := eng.Load(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	a, err := release.Answer(ctx, s, eng, path)
+	a, err := workload.Answer(ctx, s, eng, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +116,9 @@ func TestSummaryGolden(t *testing.T) {
 // TestSummarizeByHand checks the headline arithmetic on answers small
 // enough to work out on paper.
 func TestSummarizeByHand(t *testing.T) {
-	a := &release.Answers{
+	a := &workload.Answers{
 		TrueRows: 4, SyntheticRows: 4, Names: []string{"x", "y"}, Sizes: []int{2, 2},
-		Families: []release.FamilyAnswers{
+		Families: []workload.FamilyAnswers{
 			// Shares (.75, .25) vs (.5, .5): TVD .25; uniform the same.
 			{Name: "marginal(x)", Kind: "marginal", Columns: []int{0}, True: []float64{3, 1}, Synthetic: []float64{2, 2}, Uniform: []float64{2, 2}},
 			// Identical: TVD 0; uniform (.25 each) vs (1, 0, 0, 0): .75.

@@ -12,8 +12,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/synth-dp/synth/dp"
-	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/workload"
 )
 
 // Format identifies summary.json's layout; [Write] also recognises an
@@ -36,8 +36,8 @@ const (
 
 // Input is what a report is built from.
 type Input struct {
-	// Answers are the workload's answers (release.Answer).
-	Answers *release.Answers
+	// Answers are the workload's answers (workload.Answer).
+	Answers *workload.Answers
 	// Labels are the bin labels of every released column ([BinLabels]).
 	Labels [][]string
 	// Config is the spec's path, shown on the page; may be empty.
@@ -53,7 +53,7 @@ type Input struct {
 type Summary struct {
 	// Format is [Format].
 	Format string `json:"format"`
-	// Label is [release.InternalLabel].
+	// Label is [workload.InternalLabel].
 	Label         string `json:"label"`
 	Config        string `json:"config,omitempty"`
 	Synthetic     string `json:"synthetic"`
@@ -108,10 +108,10 @@ type Family struct {
 	Queries int      `json:"queries"`
 	// Score and UniformScore are the kind's headline metric on this
 	// family alone.
-	Score        float64            `json:"score"`
-	UniformScore float64            `json:"uniform_score"`
-	Absolute     release.ErrorStats `json:"absolute"`
-	Relative     release.ErrorStats `json:"relative"`
+	Score        float64             `json:"score"`
+	UniformScore float64             `json:"uniform_score"`
+	Absolute     workload.ErrorStats `json:"absolute"`
+	Relative     workload.ErrorStats `json:"relative"`
 	// TrueValue, SyntheticValue and UniformValue are a sum's answers.
 	TrueValue      *float64 `json:"true_value,omitempty"`
 	SyntheticValue *float64 `json:"synthetic_value,omitempty"`
@@ -184,7 +184,7 @@ func Summarize(in Input) (*Summary, error) {
 		return nil, errors.New("report: no answers")
 	}
 	s := &Summary{
-		Format: Format, Label: release.InternalLabel, Config: in.Config, Synthetic: a.Synthetic,
+		Format: Format, Label: workload.InternalLabel, Config: in.Config, Synthetic: a.Synthetic,
 		TrueRows: a.TrueRows, SyntheticRows: a.SyntheticRows, Headline: []Headline{}, Families: []Family{},
 	}
 	if p := in.Privacy; p != nil {

@@ -1,7 +1,8 @@
 // Package layout names the parts of a release's output: the files of the
 // output folder ([ParquetName], [ReportName], [MarkdownName]), the Parquet
 // key-value metadata entry that holds the privacy report ([MetadataKey])
-// and the names of the released columns in the file ([ColumnNames]).
+// and the names and positions of the released columns in the file
+// ([ColumnNames], [Positions]).
 //
 // # Why a package of its own
 //

@@ -33,3 +33,14 @@ func ColumnNames(s *spec.Spec) []string {
 	}
 	return names
 }
+
+// Positions returns the position of every released column in release
+// order (the order of the file's columns and of the universe's mixed
+// radix).
+func Positions(s *spec.Spec) map[spec.ColumnRef]int {
+	pos := map[spec.ColumnRef]int{}
+	for i, r := range s.Release.Columns {
+		pos[r] = i
+	}
+	return pos
+}

@@ -1,9 +1,10 @@
-package release
+package workload
 
 import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,7 +51,7 @@ type queryFamily struct {
 func workload(s *spec.Spec, dec *synthfile.Decoder) ([]queryFamily, error) {
 	fams := countingFamilies(s)
 	names := layout.ColumnNames(s)
-	pos := releasePositions(s)
+	pos := layout.Positions(s)
 	for qi, q := range s.Workload.Numeric {
 		if _, released := pos[q.Sum]; !released && slices.Contains(s.Release.Measures, q.Sum) {
 			// Answered by the measure's numerical run (see measures.go), not
@@ -65,14 +66,6 @@ func workload(s *spec.Spec, dec *synthfile.Decoder) ([]queryFamily, error) {
 		fams = append(fams, f)
 	}
 	return fams, nil
-}
-
-func releasePositions(s *spec.Spec) map[spec.ColumnRef]int {
-	pos := map[spec.ColumnRef]int{}
-	for i, r := range s.Release.Columns {
-		pos[r] = i
-	}
-	return pos
 }
 
 // numericName names a numeric query's family: sum(c), or sum(c) where
@@ -106,7 +99,7 @@ func numericName(names []string, pos map[spec.ColumnRef]int, q spec.NumericQuery
 // marginals.
 func countingFamilies(s *spec.Spec) []queryFamily {
 	names := layout.ColumnNames(s)
-	pos := releasePositions(s)
+	pos := layout.Positions(s)
 	idx := func(refs []spec.ColumnRef) []int {
 		out := make([]int, len(refs))
 		for i, r := range refs {
@@ -161,35 +154,35 @@ func countingFamilies(s *spec.Spec) []queryFamily {
 	return fams
 }
 
-// WorkloadFamily describes one query family of the effective workload,
+// Family describes one query family of the effective workload,
 // the one a release keeps accurate: its name, its kind ("marginal",
 // "ranges" or "sum") and the released columns it covers (positions in
 // release order; a sum covers none: its one query does not pin any
 // marginal). Added is true for the 1-way marginals the release adds to a
 // listed workload and for the default marginals of an empty one.
-type WorkloadFamily struct {
+type Family struct {
 	Name    string
 	Kind    string
 	Columns []int
 	Added   bool
 }
 
-// EffectiveWorkload returns the query families a release of s keeps
+// Effective returns the query families a release of s keeps
 // accurate (see [workload]), without reading data or building weights.
 // It reads only the spec: its output is public.
-func EffectiveWorkload(s *spec.Spec) []WorkloadFamily {
-	var out []WorkloadFamily
+func Effective(s *spec.Spec) []Family {
+	var out []Family
 	for _, f := range countingFamilies(s) {
 		kind := "marginal"
 		if f.rng >= 0 {
 			kind = "ranges"
 		}
-		out = append(out, WorkloadFamily{Name: f.name, Kind: kind, Columns: f.cols, Added: f.added || s.Workload.Empty()})
+		out = append(out, Family{Name: f.name, Kind: kind, Columns: f.cols, Added: f.added || s.Workload.Empty()})
 	}
 	names := layout.ColumnNames(s)
-	pos := releasePositions(s)
+	pos := layout.Positions(s)
 	for _, q := range s.Workload.Numeric {
-		out = append(out, WorkloadFamily{Name: numericName(names, pos, q), Kind: "sum"})
+		out = append(out, Family{Name: numericName(names, pos, q), Kind: "sum"})
 	}
 	return out
 }
@@ -271,6 +264,29 @@ func satisfies(v any, c spec.Condition) bool {
 	default:
 		f := toFloat(v)
 		return f >= c.Lo && f <= c.Hi
+	}
+}
+
+// ConditionSQL renders a workload condition on the synthetic file's
+// column ident (an SQL identifier, quoted) of type c, for DuckDB or
+// PostgreSQL: the SQL form of the rule the workload's sums are answered
+// with (a condition holds on a row when the row's value, its bin's
+// representative, satisfies it).
+func ConditionSQL(ident string, c *spec.Column, cond spec.Condition) string {
+	num := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	switch c.Type {
+	case spec.Integer, spec.Numeric:
+		return ident + " BETWEEN " + num(cond.Lo) + " AND " + num(cond.Hi)
+	case spec.Date:
+		return ident + " BETWEEN DATE '" + cond.DateLo.Format("2006-01-02") + "' AND DATE '" + cond.DateHi.Format("2006-01-02") + "'"
+	case spec.Boolean:
+		return ident + " IN (" + strings.Join(cond.Values, ", ") + ")"
+	default:
+		vals := make([]string, len(cond.Values))
+		for i, v := range cond.Values {
+			vals[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+		}
+		return ident + " IN (" + strings.Join(vals, ", ") + ")"
 	}
 }
 

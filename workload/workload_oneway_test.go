@@ -1,4 +1,4 @@
-package release
+package workload
 
 import (
 	"slices"
@@ -46,13 +46,13 @@ func TestWorkloadAddsOneWay(t *testing.T) {
 	if len(fams) != 3+4 {
 		t.Errorf("%d families, want 7", len(fams))
 	}
-	eff := EffectiveWorkload(s)
+	eff := Effective(s)
 	if len(eff) != len(fams) {
-		t.Fatalf("EffectiveWorkload has %d families, workload %d", len(eff), len(fams))
+		t.Fatalf("Effective has %d families, workload %d", len(eff), len(fams))
 	}
 	for i, f := range eff {
 		if f.Name != fams[i].name {
-			t.Errorf("family %d: EffectiveWorkload %q, workload %q", i, f.Name, fams[i].name)
+			t.Errorf("family %d: Effective %q, workload %q", i, f.Name, fams[i].name)
 		}
 		if f.Added != (i >= 3) {
 			t.Errorf("family %q: Added = %v", f.Name, f.Added)
@@ -79,7 +79,7 @@ func TestWorkloadAddsOneWay(t *testing.T) {
 	if len(fams) != 5+10 || !slices.Equal(oneWay(fams), names) {
 		t.Errorf("empty workload: %d families, 1-way %q; want 15, every column", len(fams), oneWay(fams))
 	}
-	for _, f := range EffectiveWorkload(s) {
+	for _, f := range Effective(s) {
 		if !f.Added {
 			t.Errorf("default family %q not marked Added", f.Name)
 		}
@@ -98,7 +98,7 @@ func TestEffectiveWorkloadNumericNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eff := EffectiveWorkload(s)
+	eff := Effective(s)
 	if len(eff) != len(fams) {
 		t.Fatalf("%d vs %d families", len(eff), len(fams))
 	}

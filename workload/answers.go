@@ -1,4 +1,4 @@
-package release
+package workload
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // synthetic file and on the uniform distribution. It is computed from the
 // private data: INTERNAL, never published ([InternalLabel]).
 type FamilyAnswers struct {
-	// Name is the family's name, as in [Evaluation] and [EffectiveWorkload].
+	// Name is the family's name, as in [Evaluation] and [Effective].
 	Name string `json:"name"`
 	// Kind is "marginal", "ranges" or "sum".
 	Kind string `json:"kind"`
