@@ -8,7 +8,6 @@ import (
 
 	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/synthfile"
 )
 
 // TestAnswerShapes answers TPC-H's workload with the true join written as
@@ -28,11 +27,7 @@ func TestAnswerShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), layout.ParquetName)
-	w, err := synthfile.NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{}`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeCells(t, w, truth)
+	releasetest.WriteHistogram(t, s, path, truth, `{}`)
 	a, err := Answer(ctx, s, releasetest.LoadedEngine(t, s), path)
 	if err != nil {
 		t.Fatal(err)

@@ -10,22 +10,7 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/synthfile"
 )
-
-// writeCells streams a histogram into w and closes it, the way a release
-// writes its counts.
-func writeCells(t *testing.T, w *synthfile.Writer, cells []engine.Cell) {
-	t.Helper()
-	for _, c := range cells {
-		if err := w.Add(context.Background(), c.Index, c.Count); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestEvaluateExact evaluates the true join itself, written as a
 // synthetic file: every workload error is 0. Then one row moves to another
@@ -43,7 +28,6 @@ func TestEvaluateExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := layout.ColumnNames(s)
 	for _, moved := range []bool{false, true} {
 		cells := append([]engine.Cell(nil), truth...)
 		if moved {
@@ -61,11 +45,7 @@ func TestEvaluateExact(t *testing.T) {
 			slices.SortFunc(cells, func(a, b engine.Cell) int { return cmp.Compare(a.Index, b.Index) })
 		}
 		path := filepath.Join(t.TempDir(), layout.ParquetName)
-		w, err := synthfile.NewWriter(path, names, s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{}`})
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeCells(t, w, cells)
+		releasetest.WriteHistogram(t, s, path, cells, `{}`)
 		e2 := releasetest.LoadedEngine(t, s)
 		ev, err := Evaluate(ctx, s, e2, path)
 		if err != nil {

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/workload"
 )
@@ -46,18 +46,11 @@ func tinyAnswers(t testing.TB) (*spec.Spec, *workload.Answers) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), layout.ParquetName)
-	w, err := synthfile.NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{}`})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var cells []engine.Cell
 	for _, c := range tinySynthetic {
-		if err := w.Add(ctx, c.cell, c.count); err != nil {
-			t.Fatal(err)
-		}
+		cells = append(cells, engine.Cell{Index: c.cell, Count: c.count})
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	releasetest.WriteHistogram(t, s, path, cells, `{}`)
 	eng, err := engine.Open(ctx, "duckdb")
 	if err != nil {
 		t.Fatal(err)
@@ -395,13 +388,7 @@ func TestReadPrivacy(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, layout.ParquetName)
-	w, err := synthfile.NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: `{"epsilon": 2, "mechanism": "in the file"}`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	releasetest.WriteHistogram(t, s, path, nil, `{"epsilon": 2, "mechanism": "in the file"}`)
 	if err := os.WriteFile(filepath.Join(dir, layout.ReportName), []byte(`{"epsilon": 3, "mechanism": "beside"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
