@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/internal/synthfiletest"
 	"github.com/synth-dp/synth/release/layout"
 )
 
@@ -27,7 +28,7 @@ func TestAnswerShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), layout.ParquetName)
-	releasetest.WriteHistogram(t, s, path, truth, `{}`)
+	synthfiletest.WriteHistogram(t, s, path, truth, `{}`)
 	a, err := Answer(ctx, s, releasetest.LoadedEngine(t, s), path)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/internal/synthfiletest"
 	"github.com/synth-dp/synth/release/layout"
 )
 
@@ -45,7 +46,7 @@ func TestEvaluateExact(t *testing.T) {
 			slices.SortFunc(cells, func(a, b engine.Cell) int { return cmp.Compare(a.Index, b.Index) })
 		}
 		path := filepath.Join(t.TempDir(), layout.ParquetName)
-		releasetest.WriteHistogram(t, s, path, cells, `{}`)
+		synthfiletest.WriteHistogram(t, s, path, cells, `{}`)
 		e2 := releasetest.LoadedEngine(t, s)
 		ev, err := Evaluate(ctx, s, e2, path)
 		if err != nil {

@@ -1,6 +1,8 @@
 // Package releasetest holds test helpers shared by the tests of the
 // release packages (release, release/publish, release/synthfile, workload)
 // and the packages that read their output. It is imported by tests only.
+// It must not import any release package (their tests import it); see
+// internal/synthfiletest for helpers that write synthetic files.
 package releasetest
 
 import (
@@ -15,27 +17,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/synth-dp/synth/engine"
-	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
-
-// AssertOnly fails t unless dir holds exactly the named entries, given in
-// name order (the order of [os.ReadDir]).
-func AssertOnly(t testing.TB, dir string, names ...string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range ents {
-		got = append(got, e.Name())
-	}
-	if len(got) != len(names) || (len(got) > 0 && !reflect.DeepEqual(got, names)) {
-		t.Errorf("folder holds %q, want %q", got, names)
-	}
-}
 
 // OpenDuckDB opens an in-memory DuckDB database/sql handle (extensions
 // neither installed nor loaded on the fly); it is closed when the test
@@ -98,23 +81,19 @@ func LoadedEngine(t testing.TB, s *spec.Spec) *engine.Engine {
 	return eng
 }
 
-// WriteHistogram writes the histogram cells (over the universe of s's
-// released columns, in increasing cell order) as the synthetic file at
-// path, the way a release writes its counts, with report as its privacy
-// report metadata.
-func WriteHistogram(t testing.TB, s *spec.Spec, path string, cells []engine.Cell, report string) {
+// AssertOnly fails t unless dir holds exactly the named entries, given in
+// name order (the order of [os.ReadDir]).
+func AssertOnly(t testing.TB, dir string, names ...string) {
 	t.Helper()
-	w, err := synthfile.NewWriter(path, layout.ColumnNames(s), s.ReleaseColumns(), map[string]string{layout.MetadataKey: report})
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Abort()
-	for _, c := range cells {
-		if err := w.Add(context.Background(), c.Index, c.Count); err != nil {
-			t.Fatal(err)
-		}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
+	if len(got) != len(names) || (len(got) > 0 && !reflect.DeepEqual(got, names)) {
+		t.Errorf("folder holds %q, want %q", got, names)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/engine"
-	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/internal/synthfiletest"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/workload"
@@ -50,7 +50,7 @@ func tinyAnswers(t testing.TB) (*spec.Spec, *workload.Answers) {
 	for _, c := range tinySynthetic {
 		cells = append(cells, engine.Cell{Index: c.cell, Count: c.count})
 	}
-	releasetest.WriteHistogram(t, s, path, cells, `{}`)
+	synthfiletest.WriteHistogram(t, s, path, cells, `{}`)
 	eng, err := engine.Open(ctx, "duckdb")
 	if err != nil {
 		t.Fatal(err)
@@ -388,7 +388,7 @@ func TestReadPrivacy(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, layout.ParquetName)
-	releasetest.WriteHistogram(t, s, path, nil, `{"epsilon": 2, "mechanism": "in the file"}`)
+	synthfiletest.WriteHistogram(t, s, path, nil, `{"epsilon": 2, "mechanism": "in the file"}`)
 	if err := os.WriteFile(filepath.Join(dir, layout.ReportName), []byte(`{"epsilon": 3, "mechanism": "beside"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
