@@ -194,6 +194,19 @@ func TestReleaseOutputBeforeData(t *testing.T) {
 	}
 	releasetest.AssertOnly(t, prev, layout.ReportName, layout.ParquetName)
 	releasetest.AssertOnly(t, filepath.Dir(prev), filepath.Base(prev))
+	// Another run holding the folder: refused as busy, even with
+	// Overwrite, before the (missing) data is read.
+	held, err := publish.NewStage(prev, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Options{Spec: s, OutDir: prev, Source: dp.NewSeededSource(1), Overwrite: true})
+	held.Abort()
+	if !errors.Is(err, publish.ErrBusy) {
+		t.Errorf("release into a folder another run holds: err = %v; want publish.ErrBusy", err)
+	}
+	releasetest.AssertOnly(t, prev, layout.ReportName, layout.ParquetName)
+	releasetest.AssertOnly(t, filepath.Dir(prev), filepath.Base(prev))
 }
 
 // TestReleaseReportParams: the report records the row sampling.

@@ -413,15 +413,18 @@ const PublishSleepEnv = "SYNTH_TEST_PUBLISH_SLEEP"
 type Stage struct {
 	target string
 	dir    string
-	lock   *os.File
+	lock   *os.File // flock on dir: a live run's staging folder
+	tlock  *os.File // the target's lock (see lockTarget); nil once released
 	done   bool
 }
 
-// NewStage checks target and creates its staging folder (see the package
-// doc). The target must be a folder path: it may not exist yet (its
-// parent folders are created), may be an empty folder, or may hold a
-// previous release, which is an error wrapping [ErrExists] unless
-// overwrite is set. A symbolic link at target is followed: the release
+// NewStage checks target, takes its lock and creates its staging folder
+// (see the package doc). The target must be a folder path: it may not
+// exist yet (its parent folders are created), may be an empty folder, or
+// may hold a previous release, which is an error wrapping [ErrExists]
+// unless overwrite is set (then the folder must be writable, else
+// [ErrNotWritable]). Another live run holding the target is an error
+// wrapping [ErrBusy]. A symbolic link at target is followed: the release
 // replaces the folder it points to.
 func NewStage(target string, overwrite bool) (*Stage, error) {
 	if target == "" {
@@ -446,10 +449,20 @@ func NewStage(target string, overwrite bool) (*Stage, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("release: creating the output folder's parent: %w", err)
 	}
+	tlock, err := lockTarget(target)
+	if err != nil {
+		return nil, err
+	}
+	// Under the lock, nobody else publishes into target: check again.
+	if _, err := checkTarget(target, overwrite); err != nil {
+		unlockTarget(tlock)
+		return nil, err
+	}
 	var lastErr error
 	for range 5 {
 		dir, err := os.MkdirTemp(parent, tempPrefix(base)+"*"+tempSuffix)
 		if err != nil {
+			unlockTarget(tlock)
 			return nil, fmt.Errorf("release: output folder %s is not writable: %w", target, err)
 		}
 		// A concurrent run's cleaner may take the folder for a killed run's
@@ -468,7 +481,7 @@ func NewStage(target string, overwrite bool) (*Stage, error) {
 			lastErr = errors.Join(err, serr, perr)
 			continue
 		}
-		s := &Stage{target: target, dir: dir, lock: f}
+		s := &Stage{target: target, dir: dir, lock: f, tlock: tlock}
 		if err := os.Chmod(dir, 0o755); err != nil {
 			s.Abort()
 			return nil, fmt.Errorf("release: output folder: %w", err)
@@ -479,6 +492,7 @@ func NewStage(target string, overwrite bool) (*Stage, error) {
 		}
 		return s, nil
 	}
+	unlockTarget(tlock)
 	return nil, fmt.Errorf("release: could not create a staging folder beside %s: %v", target, lastErr)
 }
 
@@ -502,8 +516,8 @@ func probe(path string) error {
 }
 
 // checkTarget reports whether target holds a release, and fails if it is
-// not a folder, holds anything else, or holds a release and overwrite is
-// not set.
+// not a folder, holds anything else, holds a release and overwrite is not
+// set, or holds a release to replace but is not writable.
 func checkTarget(target string, overwrite bool) (exists bool, err error) {
 	fi, err := os.Stat(target)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -524,6 +538,17 @@ func checkTarget(target string, overwrite bool) (exists bool, err error) {
 	}
 	if isRel && !overwrite {
 		return true, fmt.Errorf("release: %w: %s; releasing again reads the data again and spends the privacy budget again (the two releases together cost the sum of their budgets); pass --overwrite to replace it, or choose another output folder", ErrExists, target)
+	}
+	if isRel {
+		// Replacing the release swaps the folders and then removes the old
+		// one's files from it: a folder whose entries cannot be removed
+		// would be left beside the new release under a temporary name, for
+		// good. Refuse before anything is read or spent. (Asked with
+		// access(2), which writes nothing: a probe file would outlive a
+		// run killed in between.)
+		if err := writable(target); err != nil {
+			return true, fmt.Errorf("release: %w: %s holds a release that --overwrite could not remove afterwards (%v); make the folder writable, or choose another output folder", ErrNotWritable, target, err)
+		}
 	}
 	return isRel, nil
 }
@@ -599,6 +624,7 @@ func (s *Stage) Publish(overwrite bool) (replaced bool, err error) {
 		if err == nil {
 			time.Sleep(sleep)
 			s.finish()
+			s.unlock()
 			return false, nil
 		}
 		if !errors.Is(err, syscall.EEXIST) && !errors.Is(err, syscall.ENOTEMPTY) {
@@ -632,6 +658,7 @@ func (s *Stage) Publish(overwrite bool) (replaced bool, err error) {
 		if _, foreign, err := classify(old); err == nil && len(foreign) == 0 {
 			os.RemoveAll(old)
 		}
+		s.unlock()
 		return true, nil
 	}
 	s.Abort()
@@ -674,6 +701,13 @@ func (s *Stage) Abort() {
 	s.done = true
 	os.RemoveAll(s.dir)
 	s.lock.Close()
+	s.unlock()
+}
+
+// unlock releases the target's lock (once).
+func (s *Stage) unlock() {
+	unlockTarget(s.tlock)
+	s.tlock = nil
 }
 
 // cleanStaleStages removes the staging folders of dead runs beside dir:

@@ -39,12 +39,27 @@
 //     The old release, now under the staging name, is then removed.
 //
 // So a reader of the target sees the previous release or the new one,
-// whole, never a mix, whatever kills the process and whenever; two runs
-// publishing into one folder at once each swap in a whole folder, and the
-// last swap wins. What a killed run can leave is a staging folder (its own,
-// or the old release it swapped out), under the temporary name and no
-// longer locked: [CleanStale] removes it on the next run. A live run's
-// staging folder is locked, so a cleaner never takes it.
+// whole, never a mix, whatever kills the process and whenever. What a
+// killed run can leave is a staging folder (its own, or the old release it
+// swapped out), under the temporary name and no longer locked:
+// [CleanStale] removes it on the next run. A live run's staging folder is
+// locked, so a cleaner never takes it.
+//
+// One run at a time: [NewStage] also takes an exclusive flock(2) on a
+// lock file beside the target ("." + base + ".lock"), held until
+// [Stage.Publish] has removed the previous release or [Stage.Abort]; a
+// second run into the same folder meanwhile is refused with [ErrBusy]
+// before it reads any data, so two runs never both spend the budget on
+// one folder. The kernel drops a flock when its process dies (kill -9
+// included): a lock file a killed run leaves is free, and the next run
+// takes it over (see lockTarget). Where flock is not available, runs are
+// not excluded and the last swap wins.
+//
+// Replacing a release needs a target whose entries can be removed (the
+// old release is removed after the swap): [NewStage] asks access(2) and
+// refuses a read-only folder up front with [ErrNotWritable] (Linux),
+// leaving the old release in place, rather than swap it out into a
+// sibling nobody can delete.
 //
 // Where renameat2(RENAME_EXCHANGE) is not available (not Linux, or a file
 // system without it, such as NFS), Publish falls back to moving the old

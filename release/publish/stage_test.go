@@ -112,17 +112,19 @@ func TestCleanStaleStages(t *testing.T) {
 	}
 	parent := t.TempDir()
 	target := filepath.Join(parent, "rel")
-	live, err := NewStage(target, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Abort()
 	dead, err := NewStage(target, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dead.Dir(), layout.ParquetName), []byte("partial"), 0o644)
-	dead.lock.Close() // as if killed: the kernel drops the lock
+	// As if killed: the kernel drops its locks, the files stay.
+	dead.lock.Close()
+	dead.tlock.Close()
+	live, err := NewStage(target, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Abort()
 	// Look-alikes that are not ours: a folder holding other files, a file.
 	other := filepath.Join(parent, ".rel.77.tmp")
 	os.Mkdir(other, 0o755)
@@ -136,7 +138,7 @@ func TestCleanStaleStages(t *testing.T) {
 	if len(removed) != 1 || removed[0] != dead.Dir() {
 		t.Errorf("removed %q, want only %s", removed, dead.Dir())
 	}
-	want := []string{".rel.77.tmp", ".rel.78.tmp", filepath.Base(live.Dir())}
+	want := []string{".rel.77.tmp", ".rel.78.tmp", ".rel.lock", filepath.Base(live.Dir())}
 	slices.Sort(want)
 	releasetest.AssertOnly(t, parent, want...)
 	if _, err := live.Publish(false); err != nil {
