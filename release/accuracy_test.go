@@ -6,25 +6,28 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
-	"github.com/synth-dp/synth/engine"
-	"github.com/synth-dp/synth/hypergraph"
-	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/workload"
 )
 
 // tv1 returns, for every released column, the total-variation distance
-// between the normalised 1-way marginals of two histograms over the
-// universe.
-func tv1(a, b []engine.Cell, sizes []int) []float64 {
-	out := make([]float64, len(sizes))
-	for c := range sizes {
-		ma, mb := marginal(a, sizes, []int{c}), marginal(b, sizes, []int{c})
+// between the normalised 1-way marginals of two answer vectors of the
+// workload's 1-way marginal families (indexed by the family's column).
+func tv1(a *workload.Answers, answers func(workload.FamilyAnswers) (x, y []float64)) []float64 {
+	out := make([]float64, len(a.Sizes))
+	for _, f := range a.Families {
+		if f.Kind != "marginal" || len(f.Columns) != 1 {
+			continue
+		}
+		ma, mb := answers(f)
 		var na, nb float64
 		for i := range ma {
 			na += ma[i]
 			nb += mb[i]
 		}
 		for i := range ma {
-			out[c] += math.Abs(ma[i]/na-mb[i]/nb) / 2
+			out[f.Columns[0]] += math.Abs(ma[i]/na-mb[i]/nb) / 2
 		}
 	}
 	return out
@@ -59,45 +62,32 @@ func TestAccuracyTPCH(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eng := loadedEngine(t, s)
-		ev, err := Evaluate(ctx, s, eng, sum.Parquet)
+		eng := releasetest.LoadedEngine(t, s)
+		ans, err := workload.Answer(ctx, s, eng, sum.Parquet)
 		if err != nil {
 			t.Fatal(err)
 		}
+		ev := ans.Evaluation()
 		t.Logf("ε = %g: Δ̃ = %.0f, n̂ = %.0f, rows = %d (true join %d)", eps, sum.DeltaTilde, sum.NHat, sum.Rows, ev.TrueRows)
-		for _, f := range append(ev.Families, FamilyEvaluation{Name: "all", Queries: ev.Queries, Absolute: ev.Absolute, Relative: ev.Relative}) {
+		for _, f := range append(ev.Families, workload.FamilyEvaluation{Name: "all", Queries: ev.Queries, Absolute: ev.Absolute, Relative: ev.Relative}) {
 			t.Logf("  %-40s q=%-4d abs max %8.0f median %7.0f p90 %8.0f | rel max %6.3f median %6.3f p90 %6.3f",
 				f.Name, f.Queries, f.Absolute.Max, f.Absolute.Median, f.Absolute.P90, f.Relative.Max, f.Relative.Median, f.Relative.P90)
 		}
-
-		h, err := s.Hypergraph()
-		if err != nil {
-			t.Fatal(err)
+		// Every released column has its 1-way marginal in the workload
+		// (one_way is not switched off), so tv1 covers them all.
+		oneWay := 0
+		for _, f := range ans.Families {
+			if f.Kind == "marginal" && len(f.Columns) == 1 {
+				oneWay++
+			}
 		}
-		sizes := s.ReleaseSizes()
-		var uniform []engine.Cell
-		truth, err := eng.Histogram(ctx, h, s.Release.Columns, sizes)
-		if err != nil {
-			t.Fatal(err)
+		if oneWay != len(ans.Sizes) {
+			t.Fatalf("%d 1-way marginal families for %d released columns", oneWay, len(ans.Sizes))
 		}
-		hs, _ := hypergraph.New([]hypergraph.Relation{{Name: syntheticTable}})
-		var refs []spec.ColumnRef
-		for _, n := range ColumnNames(s) {
-			refs = append(refs, spec.ColumnRef{Table: syntheticTable, Column: n})
-		}
-		synthetic, err := eng.Histogram(ctx, hs, refs, sizes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cells int64 = 1
-		for _, n := range sizes {
-			cells *= int64(n)
-		}
-		for x := int64(0); x < cells; x++ {
-			uniform = append(uniform, engine.Cell{Index: x, Count: 1})
-		}
-		got, start := tv1(truth, synthetic, sizes), tv1(truth, uniform, sizes)
-		names := ColumnNames(s)
+		got := tv1(ans, func(f workload.FamilyAnswers) (x, y []float64) { return f.True, f.Synthetic })
+		start := tv1(ans, func(f workload.FamilyAnswers) (x, y []float64) { return f.True, f.Uniform })
+		sizes := ans.Sizes
+		names := layout.ColumnNames(s)
 		for c := range sizes {
 			t.Logf("  TV(%s): release %.3f, uniform start %.3f", names[c], got[c], start[c])
 			if eps == 8 && got[c] > start[c]+0.1 {

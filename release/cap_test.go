@@ -9,8 +9,11 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 // capSpec is a spec whose universe is small (x: 2000 bins × g: 2) but
@@ -78,7 +81,7 @@ func TestMemoryCapMatchesRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a release")
 	}
-	s := loadSpec(t, filepath.Join("..", "examples", "tpch", "synth.yaml"))
+	s := releasetest.LoadSpec(t, filepath.Join("..", "examples", "tpch", "synth.yaml"))
 	mem := planMemory(t, s, pmw.Config{Variant: pmw.Variant(s.PMW.Variant)})
 	for _, c := range []struct {
 		memCap int64
@@ -152,11 +155,11 @@ func TestMemoryCapCountsMergedCounts(t *testing.T) {
 // planMemory is pmw.PlanMemory of s's universe and workload under cfg.
 func planMemory(t *testing.T, s *spec.Spec, cfg pmw.Config) pmw.Memory {
 	t.Helper()
-	u, err := pmw.NewUniverse(ColumnNames(s), s.ReleaseSizes(), 0)
+	u, err := pmw.NewUniverse(layout.ColumnNames(s), s.ReleaseSizes(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fams, err := Families(s)
+	fams, err := workload.Families(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,31 +1,27 @@
-// Package release orchestrates a release run and writes its output: the
-// synthetic table as one Parquet file whose columns are the released columns
-// with their declared types, the privacy report in the file's key-value
-// metadata (key [MetadataKey]) and, beside it, the same report as a JSON
-// sidecar.
+// Package release orchestrates a release run: it plans the run from the
+// spec and charges the budget before any data is read, loads the data,
+// runs the release method's mechanisms and writes and publishes the output:
+// the synthetic table as one Parquet file whose columns are the released
+// columns with their declared types, the privacy report in the file's
+// key-value metadata (key [layout.MetadataKey]) and, beside it, the same
+// report as JSON and Markdown.
 //
-// # Cells, bins and values
+// # Packages
 //
-// A release produces non-negative integer counts over a universe: the
-// product of the released columns' binned domains ([spec.Column.Size]),
-// indexed in mixed radix with the first column most significant,
+// The dependencies point one way, from the orchestration down:
 //
-//	cell = ((b0·n1 + b1)·n2 + b2)·…
+//   - package [github.com/synth-dp/synth/workload]: the workload (the
+//     spec's queries as PMW families, the sums' grids and boxes, the true
+//     answers for evaluate);
+//   - [github.com/synth-dp/synth/release/synthfile]: the cells → rows
+//     Decoder, the Parquet Writer and the row sampling;
+//   - [github.com/synth-dp/synth/release/publish]: atomic files and the
+//     staged, atomically published output folder;
+//   - [github.com/synth-dp/synth/release/layout]: the names of the
+//     folder's files, the metadata key and the released columns' names.
 //
-// where b_j is the bin of column j and n_j its number of bins. A [Decoder]
-// maps a cell back to its bins and every bin to one representative value
-// (see [Decoder.Value] for the rule per type). A [Writer] takes the counts
-// streamed in increasing cell order and writes each count as that many
-// identical rows.
-//
-// # Privacy
-//
-// Nothing in this package touches private data. The counts are DP outputs
-// and the representatives are fixed functions of the public domain, so the
-// rows, the number of rows and the files written are post-processing of DP
-// outputs and consume no budget. The metadata and sidecar hold whatever
-// report the caller passes in; the caller is responsible for putting only
-// public parameters and DP outputs in it (DESIGN.md §3, invariant 5).
+// None of them imports package release. Package release may be imported by
+// internal/cli (and cmd) only.
 //
 // # Measures
 //
@@ -89,16 +85,7 @@
 //
 // # Atomic output
 //
-// Files are written to a temporary file in the destination folder, synced
-// and renamed onto the final name only when complete ([Writer.Close],
-// [WriteFileAtomic], [Group]). A failed, cancelled or aborted write removes
-// its temporary file and leaves any earlier file with the final name
-// untouched. A rename is atomic on POSIX file systems; a group of several
-// files is committed by several renames and is therefore not transactional
-// as a whole (see [Group.Commit]).
-//
-// # Not implemented
-//
-// Output split into a folder of several Parquet files, null values (every
-// column is required) and Parquet encryption.
+// The output folder is staged beside its target and published by one
+// rename, and every file in it is committed atomically: see
+// [github.com/synth-dp/synth/release/publish].
 package release

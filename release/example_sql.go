@@ -1,10 +1,11 @@
 package release
 
 import (
-	"strconv"
 	"strings"
 
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 // ExampleSQL returns two queries a reader of the file at path may run as
@@ -20,8 +21,8 @@ import (
 // query returns the sum of the DP answers of the cells it covers (see the
 // package doc, "Measures").
 func ExampleSQL(s *spec.Spec, path string) (countSQL, sumSQL string) {
-	names := ColumnNames(s)
-	pos := releasePositions(s)
+	names := layout.ColumnNames(s)
+	pos := layout.Positions(s)
 	from := " FROM '" + strings.ReplaceAll(path, "'", "''") + "'"
 	col := names[0]
 	if len(s.Workload.Marginals) > 0 && len(s.Workload.Marginals[0]) > 0 {
@@ -34,7 +35,7 @@ func ExampleSQL(s *spec.Spec, path string) (countSQL, sumSQL string) {
 		if q != nil && len(q.Where) > 0 {
 			var conds []string
 			for _, c := range q.Where {
-				conds = append(conds, conditionSQL(quoteIdent(names[pos[c.Column]]), s.Column(c.Column), c))
+				conds = append(conds, workload.ConditionSQL(quoteIdent(names[pos[c.Column]]), s.Column(c.Column), c))
 			}
 			sql += " WHERE " + strings.Join(conds, " AND ")
 		}
@@ -65,23 +66,4 @@ func ExampleSQL(s *spec.Spec, path string) (countSQL, sumSQL string) {
 		}
 	}
 	return countSQL, ""
-}
-
-// conditionSQL renders a workload condition on the file's column ident.
-func conditionSQL(ident string, c *spec.Column, cond spec.Condition) string {
-	num := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-	switch c.Type {
-	case spec.Integer, spec.Numeric:
-		return ident + " BETWEEN " + num(cond.Lo) + " AND " + num(cond.Hi)
-	case spec.Date:
-		return ident + " BETWEEN DATE '" + cond.DateLo.Format("2006-01-02") + "' AND DATE '" + cond.DateHi.Format("2006-01-02") + "'"
-	case spec.Boolean:
-		return ident + " IN (" + strings.Join(cond.Values, ", ") + ")"
-	default:
-		vals := make([]string, len(cond.Values))
-		for i, v := range cond.Values {
-			vals[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
-		}
-		return ident + " IN (" + strings.Join(vals, ", ") + ")"
-	}
 }

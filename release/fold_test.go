@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/joinasone"
 )
 
@@ -39,7 +40,7 @@ func TestReleaseFoldsPublicLookups(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			s := loadSpec(t, path)
+			s := releasetest.LoadSpec(t, path)
 			sum := release(t, s, t.TempDir(), 3)
 			if sum.Privacy.Mechanism != string(tc.wantAlg) {
 				t.Errorf("mechanism %q, want %q", sum.Privacy.Mechanism, tc.wantAlg)

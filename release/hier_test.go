@@ -12,8 +12,10 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/hiergen"
 	"github.com/synth-dp/synth/internal/score"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/uniformize"
+	"github.com/synth-dp/synth/workload"
 )
 
 // TestHierUniformizedRelease runs release.method: uniformized on the
@@ -175,14 +177,14 @@ func TestHierMeasure(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				syn, err := score.Synthetic(ctx, &s, sum.Parquet, ColumnNames(&s))
+				syn, err := score.Synthetic(ctx, &s, sum.Parquet, layout.ColumnNames(&s))
 				if err != nil {
 					t.Fatal(err)
 				}
 				sc := score.Score(truth, syn, ms, s.ReleaseSizes())
 				tvd = append(tvd, sc.MeanTVD)
 				uni = sc.MeanUniformTVD
-				ev, err := Evaluate(ctx, &s, eng, sum.Parquet)
+				ev, err := workload.Evaluate(ctx, &s, eng, sum.Parquet)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -11,7 +11,9 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/numerical"
+	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 // MaxMeasureCells bounds the grid of one measure (the product of the bins
@@ -100,7 +102,7 @@ func measureNames(s *spec.Spec, released []string) ([]string, error) {
 // numerical mechanism is pure ε-DP at its default T = 10 (numerical
 // [numerical.Config]); each of the |M| measures gets s·ε/|M| (basic
 // composition), and the release's other mechanism gets ((1 − s)·ε, δ).
-func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec *Decoder, memCap int64, ledger *dp.Ledger) (*measurePlan, error) {
+func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec *synthfile.Decoder, memCap int64, ledger *dp.Ledger) (*measurePlan, error) {
 	if len(s.Release.Measures) == 0 {
 		return nil, nil
 	}
@@ -112,7 +114,6 @@ func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec
 	if err != nil {
 		return nil, err
 	}
-	pos := releasePositions(s)
 	sizes := s.ReleaseSizes()
 	mp := &measurePlan{share: dp.Budget{Epsilon: share * s.Privacy.Epsilon}}
 	epsEach := mp.share.Epsilon / float64(len(s.Release.Measures))
@@ -122,19 +123,7 @@ func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec
 			return nil, fmt.Errorf("release: %w: measure %s is not an integer or numeric column", spec.ErrInvalid, r)
 		}
 		m := &measure{ref: r, folded: spec.FoldColumns(folding, []spec.ColumnRef{r})[0], name: outNames[i], col: col, eps: epsEach}
-		// The grid: the released columns the workload's sums of m use as
-		// conditions, in release order.
-		for _, q := range s.Workload.Numeric {
-			if q.Sum != r {
-				continue
-			}
-			for _, c := range q.Where {
-				if p := pos[c.Column]; !slices.Contains(m.grid, p) {
-					m.grid = append(m.grid, p)
-				}
-			}
-		}
-		slices.Sort(m.grid)
+		m.grid = workload.SumGrid(s, r)
 		g := numerical.Grid{Names: []string{"(all rows)"}, Sizes: []int{1}}
 		if len(m.grid) > 0 {
 			g = numerical.Grid{}
@@ -164,7 +153,7 @@ func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec
 				continue
 			}
 			m.workload[qi] = -2 // a box no bin satisfies: 0
-			if where, ok := boxOf(dec, pos, m.grid, q); ok {
+			if where, ok := workload.SumBox(s, dec, m.grid, q); ok {
 				m.workload[qi] = len(m.queries)
 				m.queries = append(m.queries, numerical.Query{Name: fmt.Sprintf("workload.numeric[%d]", qi), Where: where})
 			}
@@ -198,29 +187,6 @@ func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec
 		}
 	}
 	return mp, nil
-}
-
-// boxOf returns a workload sum's box over the grid columns: per column the
-// bins whose representative satisfies the query's condition on it (every
-// bin when it has none), the semantics of the pmw numeric family and of
-// SQL on the file. ok is false when some column accepts no bin (the sum is
-// then 0 whatever the data).
-func boxOf(dec *Decoder, pos map[spec.ColumnRef]int, grid []int, q spec.NumericQuery) (where [][]int, ok bool) {
-	where = make([][]int, len(grid))
-	for _, c := range q.Where {
-		d := slices.Index(grid, pos[c.Column])
-		codes := []int{}
-		for b := range int(dec.NumBins(grid[d])) {
-			if satisfies(dec.Value(grid[d], b), c) {
-				codes = append(codes, b)
-			}
-		}
-		if len(codes) == 0 {
-			return nil, false
-		}
-		where[d] = codes
-	}
-	return where, true
 }
 
 // run reads the points of every measure (one GROUP BY over the join each)
@@ -313,7 +279,7 @@ func (m *measure) gridCell(bins []int, sizes []int) int {
 // count sets, from the cells of the rows to be written (DP outputs and
 // post-processing), rows(g), the representative value SUMhat(g)/rows(g)
 // of every grid cell and the sum lost in cells without rows.
-func (mp *measurePlan) count(dec *Decoder, sizes []int, cells []int64) error {
+func (mp *measurePlan) count(dec *synthfile.Decoder, sizes []int, cells []int64) error {
 	var bins []int
 	for _, m := range mp.ms {
 		m.rows = make([]int64, m.nCells)
@@ -343,10 +309,10 @@ func (mp *measurePlan) count(dec *Decoder, sizes []int, cells []int64) error {
 }
 
 // columns returns the measure columns for the writer.
-func (mp *measurePlan) columns(sizes []int) []MeasureColumn {
-	out := make([]MeasureColumn, len(mp.ms))
+func (mp *measurePlan) columns(sizes []int) []synthfile.MeasureColumn {
+	out := make([]synthfile.MeasureColumn, len(mp.ms))
 	for i, m := range mp.ms {
-		out[i] = MeasureColumn{Name: m.name, Value: func(bins []int) float64 { return m.rep[m.gridCell(bins, sizes)] }}
+		out[i] = synthfile.MeasureColumn{Name: m.name, Value: func(bins []int) float64 { return m.rep[m.gridCell(bins, sizes)] }}
 	}
 	return out
 }

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/release/layout"
 )
 
 // adultMeasureQueries are the workload.numeric sums of capital-loss of the
@@ -112,7 +115,7 @@ func TestReleaseMeasureAdult(t *testing.T) {
 			epss = append(epss, e)
 		}
 	}
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	csv, err := filepath.Abs(filepath.Join("..", "testdata", "adult", "adult_train.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -138,13 +141,13 @@ func TestReleaseMeasureAdult(t *testing.T) {
 	}
 	truth := make([]float64, len(adultMeasureQueries))
 	for i := range truth {
-		q := "SELECT COALESCE(SUM(\"capital-loss\"), 0) FROM read_csv_auto(" + sqlString(csv) + ", header = true)" + sqlCond(i, "")
+		q := "SELECT COALESCE(SUM(\"capital-loss\"), 0) FROM read_csv_auto(" + releasetest.SQLString(csv) + ", header = true)" + sqlCond(i, "")
 		if err := db.QueryRow(q).Scan(&truth[i]); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	for _, eps := range epss {
-		s := loadSpec(t, adultMeasureSpec(t, eps))
+		s := releasetest.LoadSpec(t, adultMeasureSpec(t, eps))
 		fileErr := make([][]float64, len(truth))
 		boxErr := make([][]float64, len(truth))
 		var rel []float64
@@ -152,10 +155,10 @@ func TestReleaseMeasureAdult(t *testing.T) {
 			dir := t.TempDir()
 			sum := release(t, s, dir, uint64(run))
 			m := sum.Measures[0]
-			path := filepath.Join(dir, ParquetName)
+			path := filepath.Join(dir, layout.ParquetName)
 			for i := range truth {
 				var got float64
-				q := "SELECT COALESCE(SUM(\"capital-loss\"), 0) FROM read_parquet(" + sqlString(path) + ")" + sqlCond(i, "")
+				q := "SELECT COALESCE(SUM(\"capital-loss\"), 0) FROM read_parquet(" + releasetest.SQLString(path) + ")" + sqlCond(i, "")
 				if err := db.QueryRow(q).Scan(&got); err != nil {
 					t.Fatalf("%s: %v", q, err)
 				}

@@ -12,7 +12,10 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 // measureInstance writes a tiny instance and its spec into a temporary
@@ -84,7 +87,7 @@ output: {path: out}
 	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return loadSpec(t, p)
+	return releasetest.LoadSpec(t, p)
 }
 
 // TestReleaseMeasureSQL releases a measure and checks, with DuckDB on the
@@ -121,8 +124,8 @@ func TestReleaseMeasureSQL(t *testing.T) {
 			if !join && m.DeltaTilde != 1 {
 				t.Errorf("one table: measure Δ̃ = %v, want 1", m.DeltaTilde)
 			}
-			db := openDuckDB(t)
-			path := filepath.Join(dir, ParquetName)
+			db := releasetest.OpenDuckDB(t)
+			path := filepath.Join(dir, layout.ParquetName)
 			var typ string
 			if err := db.QueryRow("SELECT typeof(amount) FROM read_parquet(?) LIMIT 1", path).Scan(&typ); err != nil {
 				t.Fatal(err)
@@ -226,7 +229,7 @@ func TestReleaseNoMeasureUnchanged(t *testing.T) {
 	s := measureInstance(t, false, "")
 	// The workload's sum of the unreleased amount is refused without a
 	// measure, as before.
-	if _, err := Families(s); err == nil {
+	if _, err := workload.Families(s); err == nil {
 		t.Fatal("a sum of an unreleased column without measures was accepted")
 	}
 	s.Workload.Numeric = nil
@@ -241,8 +244,8 @@ func TestReleaseNoMeasureUnchanged(t *testing.T) {
 	if _, ok := sum.Privacy.Parameters["measures"]; ok {
 		t.Error("report parameters hold measures")
 	}
-	db := openDuckDB(t)
-	rows, err := db.Query("SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(?))", filepath.Join(dir, ParquetName))
+	db := releasetest.OpenDuckDB(t)
+	rows, err := db.Query("SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet(?))", filepath.Join(dir, layout.ParquetName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +276,7 @@ func TestReleaseMeasureOneCell(t *testing.T) {
 		t.Fatalf("measure %+v (rows %d), want orders_lvl over one cell holding every row", m, sum.Rows)
 	}
 	var got float64
-	if err := openDuckDB(t).QueryRow("SELECT SUM(orders_lvl) FROM read_parquet(?)", filepath.Join(dir, ParquetName)).Scan(&got); err != nil {
+	if err := releasetest.OpenDuckDB(t).QueryRow("SELECT SUM(orders_lvl) FROM read_parquet(?)", filepath.Join(dir, layout.ParquetName)).Scan(&got); err != nil {
 		t.Fatal(err)
 	}
 	// The true total of lvl over 3000 rows uniform on 0..3 is about 4500.

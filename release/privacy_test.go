@@ -16,6 +16,9 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/internal/demo"
+	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/publish"
 )
 
 // onGrid reports whether v is an integer or a multiple of the public grid
@@ -49,7 +52,7 @@ func TestPublishedOutputsAreIntegers(t *testing.T) {
 		t.Run(j.name, func(t *testing.T) {
 			spec := func() *Options {
 				if j.path != "" {
-					return &Options{Spec: loadSpec(t, j.path)}
+					return &Options{Spec: releasetest.LoadSpec(t, j.path)}
 				}
 				sp, err := demo.Write(t.TempDir(), 40, 1, 1e-6)
 				if err != nil {
@@ -67,7 +70,7 @@ func TestPublishedOutputsAreIntegers(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				side, err := os.ReadFile(filepath.Join(dir, ReportName))
+				side, err := os.ReadFile(filepath.Join(dir, layout.ReportName))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -125,7 +128,7 @@ func TestReleaseCleansStaleTemporaries(t *testing.T) {
 		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		old := time.Now().Add(-2 * StaleAge)
+		old := time.Now().Add(-2 * publish.StaleAge)
 		if err := os.Chtimes(p, old, old); err != nil {
 			t.Fatal(err)
 		}

@@ -8,15 +8,6 @@ import (
 	"github.com/synth-dp/synth/spec"
 )
 
-// File names inside the output folder.
-const (
-	ParquetName = "synthetic.parquet"
-	ReportName  = "privacy-report.json"
-	// MetadataKey is the Parquet key-value metadata entry holding the
-	// privacy report.
-	MetadataKey = "synth.privacy"
-)
-
 // ErrUnsupported is returned for a spec feature this version cannot run
 // yet (e.g. the uniformized method).
 var ErrUnsupported = errors.New("release: not supported yet")
@@ -99,22 +90,4 @@ type Summary struct {
 	// Signals says what each measured marginal carried (nil when the
 	// method does not say); see [Headline].
 	Signals []Signal
-}
-
-// ColumnNames returns the names of the released columns in the output
-// file: the bare column name when it is unique among the released columns,
-// else table_column.
-func ColumnNames(s *spec.Spec) []string {
-	count := map[string]int{}
-	for _, r := range s.Release.Columns {
-		count[r.Column]++
-	}
-	names := make([]string, len(s.Release.Columns))
-	for i, r := range s.Release.Columns {
-		names[i] = r.Column
-		if count[r.Column] > 1 {
-			names[i] = r.Table + "_" + r.Column
-		}
-	}
-	return names
 }

@@ -14,20 +14,12 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/synth-dp/synth/dp"
-	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/demo"
+	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/residual"
 	"github.com/synth-dp/synth/spec"
 )
-
-func loadSpec(t testing.TB, path string) *spec.Spec {
-	t.Helper()
-	s, err := spec.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func release(t testing.TB, s *spec.Spec, dir string, seed uint64) *Summary {
 	t.Helper()
@@ -36,21 +28,6 @@ func release(t testing.TB, s *spec.Spec, dir string, seed uint64) *Summary {
 		t.Fatal(err)
 	}
 	return sum
-}
-
-// loadedEngine opens an in-memory engine with the spec's tables loaded; it
-// is closed when the test ends.
-func loadedEngine(t testing.TB, s *spec.Spec) *engine.Engine {
-	t.Helper()
-	eng, err := engine.Open(context.Background(), "duckdb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	if err := eng.Load(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	return eng
 }
 
 // output returns a published DP output of the report by name.
@@ -77,11 +54,11 @@ var duckTypes = map[spec.ColumnType]string{
 func TestReleaseExamples(t *testing.T) {
 	for _, name := range []string{"tpch", "adult"} {
 		t.Run(name, func(t *testing.T) {
-			s := loadSpec(t, filepath.Join("..", "examples", name, "synth.yaml"))
+			s := releasetest.LoadSpec(t, filepath.Join("..", "examples", name, "synth.yaml"))
 			dir := t.TempDir()
 			sum := release(t, s, dir, 7)
-			db := openDuckDB(t)
-			path := filepath.Join(dir, ParquetName)
+			db := releasetest.OpenDuckDB(t)
+			path := filepath.Join(dir, layout.ParquetName)
 
 			rows, err := db.Query("DESCRIBE SELECT * FROM read_parquet(?)", path)
 			if err != nil {
@@ -98,7 +75,7 @@ func TestReleaseExamples(t *testing.T) {
 				gotTypes = append(gotTypes, typ)
 			}
 			rows.Close()
-			names := ColumnNames(s)
+			names := layout.ColumnNames(s)
 			if strings.Join(gotCols, ",") != strings.Join(names, ",") {
 				t.Fatalf("columns %v, want %v", gotCols, names)
 			}
@@ -123,10 +100,10 @@ func TestReleaseExamples(t *testing.T) {
 			}
 
 			var meta string
-			if err := db.QueryRow("SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?", path, MetadataKey).Scan(&meta); err != nil {
+			if err := db.QueryRow("SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?", path, layout.MetadataKey).Scan(&meta); err != nil {
 				t.Fatal(err)
 			}
-			side, err := os.ReadFile(filepath.Join(dir, ReportName))
+			side, err := os.ReadFile(filepath.Join(dir, layout.ReportName))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +157,7 @@ func trueStatistics(t *testing.T, s *spec.Spec) map[string]float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := loadedEngine(t, s)
+	eng := releasetest.LoadedEngine(t, s)
 	secrets := map[string]float64{}
 	n, err := eng.JoinSize(ctx, h)
 	if err != nil {
@@ -222,20 +199,20 @@ func TestNoTrueStatisticLeaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, s := range map[string]*spec.Spec{
-		"tpch": loadSpec(t, "../examples/tpch/synth.yaml"),
+		"tpch": releasetest.LoadSpec(t, "../examples/tpch/synth.yaml"),
 		"demo": demoSpec,
 	} {
 		t.Run(name, func(t *testing.T) {
 			secrets := trueStatistics(t, s)
 			dir := t.TempDir()
 			release(t, s, dir, 7)
-			side, err := os.ReadFile(filepath.Join(dir, ReportName))
+			side, err := os.ReadFile(filepath.Join(dir, layout.ReportName))
 			if err != nil {
 				t.Fatal(err)
 			}
 			var meta string
-			if err := openDuckDB(t).QueryRow("SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
-				filepath.Join(dir, ParquetName), MetadataKey).Scan(&meta); err != nil {
+			if err := releasetest.OpenDuckDB(t).QueryRow("SELECT decode(value) FROM parquet_kv_metadata(?) WHERE decode(key) = ?",
+				filepath.Join(dir, layout.ParquetName), layout.MetadataKey).Scan(&meta); err != nil {
 				t.Fatal(err)
 			}
 			checked := 0
@@ -266,16 +243,16 @@ func TestNoTrueStatisticLeaks(t *testing.T) {
 	}
 }
 
-// TestReleaseCancelMidWrite cancels a release after part of the rows were
-// written: the call returns context.Canceled, an earlier release in the same
+// TestReleaseCancelMidWrite cancels a release after half the rows of an
+// earlier release were written: the call returns context.Canceled, an earlier release in the same
 // folder survives byte for byte, no temporary file stays, and a rerun
 // succeeds.
 func TestReleaseCancelMidWrite(t *testing.T) {
-	s := loadSpec(t, "../examples/tpch/synth.yaml")
+	s := releasetest.LoadSpec(t, "../examples/tpch/synth.yaml")
 	dir := t.TempDir()
-	release(t, s, dir, 1)
+	first := release(t, s, dir, 1)
 	before := map[string][]byte{}
-	for _, f := range []string{ParquetName, ReportName, MarkdownName} {
+	for _, f := range []string{layout.ParquetName, layout.ReportName, layout.MarkdownName} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
@@ -286,7 +263,7 @@ func TestReleaseCancelMidWrite(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var sawRows int64
 		testHookAdd = func(rows int64) {
-			if rows > 70_000 && sawRows == 0 {
+			if rows > first.Rows/2 && sawRows == 0 {
 				sawRows = rows
 				cancel()
 			}

@@ -17,12 +17,9 @@ import (
 	"time"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
-
-// MarkdownName is the file name of the human-readable privacy report
-// written beside [ReportName].
-const MarkdownName = "privacy-report.md"
 
 // ReportFacts are public facts about a release that the JSON report does
 // not hold, for [MarkdownReport].
@@ -53,8 +50,8 @@ type ColumnFact struct {
 // FactsFor returns the facts of a release of s that wrote rows rows. It
 // reads the spec only (public domains), never the data.
 func FactsFor(s *spec.Spec, rows int64) ReportFacts {
-	f := ReportFacts{Rows: rows, SpecFile: s.File, ParquetFile: ParquetName}
-	names := ColumnNames(s)
+	f := ReportFacts{Rows: rows, SpecFile: s.File, ParquetFile: layout.ParquetName}
+	names := layout.ColumnNames(s)
 	for i, r := range s.Release.Columns {
 		cf := ColumnFact{Name: names[i], Source: r.Table + "." + r.Column}
 		if c := findColumn(s, r.Table, r.Column); c != nil {
@@ -190,7 +187,7 @@ func MarkdownReport(r dp.Report, f ReportFacts) []byte {
 	p("| Spent | ε = %s, δ = %s |\n\n", num(r.Spent.Epsilon), num(r.Spent.Delta))
 
 	p("## What was released\n\n")
-	file := orNone(f.ParquetFile, ParquetName)
+	file := orNone(f.ParquetFile, layout.ParquetName)
 	p("`%s`: %s synthetic rows", file, strconv.FormatInt(f.Rows, 10))
 	cols := f.Columns
 	if len(cols) == 0 {
@@ -295,7 +292,7 @@ func MarkdownReport(r dp.Report, f ReportFacts) []byte {
 	}
 	p("| software | synth %s |\n", cell(orNone(r.SoftwareVersion, "unknown")))
 	p("\nThe same facts are in `%s` beside this file and in the Parquet file's key-value metadata (`%s`).\n",
-		ReportName, MetadataKey)
+		layout.ReportName, layout.MetadataKey)
 	return b.Bytes()
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,9 @@ import (
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/spec"
 )
+
+// update rewrites the golden files under testdata/.
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // TestMarkdownReportGolden renders a fixed report (a seeded TPC-H release
 // of examples/tpch/synth.yaml) and compares it with

@@ -17,7 +17,11 @@ import (
 	"github.com/synth-dp/synth/internal/version"
 	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/publish"
+	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 // Run performs a release as a list of stages: plan (public) → check the
@@ -27,7 +31,7 @@ import (
 // read, and the output folder is checked (and a locked staging folder made
 // beside it) before that too. Output is atomic as a whole: every file is
 // written into the staging folder, which is then published as the output
-// folder by one rename (see [NewStage]); on error, cancellation or a kill,
+// folder by one rename (see [publish.NewStage]); on error, cancellation or a kill,
 // the output folder is as it was.
 func Run(ctx context.Context, o Options) (*Summary, error) {
 	started := createdAt()
@@ -139,12 +143,12 @@ func NewPlan(s *spec.Spec, memCap int64, rounds, maxRounds int) (*Plan, error) {
 		return nil, err
 	}
 	p.Folded = p.Folding.Folded()
-	p.Names, p.Columns, p.Sizes = ColumnNames(s), s.ReleaseColumns(), s.ReleaseSizes()
+	p.Names, p.Columns, p.Sizes = layout.ColumnNames(s), s.ReleaseColumns(), s.ReleaseSizes()
 	pmwCap := memCap
 	if pmwCap == 0 {
 		pmwCap = pmw.DefaultMemoryCap
 	}
-	if p.Families, err = Families(s); err != nil {
+	if p.Families, err = workload.Families(s); err != nil {
 		return nil, err
 	}
 	p.Variant = pmw.Variant(s.PMW.Variant)
@@ -251,7 +255,7 @@ func (p *Plan) joinConfig(hk Hooks) joinasone.Config {
 // (without Overwrite) stops the run — and makes the fresh, locked staging
 // folder beside it (see NewStage). Killed runs' staging folders are
 // cleaned first; failing to remove one is not a reason to stop.
-func (r *run) openStage(dir string) (*Stage, error) {
+func (r *run) openStage(dir string) (*publish.Stage, error) {
 	s := r.o.Spec
 	if dir == "" {
 		dir = s.Output.Path
@@ -259,12 +263,12 @@ func (r *run) openStage(dir string) (*Stage, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("release: %w: no output folder: give --out or output.path in the spec", spec.ErrInvalid)
 	}
-	if removed, err := CleanStale(dir); err != nil {
+	if removed, err := publish.CleanStale(dir); err != nil {
 		r.log.Warn("could not clean stale temporary files", "dir", dir, "removed", removed, "err", err)
 	} else if len(removed) > 0 {
 		r.log.Info("removed stale temporary files left by a killed run", "files", removed)
 	}
-	return NewStage(dir, r.o.Overwrite)
+	return publish.NewStage(dir, r.o.Overwrite)
 }
 
 // charged is the outcome of the charge stage.
@@ -272,7 +276,7 @@ type charged struct {
 	ledger *dp.Ledger
 	run    Prepared
 	mplan  *measurePlan
-	dec    *Decoder
+	dec    *synthfile.Decoder
 }
 
 // charge is the one place where the budget is charged: the measures' share
@@ -285,7 +289,7 @@ func (r *run) charge(p *Plan) (*charged, error) {
 		return nil, fmt.Errorf("release: %w", err)
 	}
 	c := &charged{ledger: ledger}
-	if c.dec, err = NewDecoder(p.Names, p.Columns); err != nil {
+	if c.dec, err = synthfile.NewDecoder(p.Names, p.Columns); err != nil {
 		return nil, err
 	}
 	if c.mplan, err = planMeasures(s, p.Folding, p.Names, c.dec, p.MemoryCap, ledger); err != nil {
@@ -380,7 +384,7 @@ func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, erro
 type rowPlan struct {
 	cells, counts []int64
 	dpRows, rows  int64
-	mode          Sampling
+	mode          synthfile.Sampling
 	rowCap        int64
 	capped        bool
 	requested     int64
@@ -393,7 +397,7 @@ type rowPlan struct {
 // drawn here (post-processing, the same draws as the writer's) so that
 // every row's measure value is known before the file is written.
 func (r *run) drawRows(p *Plan, c *charged, out *Output) (*rowPlan, error) {
-	rp := &rowPlan{mode: SampleAll}
+	rp := &rowPlan{mode: synthfile.SampleAll}
 	if err := out.Counts(r.src, func(cell, count int64) error {
 		rp.cells, rp.counts = append(rp.cells, cell), append(rp.counts, count)
 		rp.dpRows += count
@@ -417,12 +421,12 @@ func (r *run) drawRows(p *Plan, c *charged, out *Output) (*rowPlan, error) {
 	case rp.requested > 0:
 		rp.rows = rp.requested
 		if rp.rows > rp.dpRows {
-			rp.mode = SampleWithReplacement
+			rp.mode = synthfile.SampleWithReplacement
 		} else if rp.rows < rp.dpRows {
-			rp.mode = SampleWithoutReplacement
+			rp.mode = synthfile.SampleWithoutReplacement
 		}
 	case rp.dpRows > rp.rowCap:
-		rp.rows, rp.mode, rp.capped = rp.rowCap, SampleWithoutReplacement, true
+		rp.rows, rp.mode, rp.capped = rp.rowCap, synthfile.SampleWithoutReplacement, true
 		r.log.Warn("the DP row count exceeds the row cap: writing a uniform random sample of the cap (give --rows N to choose the number of rows)",
 			"dp_rows", rp.dpRows, "cap", rp.rowCap)
 	}
@@ -430,7 +434,7 @@ func (r *run) drawRows(p *Plan, c *charged, out *Output) (*rowPlan, error) {
 		return rp, nil
 	}
 	rp.drawn = make([]int64, 0, rp.rows)
-	if err := Shuffle(rand.New(r.src), rp.cells, rp.counts, rp.rows, rp.mode, func(cell int64) error {
+	if err := synthfile.Shuffle(rand.New(r.src), rp.cells, rp.counts, rp.rows, rp.mode, func(cell int64) error {
 		rp.drawn = append(rp.drawn, cell)
 		return nil
 	}); err != nil {
@@ -513,11 +517,11 @@ func (r *run) report(p *Plan, c *charged, out *Output, rp *rowPlan, started time
 // dir and commits them (each file synced and in place); it returns the
 // rows written.
 func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir string, report dp.Report, reportJSON []byte) (int64, error) {
-	var measureCols []MeasureColumn
+	var measureCols []synthfile.MeasureColumn
 	if c.mplan != nil {
 		measureCols = c.mplan.columns(p.Sizes)
 	}
-	w, err := NewMeasureWriter(filepath.Join(dir, ParquetName), p.Names, p.Columns, measureCols, map[string]string{MetadataKey: string(reportJSON)})
+	w, err := synthfile.NewMeasureWriter(filepath.Join(dir, layout.ParquetName), p.Names, p.Columns, measureCols, map[string]string{layout.MetadataKey: string(reportJSON)})
 	if err != nil {
 		return 0, err
 	}
@@ -556,7 +560,7 @@ func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir s
 			}
 		}
 	} else {
-		err = Shuffle(rand.New(r.src), rp.cells, rp.counts, rows, rp.mode, emit)
+		err = synthfile.Shuffle(rand.New(r.src), rp.cells, rp.counts, rows, rp.mode, emit)
 	}
 	rp.cells, rp.counts, rp.drawn = nil, nil, nil
 	if err != nil {
@@ -566,13 +570,13 @@ func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir s
 	if err != nil {
 		return 0, err
 	}
-	var files Group
+	var files publish.Group
 	files.Add(pf)
-	if err := writeFile(&files, filepath.Join(dir, ReportName), append(reportJSON, '\n')); err != nil {
+	if err := writeFile(&files, filepath.Join(dir, layout.ReportName), append(reportJSON, '\n')); err != nil {
 		return 0, err
 	}
 	// The same report for a compliance reader, published with the rest.
-	if err := writeFile(&files, filepath.Join(dir, MarkdownName), MarkdownReport(report, FactsFor(p.Spec, w.Rows()))); err != nil {
+	if err := writeFile(&files, filepath.Join(dir, layout.MarkdownName), MarkdownReport(report, FactsFor(p.Spec, w.Rows()))); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -587,7 +591,7 @@ func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir s
 
 // writeFile creates path in the group and writes b, aborting the group on
 // failure.
-func writeFile(files *Group, path string, b []byte) error {
+func writeFile(files *publish.Group, path string, b []byte) error {
 	f, err := files.Create(path, 0o644)
 	if err != nil {
 		files.Abort()
@@ -601,7 +605,7 @@ func writeFile(files *Group, path string, b []byte) error {
 }
 
 // publish makes the staging folder the release by one rename.
-func (r *run) publish(stage *Stage, c *charged, out *Output, report dp.Report, rows int64) (*Summary, error) {
+func (r *run) publish(stage *publish.Stage, c *charged, out *Output, report dp.Report, rows int64) (*Summary, error) {
 	replaced, err := stage.Publish(r.o.Overwrite)
 	if err != nil {
 		return nil, err
@@ -609,7 +613,7 @@ func (r *run) publish(stage *Stage, c *charged, out *Output, report dp.Report, r
 	dir := stage.Target()
 	r.log.Info("release written", "rows", rows, "folder", dir, "replaced_previous_release", replaced)
 	sum := &Summary{
-		Dir: dir, Parquet: filepath.Join(dir, ParquetName), Report: filepath.Join(dir, ReportName), Rows: rows,
+		Dir: dir, Parquet: filepath.Join(dir, layout.ParquetName), Report: filepath.Join(dir, layout.ReportName), Rows: rows,
 		NHat: out.NHat, DeltaTilde: out.DeltaTilde, Privacy: report, Signals: out.Signals,
 	}
 	if c.mplan != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/release/layout"
 )
 
 // TestSignalHeadline: every release says, per measured marginal, whether
@@ -51,7 +52,7 @@ func TestSignalHeadline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			md, err := os.ReadFile(strings.TrimSuffix(sum.Report, ReportName) + MarkdownName)
+			md, err := os.ReadFile(strings.TrimSuffix(sum.Report, layout.ReportName) + layout.MarkdownName)
 			if err != nil {
 				t.Fatal(err)
 			}

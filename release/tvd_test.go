@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/internal/score"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -28,7 +30,7 @@ func scoredRelease(t testing.TB, name string, eps float64, src dp.Source, opts f
 	if err != nil {
 		t.Fatal(err)
 	}
-	return scoreFile(t, s, sum.Parquet, ColumnNames(s)), sum
+	return scoreFile(t, s, sum.Parquet, layout.ColumnNames(s)), sum
 }
 
 // tupleLevel, appended to an example's name, releases it at tuple level:
@@ -43,7 +45,7 @@ func exampleSpec(t testing.TB, name string) *spec.Spec {
 	if strings.Contains(base, "/") { // "adult/wide": examples/adult/wide.yaml
 		file = filepath.Join("..", "examples", base+".yaml")
 	}
-	s := loadSpec(t, file)
+	s := releasetest.LoadSpec(t, file)
 	if tuple {
 		s.Privacy.Unit, s.Release.Method = "", spec.JoinAsOne
 	}
@@ -162,7 +164,7 @@ func TestAdultTVD(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole Adult release; skipped under -short")
 	}
-	s := loadSpec(t, filepath.Join("..", "examples", "adult", "synth.yaml"))
+	s := releasetest.LoadSpec(t, filepath.Join("..", "examples", "adult", "synth.yaml"))
 	r, sum := scoredRelease(t, "adult", 1, dp.NewSource(), nil)
 	pairs := score.Score(truthCache[s.Digest()], mustSynthetic(t, s, sum.Parquet), score.AllOneTwoWay(len(s.Release.Columns)), s.ReleaseSizes())
 	t.Logf("Adult ε = 1: workload mean TVD %.4f (uniform %.3f); all 1- and 2-way %.4f (uniform %.3f); %d rows for %d",
@@ -174,7 +176,7 @@ func TestAdultTVD(t *testing.T) {
 
 func mustSynthetic(t testing.TB, s *spec.Spec, path string) *score.Table {
 	t.Helper()
-	syn, err := score.Synthetic(context.Background(), s, path, ColumnNames(s))
+	syn, err := score.Synthetic(context.Background(), s, path, layout.ColumnNames(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,10 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/internal/demo"
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/internal/score"
 	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/uniformize"
 )
@@ -56,7 +58,7 @@ func compareMethods(t *testing.T, s *spec.Spec, runs int, variant pmw.Variant) (
 			if err != nil {
 				t.Fatal(err)
 			}
-			syn, err := score.Synthetic(ctx, &c, sum.Parquet, ColumnNames(&c))
+			syn, err := score.Synthetic(ctx, &c, sum.Parquet, layout.ColumnNames(&c))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +153,7 @@ func TestTPCHOrdersLineitemTable(t *testing.T) {
 	var out strings.Builder
 	out.WriteString("| ε | join-as-one max / median | uniformized max / median | ratio of medians (jao/uni) |\n|---|---|---|---|\n")
 	for _, eps := range []float64{1, 4} {
-		s := loadSpec(t, filepath.Join("..", "examples", "tpch", "orders_lineitem.yaml"))
+		s := releasetest.LoadSpec(t, filepath.Join("..", "examples", "tpch", "orders_lineitem.yaml"))
 		s.Privacy.Epsilon = eps
 		jao, uni := compareMethods(t, s, 5, "")
 		fmt.Fprintf(&out, "| %g | %.0f / %.0f | %.0f / %.0f | %.2f |\n", eps, maxOf(jao), median(jao), maxOf(uni), median(uni), median(jao)/median(uni))
@@ -167,7 +169,7 @@ func TestTPCHOrdersLineitemTable(t *testing.T) {
 // relations an explicit uniformized is refused as not supported, before
 // any data is read.
 func TestUniformizedRelease(t *testing.T) {
-	s := loadSpec(t, filepath.Join("..", "examples", "tpch", "orders_lineitem.yaml"))
+	s := releasetest.LoadSpec(t, filepath.Join("..", "examples", "tpch", "orders_lineitem.yaml"))
 	if s.Release.Method != spec.Auto {
 		t.Fatalf("method %q", s.Release.Method)
 	}
@@ -216,7 +218,7 @@ func TestUniformizedRelease(t *testing.T) {
 		t.Errorf("no parallel split over %d buckets in %+v", len(parts), rep.Spends)
 	}
 
-	three := loadSpec(t, filepath.Join("..", "examples", "tpch", "synth.yaml"))
+	three := releasetest.LoadSpec(t, filepath.Join("..", "examples", "tpch", "synth.yaml"))
 	three.Privacy.Unit, three.Release.Method = "", spec.Uniformized // tuple level: the example declares a unit
 	_, err = Run(context.Background(), Options{Spec: three, OutDir: t.TempDir(), Engine: "duckdb", Source: dp.NewSeededSource(3)})
 	if !errors.Is(err, ErrUnsupported) {

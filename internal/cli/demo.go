@@ -11,6 +11,7 @@ import (
 
 	"github.com/synth-dp/synth/internal/demo"
 	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/release/layout"
 )
 
 type demoOptions struct {
@@ -56,7 +57,7 @@ try on the released file.`,
 			fmt.Fprintf(g.stdout, "synth demo: released %d synthetic rows of customers ⋈ transactions (ε = %g, δ = 1e-6, user-level: "+
 				"each customer protected with all their transactions; %s)\n"+
 				"  data:   %s\n  report: %s\n", sum.Rows, o.eps, sum.Privacy.Privacy, sum.Parquet, sum.Report)
-			if md := filepath.Join(sum.Dir, release.MarkdownName); fileExists(md) {
+			if md := filepath.Join(sum.Dir, layout.MarkdownName); fileExists(md) {
 				fmt.Fprintf(g.stdout, "          %s (the same, for reading)\n", md)
 			}
 			fmt.Fprint(g.stdout, "\nQuery it with synth query (DuckDB is built into synth; no duckdb CLI needed).\n"+

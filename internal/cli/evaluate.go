@@ -10,8 +10,8 @@ import (
 
 	"github.com/synth-dp/synth/internal/progress"
 	"github.com/synth-dp/synth/internal/report"
-	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 type evaluateOptions struct {
@@ -76,7 +76,7 @@ not differentially private. Do not publish it.`,
 			}
 			defer eng.Close()
 			bars.Update("answering the workload", 0, 1)
-			ans, err := release.Answer(cmd.Context(), s, eng, o.synthetic)
+			ans, err := workload.Answer(cmd.Context(), s, eng, o.synthetic)
 			if err != nil {
 				return err
 			}
@@ -124,7 +124,7 @@ not differentially private. Do not publish it.`,
 }
 
 // writeReport writes the --report folder and returns its index.html.
-func writeReport(cmd *cobra.Command, g *globalOptions, bars *progress.Reporter, s *spec.Spec, ans *release.Answers, o *evaluateOptions) (string, error) {
+func writeReport(cmd *cobra.Command, g *globalOptions, bars *progress.Reporter, s *spec.Spec, ans *workload.Answers, o *evaluateOptions) (string, error) {
 	priv, privPath, err := report.ReadPrivacy(o.synthetic)
 	if err != nil {
 		return "", err

@@ -15,6 +15,7 @@ import (
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/residual"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 func TestExitCode(t *testing.T) {
@@ -29,6 +30,7 @@ func TestExitCode(t *testing.T) {
 		{"spec", &spec.Error{File: "s.yaml", Err: errors.New("bad")}, ExitUsage},
 		{"wrapped spec", fmt.Errorf("load: %w", spec.ErrInvalid), ExitUsage},
 		{"unsupported", fmt.Errorf("%w: uniformized", release.ErrUnsupported), ExitUsage},
+		{"unsupported workload query", fmt.Errorf("%w: sum of t.c, which is not released", workload.ErrUnsupported), ExitUsage},
 		{"no private relation", fmt.Errorf("release: %w", joinasone.ErrNoPrivateRelation), ExitUsage},
 		{"no private relation (residual)", fmt.Errorf("sensitivity: %w", residual.ErrNoPrivate), ExitUsage},
 		{"missing spec file", fmt.Errorf("x: %w", &spec.Error{File: "s.yaml", Err: fs.ErrNotExist}), ExitUsage},

@@ -18,6 +18,7 @@ import (
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/uniformize"
+	"github.com/synth-dp/synth/workload"
 )
 
 type inspectOptions struct {
@@ -352,7 +353,7 @@ func writeInspectText(w io.Writer, r inspectReport) error {
 }
 
 // effectiveWorkload summarizes the query families a release of s keeps
-// accurate ([release.EffectiveWorkload]) and warns about released columns
+// accurate ([workload.Effective]) and warns about released columns
 // none of them covers. Both come from the spec alone.
 func effectiveWorkload(s *spec.Spec) (workloadSummary, []string) {
 	names := make([]string, len(s.Release.Columns))
@@ -361,7 +362,7 @@ func effectiveWorkload(s *spec.Spec) (workloadSummary, []string) {
 	}
 	w := workloadSummary{Default: s.Workload.Empty(), OneWay: !s.Workload.NoOneWay, Families: []workloadEntry{}}
 	covered := make([]bool, len(names))
-	for _, f := range release.EffectiveWorkload(s) {
+	for _, f := range workload.Effective(s) {
 		e := workloadEntry{Name: f.Name, Kind: f.Kind, Columns: []string{}, Added: f.Added}
 		for _, c := range f.Columns {
 			e.Columns = append(e.Columns, names[c])

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,7 +17,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/publish"
 )
 
 // buildSynth builds the synth binary into a temporary folder.
@@ -47,10 +49,10 @@ func releaseState(t *testing.T, out string, allowMissing bool) (string, error) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if strings.Join(names, ",") != release.ReportName+","+release.MarkdownName+","+release.ParquetName {
+	if strings.Join(names, ",") != layout.ReportName+","+layout.MarkdownName+","+layout.ParquetName {
 		return "", fmt.Errorf("%s holds %q, want exactly the two reports and the Parquet file", out, names)
 	}
-	rep, err := os.ReadFile(filepath.Join(out, release.ReportName))
+	rep, err := os.ReadFile(filepath.Join(out, layout.ReportName))
 	if err != nil {
 		return "", err
 	}
@@ -65,7 +67,7 @@ func releaseState(t *testing.T, out string, allowMissing bool) (string, error) {
 	if err := json.Unmarshal(rep, &parsed); err != nil {
 		return "", err
 	}
-	md, err := os.ReadFile(filepath.Join(out, release.MarkdownName))
+	md, err := os.ReadFile(filepath.Join(out, layout.MarkdownName))
 	if err != nil {
 		return "", err
 	}
@@ -74,7 +76,7 @@ func releaseState(t *testing.T, out string, allowMissing bool) (string, error) {
 			return "", fmt.Errorf("%s: the markdown report does not show the JSON's n_hat = %v (a mix of two runs)", out, o.Value)
 		}
 	}
-	f, err := os.Open(filepath.Join(out, release.ParquetName))
+	f, err := os.Open(filepath.Join(out, layout.ParquetName))
 	if err != nil {
 		return "", err
 	}
@@ -87,9 +89,9 @@ func releaseState(t *testing.T, out string, allowMissing bool) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: not a complete Parquet file: %v", out, err)
 	}
-	meta, ok := pf.Lookup(release.MetadataKey)
+	meta, ok := pf.Lookup(layout.MetadataKey)
 	if !ok {
-		return "", fmt.Errorf("%s: the Parquet file has no %s", out, release.MetadataKey)
+		return "", fmt.Errorf("%s: the Parquet file has no %s", out, layout.MetadataKey)
 	}
 	if strings.TrimSpace(string(rep)) != strings.TrimSpace(meta) {
 		return "", fmt.Errorf("%s: MIX: the sidecar report is not the Parquet file's report", out)
@@ -143,7 +145,7 @@ func TestReleaseKillAtomic(t *testing.T) {
 	// How long a run takes with the publish sleeps.
 	const sleep = "40ms"
 	start := time.Now()
-	if b, err := synthCmd(bin, config, out, "1", release.PublishSleepEnv+"="+sleep).CombinedOutput(); err != nil {
+	if b, err := synthCmd(bin, config, out, "1", publish.PublishSleepEnv+"="+sleep).CombinedOutput(); err != nil {
 		t.Fatalf("timed release: %v\n%s", err, b)
 	}
 	full := time.Since(start)
@@ -154,7 +156,7 @@ func TestReleaseKillAtomic(t *testing.T) {
 		eps := fmt.Sprintf("%.4f", 1+float64(i+1)/1000)
 		var env []string
 		if i%2 == 0 {
-			env = append(env, release.PublishSleepEnv+"="+sleep)
+			env = append(env, publish.PublishSleepEnv+"="+sleep)
 		}
 		cmd := synthCmd(bin, config, out, eps, env...)
 		var stderr bytes.Buffer
@@ -222,8 +224,8 @@ func stagedRelease(t *testing.T, out string) bool {
 		t.Fatal(err)
 	}
 	for _, m := range matches {
-		_, errP := os.Stat(filepath.Join(m, release.ParquetName))
-		_, errR := os.Stat(filepath.Join(m, release.ReportName))
+		_, errP := os.Stat(filepath.Join(m, layout.ParquetName))
+		_, errR := os.Stat(filepath.Join(m, layout.ReportName))
 		if errP == nil && errR == nil {
 			return true
 		}
@@ -240,9 +242,11 @@ func mustFloat(t *testing.T, s string) float64 {
 }
 
 // TestReleaseConcurrentAtomic runs two releases into one folder at once
-// (with --overwrite), over a previous release or none: both succeed, and
-// the folder holds one of the two complete releases, never a mix, with no
-// staging folder left.
+// (with --overwrite), over a previous release or none: one succeeds, the
+// other succeeds too only if it ran after the first had finished, else it
+// is refused as busy (the target's lock); the folder holds a complete
+// release of a run that succeeded, never a mix, with no staging folder or
+// lock file left.
 func TestReleaseConcurrentAtomic(t *testing.T) {
 	bin := buildSynth(t)
 	config, _ := writeTiny(t, tinyOptions{})
@@ -269,8 +273,12 @@ func TestReleaseConcurrentAtomic(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		var succeeded []string
 		for k := range 2 {
-			if errs[k] != nil {
+			switch {
+			case errs[k] == nil:
+				succeeded = append(succeeded, fmt.Sprint(mustFloat(t, eps[k])))
+			case !strings.Contains(string(outs[k]), "being written by another run"):
 				t.Fatalf("trial %d run %d: %v\n%s", i, k, errs[k], outs[k])
 			}
 		}
@@ -278,11 +286,65 @@ func TestReleaseConcurrentAtomic(t *testing.T) {
 		if err != nil {
 			t.Fatalf("trial %d: %v", i, err)
 		}
-		if got != fmt.Sprint(mustFloat(t, eps[0])) && got != fmt.Sprint(mustFloat(t, eps[1])) {
-			t.Fatalf("trial %d: the folder holds ε = %s, want one of %q", i, got, eps)
+		if !slices.Contains(succeeded, got) {
+			t.Fatalf("trial %d: the folder holds ε = %s, want one of the runs that succeeded: %q", i, got, succeeded)
 		}
 		onlyRelease(t, out)
 	}
+}
+
+// TestReleaseConcurrentRefused: while one --overwrite release holds its
+// output folder (here: sleeping just before its publish), a second
+// --overwrite release into the same folder is refused at once, before it
+// reads any data (its data file is missing: that error must not be the one
+// reported), and the first completes; the folder holds the first's
+// release and nothing is left beside it.
+func TestReleaseConcurrentRefused(t *testing.T) {
+	bin := buildSynth(t)
+	config, dir := writeTiny(t, tinyOptions{})
+	out := filepath.Join(t.TempDir(), "rel")
+	if b, err := synthCmd(bin, config, out, "1").CombinedOutput(); err != nil {
+		t.Fatalf("first release: %v\n%s", err, b)
+	}
+	first := synthCmd(bin, config, out, "2", publish.PublishSleepEnv+"=3s")
+	var stderr bytes.Buffer
+	first.Stderr = &stderr
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- first.Wait() }()
+	// Wait until the first has written its release into its staging folder.
+	for deadline := time.Now().Add(time.Minute); !stagedRelease(t, out); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first run never staged its release\n%s", stderr.String())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the first run ended before its publish: %v\n%s", err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	// The second run's spec names data that is gone.
+	second := filepath.Join(dir, "second.yaml")
+	spec, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(second, bytes.ReplaceAll(spec, []byte("a.csv"), []byte("gone.csv")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := synthCmd(bin, second, out, "3").CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "being written by another run") {
+		t.Errorf("the second run while the first holds %s: %v\n%s; want a refusal naming the other run", out, err, b)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the first run: %v\n%s", err, stderr.String())
+	}
+	if got, err := releaseState(t, out, false); err != nil || got != "2" {
+		t.Errorf("the folder holds ε = %s (%v), want the first run's 2", got, err)
+	}
+	onlyRelease(t, out)
 }
 
 // TestReleaseRefusesOverwrite: a second release into a folder holding one
@@ -296,10 +358,10 @@ func TestReleaseRefusesOverwrite(t *testing.T) {
 	if r.code != ExitUsage || !strings.Contains(r.stderr, "--overwrite") || !strings.Contains(r.stderr, "privacy budget again") {
 		t.Errorf("exit %d, stderr %q; want %d naming --overwrite and the budget", r.code, r.stderr, ExitUsage)
 	}
-	if b, _ := os.ReadFile(filepath.Join(out, release.ParquetName)); !bytes.Equal(b, pq) {
+	if b, _ := os.ReadFile(filepath.Join(out, layout.ParquetName)); !bytes.Equal(b, pq) {
 		t.Error("the refused run changed the Parquet file")
 	}
-	if b, _ := os.ReadFile(filepath.Join(out, release.ReportName)); !bytes.Equal(b, rep) {
+	if b, _ := os.ReadFile(filepath.Join(out, layout.ReportName)); !bytes.Equal(b, rep) {
 		t.Error("the refused run changed the report")
 	}
 	onlyRelease(t, out)

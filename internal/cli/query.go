@@ -18,8 +18,7 @@ import (
 
 	"github.com/duckdb/duckdb-go/v2"
 	"github.com/spf13/cobra"
-
-	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/release/layout"
 )
 
 // queryView is the name under which synth query shows the file to the SQL.
@@ -85,7 +84,7 @@ func runQuery(ctx context.Context, w io.Writer, file, query, format string) erro
 		return fmt.Errorf("query: %w", err)
 	}
 	if fi.IsDir() {
-		file = filepath.Join(file, release.ParquetName)
+		file = filepath.Join(file, layout.ParquetName)
 		if _, err := os.Stat(file); err != nil {
 			return fmt.Errorf("query: %w", err)
 		}

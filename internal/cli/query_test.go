@@ -12,11 +12,11 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/synth-dp/synth/internal/demo"
-	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/release/layout"
 )
 
 // writeQueryParquet writes a small Parquet file with DuckDB COPY into dir
-// under release.ParquetName and returns its path.
+// under layout.ParquetName and returns its path.
 func writeQueryParquet(t *testing.T, dir string) string {
 	t.Helper()
 	conn, err := duckdb.NewConnector("?autoinstall_known_extensions=false&autoload_known_extensions=false", nil)
@@ -25,7 +25,7 @@ func writeQueryParquet(t *testing.T, dir string) string {
 	}
 	db := sql.OpenDB(conn)
 	defer db.Close()
-	path := filepath.Join(dir, release.ParquetName)
+	path := filepath.Join(dir, layout.ParquetName)
 	q := `COPY (SELECT * FROM (VALUES ('red', 3, DATE '2024-01-01', true), ('red', 5, DATE '2024-02-01', false),
 		('blue', 7, DATE '2024-03-01', true)) AS t(color, qty, day, flag)) TO '` + path + `' (FORMAT parquet)`
 	if _, err := db.Exec(q); err != nil {
@@ -94,7 +94,7 @@ func TestQueryExitCodes(t *testing.T) {
 		{"syntax error", []string{"query", file, "SELEC 1"}, ExitUsage, "syntax error"},
 		{"unknown column", []string{"query", file, "SELECT nope FROM synthetic"}, ExitUsage, "nope"},
 		{"missing file", []string{"query", filepath.Join(dir, "missing.parquet"), "SELECT 1"}, ExitRuntime, "missing.parquet"},
-		{"folder without release", []string{"query", t.TempDir(), "SELECT 1"}, ExitRuntime, release.ParquetName},
+		{"folder without release", []string{"query", t.TempDir(), "SELECT 1"}, ExitRuntime, layout.ParquetName},
 		{"not parquet", []string{"query", "query_test.go", "SELECT 1"}, ExitRuntime, "query_test.go"},
 		{"runtime error", []string{"query", file, "SELECT CAST(color AS INTEGER) FROM synthetic"}, ExitRuntime, "Conversion"},
 	} {
@@ -115,7 +115,7 @@ func TestDemoQueries(t *testing.T) {
 	if strings.Contains(r.stdout, "duckdb -c") {
 		t.Errorf("demo still tells users to run the duckdb CLI:\n%s", r.stdout)
 	}
-	pq := filepath.Join(out, release.ParquetName)
+	pq := filepath.Join(out, layout.ParquetName)
 	for _, q := range demo.Queries() {
 		if !strings.Contains(r.stdout, `query `+shellQuote(pq)+` "`+q.SQL+`"`) {
 			t.Errorf("demo does not print %q:\n%s", q.SQL, r.stdout)
@@ -138,7 +138,7 @@ func TestDemoPattern(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "demo")
 	r := mustRun(t, "-q", "demo", "--out", out)
 	q := demo.Queries()[0]
-	pq := filepath.Join(out, release.ParquetName)
+	pq := filepath.Join(out, layout.ParquetName)
 	if !strings.Contains(r.stdout, q.SQL) {
 		t.Fatalf("the demo does not print %q:\n%s", q.SQL, r.stdout)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/synth-dp/synth/internal/progress"
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/publish"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -103,14 +105,14 @@ DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sa
 				OutDir: o.out, Rounds: o.rounds, MaxRounds: o.maxRounds, MemoryCap: o.memCapMiB << 20,
 				Overwrite: o.overwrite, Rows: o.rows, BudgetOverride: epsSet || deltaSet,
 			})
-			if errors.Is(err, release.ErrExists) {
+			if errors.Is(err, publish.ErrExists) {
 				return &UsageError{Err: err}
 			}
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "wrote %d synthetic rows to %s\nprivacy report: %s and %s (%s)\n",
-				sum.Rows, sum.Parquet, sum.Report, filepath.Join(sum.Dir, release.MarkdownName), sum.Privacy.Privacy)
+				sum.Rows, sum.Parquet, sum.Report, filepath.Join(sum.Dir, layout.MarkdownName), sum.Privacy.Privacy)
 			if sum.Signals != nil {
 				fmt.Fprintf(g.stdout, "signal: %s\n", release.Headline(sum.Signals))
 			}

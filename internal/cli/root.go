@@ -27,6 +27,7 @@ import (
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/residual"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 // Exit codes.
@@ -103,7 +104,7 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid), errors.Is(err, release.ErrUnsupported), errors.Is(err, pmw.ErrTooLarge),
+	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid), errors.Is(err, release.ErrUnsupported), errors.Is(err, workload.ErrUnsupported), errors.Is(err, pmw.ErrTooLarge),
 		errors.Is(err, joinasone.ErrNoPrivateRelation), errors.Is(err, residual.ErrNoPrivate), isLedgerRefusal(err),
 		errors.Is(err, dp.ErrUnsamplable):
 		return ExitUsage

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/workload"
 )
 
 // benchInput builds answers for a workload of d columns of n bins each:
@@ -15,7 +15,7 @@ import (
 // from a fixed-seed generator, the synthetic ones within ±10% of the true.
 func benchInput(d, n int) Input {
 	rng := rand.New(rand.NewPCG(1, 2))
-	a := &release.Answers{Synthetic: "synthetic.parquet", TrueRows: 100_000, SyntheticRows: 100_000}
+	a := &workload.Answers{Synthetic: "synthetic.parquet", TrueRows: 100_000, SyntheticRows: 100_000}
 	labels := make([][]string, d)
 	for j := range d {
 		a.Names = append(a.Names, fmt.Sprintf("col%d", j))
@@ -29,7 +29,7 @@ func benchInput(d, n int) Input {
 		for range cols {
 			cells *= n
 		}
-		f := release.FamilyAnswers{Kind: "marginal", Columns: cols, Name: fmt.Sprint("marginal", cols)}
+		f := workload.FamilyAnswers{Kind: "marginal", Columns: cols, Name: fmt.Sprint("marginal", cols)}
 		for range cells {
 			t := rng.Float64() * 2 * float64(a.TrueRows) / float64(cells)
 			f.True = append(f.True, t)

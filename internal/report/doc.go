@@ -25,7 +25,7 @@
 //
 // The report is computed from the private data and is not differentially
 // private (DESIGN.md §3, invariant 5): it is for the data custodian. Every
-// page and the summary say so ([release.InternalLabel]); the folder and its
+// page and the summary say so ([workload.InternalLabel]); the folder and its
 // files are created readable by their owner only.
 //
 // # Atomicity

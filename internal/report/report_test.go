@@ -14,8 +14,10 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/engine"
-	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/internal/synthfiletest"
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
+	"github.com/synth-dp/synth/workload"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -36,26 +38,19 @@ var tinySynthetic = []struct{ cell, count int64 }{
 
 // tinyAnswers answers the tiny instance's workload on its fixed synthetic
 // file through the engine, as evaluate does.
-func tinyAnswers(t testing.TB) (*spec.Spec, *release.Answers) {
+func tinyAnswers(t testing.TB) (*spec.Spec, *workload.Answers) {
 	t.Helper()
 	ctx := context.Background()
 	s, err := spec.Load(tinySpec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), release.ParquetName)
-	w, err := release.NewWriter(path, release.ColumnNames(s), s.ReleaseColumns(), map[string]string{release.MetadataKey: `{}`})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := filepath.Join(t.TempDir(), layout.ParquetName)
+	var cells []engine.Cell
 	for _, c := range tinySynthetic {
-		if err := w.Add(ctx, c.cell, c.count); err != nil {
-			t.Fatal(err)
-		}
+		cells = append(cells, engine.Cell{Index: c.cell, Count: c.count})
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	synthfiletest.WriteHistogram(t, s, path, cells, `{}`)
 	eng, err := engine.Open(ctx, "duckdb")
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +59,7 @@ func tinyAnswers(t testing.TB) (*spec.Spec, *release.Answers) {
 	if err := eng.Load(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	a, err := release.Answer(ctx, s, eng, path)
+	a, err := workload.Answer(ctx, s, eng, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,9 +109,9 @@ func TestSummaryGolden(t *testing.T) {
 // TestSummarizeByHand checks the headline arithmetic on answers small
 // enough to work out on paper.
 func TestSummarizeByHand(t *testing.T) {
-	a := &release.Answers{
+	a := &workload.Answers{
 		TrueRows: 4, SyntheticRows: 4, Names: []string{"x", "y"}, Sizes: []int{2, 2},
-		Families: []release.FamilyAnswers{
+		Families: []workload.FamilyAnswers{
 			// Shares (.75, .25) vs (.5, .5): TVD .25; uniform the same.
 			{Name: "marginal(x)", Kind: "marginal", Columns: []int{0}, True: []float64{3, 1}, Synthetic: []float64{2, 2}, Uniform: []float64{2, 2}},
 			// Identical: TVD 0; uniform (.25 each) vs (1, 0, 0, 0): .75.
@@ -392,15 +387,9 @@ func TestReadPrivacy(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	path := filepath.Join(dir, release.ParquetName)
-	w, err := release.NewWriter(path, release.ColumnNames(s), s.ReleaseColumns(), map[string]string{release.MetadataKey: `{"epsilon": 2, "mechanism": "in the file"}`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, release.ReportName), []byte(`{"epsilon": 3, "mechanism": "beside"}`), 0o644); err != nil {
+	path := filepath.Join(dir, layout.ParquetName)
+	synthfiletest.WriteHistogram(t, s, path, nil, `{"epsilon": 2, "mechanism": "in the file"}`)
+	if err := os.WriteFile(filepath.Join(dir, layout.ReportName), []byte(`{"epsilon": 3, "mechanism": "beside"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r, src, err := ReadPrivacy(path)
@@ -408,7 +397,7 @@ func TestReadPrivacy(t *testing.T) {
 		t.Errorf("ReadPrivacy(file with metadata) = %+v, %q, %v; want ε = 2 from the metadata", r, src, err)
 	}
 	r, src, err = ReadPrivacy(filepath.Join(dir, "gone.parquet"))
-	if err != nil || r == nil || r.Epsilon != 3 || src != filepath.Join(dir, release.ReportName) {
+	if err != nil || r == nil || r.Epsilon != 3 || src != filepath.Join(dir, layout.ReportName) {
 		t.Errorf("ReadPrivacy(missing file) = %+v, %q, %v; want ε = 3 from the sidecar", r, src, err)
 	}
 	bad := filepath.Join(dir, "bad.parquet")

@@ -12,7 +12,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/synth-dp/synth/dp"
-	"github.com/synth-dp/synth/release"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/workload"
 )
 
 // Format identifies summary.json's layout; [Write] also recognises an
@@ -35,8 +36,8 @@ const (
 
 // Input is what a report is built from.
 type Input struct {
-	// Answers are the workload's answers (release.Answer).
-	Answers *release.Answers
+	// Answers are the workload's answers (workload.Answer).
+	Answers *workload.Answers
 	// Labels are the bin labels of every released column ([BinLabels]).
 	Labels [][]string
 	// Config is the spec's path, shown on the page; may be empty.
@@ -52,7 +53,7 @@ type Input struct {
 type Summary struct {
 	// Format is [Format].
 	Format string `json:"format"`
-	// Label is [release.InternalLabel].
+	// Label is [workload.InternalLabel].
 	Label         string `json:"label"`
 	Config        string `json:"config,omitempty"`
 	Synthetic     string `json:"synthetic"`
@@ -107,10 +108,10 @@ type Family struct {
 	Queries int      `json:"queries"`
 	// Score and UniformScore are the kind's headline metric on this
 	// family alone.
-	Score        float64            `json:"score"`
-	UniformScore float64            `json:"uniform_score"`
-	Absolute     release.ErrorStats `json:"absolute"`
-	Relative     release.ErrorStats `json:"relative"`
+	Score        float64             `json:"score"`
+	UniformScore float64             `json:"uniform_score"`
+	Absolute     workload.ErrorStats `json:"absolute"`
+	Relative     workload.ErrorStats `json:"relative"`
 	// TrueValue, SyntheticValue and UniformValue are a sum's answers.
 	TrueValue      *float64 `json:"true_value,omitempty"`
 	SyntheticValue *float64 `json:"synthetic_value,omitempty"`
@@ -120,24 +121,24 @@ type Family struct {
 }
 
 // ReadPrivacy reads the privacy report of a synthetic file: the one in its
-// Parquet key-value metadata (release.MetadataKey), which belongs to the
+// Parquet key-value metadata (layout.MetadataKey), which belongs to the
 // very file, else the privacy-report.json release writes beside it. It
 // returns nil and no error when there is neither, with the path looked at;
 // a file that is not Parquet, or a report that does not parse, is an error
 // naming the file. source names where the report came from.
 func ReadPrivacy(synthetic string) (r *dp.Report, source string, err error) {
-	meta, ok, err := parquetMetadata(synthetic, release.MetadataKey)
+	meta, ok, err := parquetMetadata(synthetic, layout.MetadataKey)
 	if err != nil {
 		return nil, synthetic, err
 	}
 	if ok {
 		r = &dp.Report{}
 		if err := json.Unmarshal([]byte(meta), r); err != nil {
-			return nil, synthetic, fmt.Errorf("report: %s: Parquet metadata %s: %w", synthetic, release.MetadataKey, err)
+			return nil, synthetic, fmt.Errorf("report: %s: Parquet metadata %s: %w", synthetic, layout.MetadataKey, err)
 		}
-		return r, synthetic + " (Parquet metadata " + release.MetadataKey + ")", nil
+		return r, synthetic + " (Parquet metadata " + layout.MetadataKey + ")", nil
 	}
-	path := filepath.Join(filepath.Dir(synthetic), release.ReportName)
+	path := filepath.Join(filepath.Dir(synthetic), layout.ReportName)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, path, nil
@@ -183,7 +184,7 @@ func Summarize(in Input) (*Summary, error) {
 		return nil, errors.New("report: no answers")
 	}
 	s := &Summary{
-		Format: Format, Label: release.InternalLabel, Config: in.Config, Synthetic: a.Synthetic,
+		Format: Format, Label: workload.InternalLabel, Config: in.Config, Synthetic: a.Synthetic,
 		TrueRows: a.TrueRows, SyntheticRows: a.SyntheticRows, Headline: []Headline{}, Families: []Family{},
 	}
 	if p := in.Privacy; p != nil {

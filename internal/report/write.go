@@ -13,9 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/synth-dp/synth/workload"
 	"golang.org/x/sync/errgroup"
-
-	"github.com/synth-dp/synth/release"
 )
 
 // File names inside a report folder.
@@ -149,7 +148,7 @@ func plan(in Input, sum *Summary) ([]*figure, error) {
 	var absErr, relErr [][]float64
 	var sums []sumPoint
 	for i, f := range a.Families {
-		abs, rel := release.Errors(f.True, f.Synthetic)
+		abs, rel := workload.Errors(f.True, f.Synthetic)
 		names = append(names, f.Name)
 		absErr, relErr = append(absErr, abs), append(relErr, rel)
 		fam := &sum.Families[i]

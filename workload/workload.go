@@ -1,13 +1,16 @@
-package release
+package workload
 
 import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -40,15 +43,15 @@ type queryFamily struct {
 // A numeric query sum(c) WHERE conditions becomes a weighted family with
 // one query, Σ_x F(x)·w(x) with w(x) = 1[x satisfies the conditions]·v(x)/M,
 // where v(x) is the representative value of c's bin (the value the
-// synthetic file holds, see [Decoder.Value]) and M = max(|min|, |max|) of c's
+// synthetic file holds, see [synthfile.Decoder.Value]) and M = max(|min|, |max|) of c's
 // domain, so every weight lies in [−1, 1] as PMW requires. A condition holds
 // on a bin when the bin's representative satisfies it. The summed column
 // must be released, or be a release.measures column, whose sums the
 // measure's numerical run answers instead (measures.go).
-func workload(s *spec.Spec, dec *Decoder) ([]queryFamily, error) {
+func workload(s *spec.Spec, dec *synthfile.Decoder) ([]queryFamily, error) {
 	fams := countingFamilies(s)
-	names := ColumnNames(s)
-	pos := releasePositions(s)
+	names := layout.ColumnNames(s)
+	pos := layout.Positions(s)
 	for qi, q := range s.Workload.Numeric {
 		if _, released := pos[q.Sum]; !released && slices.Contains(s.Release.Measures, q.Sum) {
 			// Answered by the measure's numerical run (see measures.go), not
@@ -63,14 +66,6 @@ func workload(s *spec.Spec, dec *Decoder) ([]queryFamily, error) {
 		fams = append(fams, f)
 	}
 	return fams, nil
-}
-
-func releasePositions(s *spec.Spec) map[spec.ColumnRef]int {
-	pos := map[spec.ColumnRef]int{}
-	for i, r := range s.Release.Columns {
-		pos[r] = i
-	}
-	return pos
 }
 
 // numericName names a numeric query's family: sum(c), or sum(c) where
@@ -103,8 +98,8 @@ func numericName(names []string, pos map[spec.ColumnRef]int, q spec.NumericQuery
 // workload, or the listed marginals, the listed ranges and the added 1-way
 // marginals.
 func countingFamilies(s *spec.Spec) []queryFamily {
-	names := ColumnNames(s)
-	pos := releasePositions(s)
+	names := layout.ColumnNames(s)
+	pos := layout.Positions(s)
 	idx := func(refs []spec.ColumnRef) []int {
 		out := make([]int, len(refs))
 		for i, r := range refs {
@@ -159,40 +154,40 @@ func countingFamilies(s *spec.Spec) []queryFamily {
 	return fams
 }
 
-// WorkloadFamily describes one query family of the effective workload,
+// Family describes one query family of the effective workload,
 // the one a release keeps accurate: its name, its kind ("marginal",
 // "ranges" or "sum") and the released columns it covers (positions in
 // release order; a sum covers none: its one query does not pin any
 // marginal). Added is true for the 1-way marginals the release adds to a
 // listed workload and for the default marginals of an empty one.
-type WorkloadFamily struct {
+type Family struct {
 	Name    string
 	Kind    string
 	Columns []int
 	Added   bool
 }
 
-// EffectiveWorkload returns the query families a release of s keeps
+// Effective returns the query families a release of s keeps
 // accurate (see [workload]), without reading data or building weights.
 // It reads only the spec: its output is public.
-func EffectiveWorkload(s *spec.Spec) []WorkloadFamily {
-	var out []WorkloadFamily
+func Effective(s *spec.Spec) []Family {
+	var out []Family
 	for _, f := range countingFamilies(s) {
 		kind := "marginal"
 		if f.rng >= 0 {
 			kind = "ranges"
 		}
-		out = append(out, WorkloadFamily{Name: f.name, Kind: kind, Columns: f.cols, Added: f.added || s.Workload.Empty()})
+		out = append(out, Family{Name: f.name, Kind: kind, Columns: f.cols, Added: f.added || s.Workload.Empty()})
 	}
-	names := ColumnNames(s)
-	pos := releasePositions(s)
+	names := layout.ColumnNames(s)
+	pos := layout.Positions(s)
 	for _, q := range s.Workload.Numeric {
-		out = append(out, WorkloadFamily{Name: numericName(names, pos, q), Kind: "sum"})
+		out = append(out, Family{Name: numericName(names, pos, q), Kind: "sum"})
 	}
 	return out
 }
 
-func numericFamily(s *spec.Spec, dec *Decoder, pos map[spec.ColumnRef]int, q spec.NumericQuery) (queryFamily, error) {
+func numericFamily(s *spec.Spec, dec *synthfile.Decoder, pos map[spec.ColumnRef]int, q spec.NumericQuery) (queryFamily, error) {
 	sum, ok := pos[q.Sum]
 	if !ok {
 		return queryFamily{}, fmt.Errorf("%w: sum of %s, which is not released (release it; sums of unreleased columns need the numerical-queries mechanism)", ErrUnsupported, q.Sum)
@@ -272,6 +267,29 @@ func satisfies(v any, c spec.Condition) bool {
 	}
 }
 
+// ConditionSQL renders a workload condition on the synthetic file's
+// column ident (an SQL identifier, quoted) of type c, for DuckDB or
+// PostgreSQL: the SQL form of the rule the workload's sums are answered
+// with (a condition holds on a row when the row's value, its bin's
+// representative, satisfies it).
+func ConditionSQL(ident string, c *spec.Column, cond spec.Condition) string {
+	num := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	switch c.Type {
+	case spec.Integer, spec.Numeric:
+		return ident + " BETWEEN " + num(cond.Lo) + " AND " + num(cond.Hi)
+	case spec.Date:
+		return ident + " BETWEEN DATE '" + cond.DateLo.Format("2006-01-02") + "' AND DATE '" + cond.DateHi.Format("2006-01-02") + "'"
+	case spec.Boolean:
+		return ident + " IN (" + strings.Join(cond.Values, ", ") + ")"
+	default:
+		vals := make([]string, len(cond.Values))
+		for i, v := range cond.Values {
+			vals[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+		}
+		return ident + " IN (" + strings.Join(vals, ", ") + ")"
+	}
+}
+
 func parseBool(s string) (bool, error) {
 	switch strings.ToLower(s) {
 	case "true", "t", "1":
@@ -312,7 +330,7 @@ func pmwFamilies(fams []queryFamily) []pmw.Family {
 // universe of the released columns; see [workload] for how each kind of
 // query is expressed.
 func Families(s *spec.Spec) ([]pmw.Family, error) {
-	dec, err := NewDecoder(ColumnNames(s), s.ReleaseColumns())
+	dec, err := synthfile.NewDecoder(layout.ColumnNames(s), s.ReleaseColumns())
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package release
+package workload
 
 import (
 	"math"
@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/synthfile"
 )
 
 // TestNumericFamilyBruteForce checks the weighted families of the Adult
@@ -15,9 +18,9 @@ import (
 // the decoded row), and 0 otherwise. The row-level evaluation shares no
 // code with the weight table.
 func TestNumericFamilyBruteForce(t *testing.T) {
-	s := loadSpec(t, "../examples/adult/synth.yaml")
-	names := ColumnNames(s)
-	dec, err := NewDecoder(names, s.ReleaseColumns())
+	s := releasetest.LoadSpec(t, "../examples/adult/synth.yaml")
+	names := layout.ColumnNames(s)
+	dec, err := synthfile.NewDecoder(names, s.ReleaseColumns())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package release
+package publish
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/synth-dp/synth/release/layout"
 )
 
 // ErrFileDone is returned when a [File] is written to, finished or committed
@@ -66,6 +68,14 @@ func CreateFile(path string, perm os.FileMode) (*File, error) {
 
 // Path returns the final path of f.
 func (f *File) Path() string { return f.path }
+
+// Committed reports whether f was committed: its bytes are under its final
+// path.
+func (f *File) Committed() bool { return f.state == fileCommitted }
+
+// Aborted reports whether f was aborted: its temporary file is gone and
+// the final path is as it was.
+func (f *File) Aborted() bool { return f.state == fileAborted }
 
 // TempPath returns the path of f's temporary file; it no longer exists once
 // f is committed or aborted.
@@ -270,14 +280,14 @@ func isTempName(name, base string) bool {
 // StaleAge is how long a temporary file must have gone unmodified before
 // [CleanStale] removes it.
 //
-// This age rule is for the temporary files older versions of [Run] wrote
+// This age rule is for the temporary files older versions of release.Run wrote
 // into the output folder itself (the current Run writes into a locked
 // staging folder, see [NewStage], whose staleness its lock decides), and
 // for staging folders where flock is not available. What follows describes
 // those older runs.
 //
 // Nothing stops two releases from writing into one output folder (the last
-// commit wins), so a temporary file may belong to a live run. [Run] creates
+// commit wins), so a temporary file may belong to a live run. release.Run creates
 // the Parquet temporary file only after the mechanism has run, and from then
 // on the file grows whenever the Parquet writer's 32 KiB output buffer
 // fills: the rows come in runs of identical rows and compress well, so that
@@ -299,11 +309,11 @@ const StaleAge = 10 * time.Minute
 // staleBases are the final names of the files an older release version
 // wrote into the output folder itself; CleanStale removes temporary files
 // of these only.
-var staleBases = []string{ParquetName, ReportName}
+var staleBases = []string{layout.ParquetName, layout.ReportName}
 
 // CleanStale removes the temporary files a killed release left in dir:
 // regular files named exactly as [CreateFile] names the temporary files of
-// [ParquetName] and [ReportName] (".synthetic.parquet.<digits>.tmp",
+// [layout.ParquetName] and [layout.ReportName] (".synthetic.parquet.<digits>.tmp",
 // ".privacy-report.json.<digits>.tmp") and not modified for [StaleAge]. It
 // never removes anything else: not other files with similar names, not
 // folders or symbolic links, not younger temporary files, which may belong
@@ -376,43 +386,6 @@ func isStaleName(name string) bool {
 	return false
 }
 
-// ---- Publishing a whole release folder ----
-//
-// A release is published as one folder, by one rename:
-//
-//  1. [NewStage], before any data is read, checks the target folder (a
-//     file there, a folder holding anything but a release, a previous
-//     release without overwrite) and creates a fresh staging folder beside
-//     it, in the same parent (so on the same file system): the target's
-//     base name as a temporary name, "." + base + "." + digits + ".tmp",
-//     exactly as [CreateFile] names temporary files. It takes an exclusive
-//     flock(2) on the staging folder, held until the process ends, and
-//     writes, syncs and removes a probe file there: an unwritable parent, a
-//     file in the way or a full disk is found before the data is loaded.
-//  2. The run writes every file of the release into the staging folder and
-//     syncs it.
-//  3. [Stage.Publish] renames the staging folder onto the target with
-//     rename(2), which is atomic and succeeds only when the target does not
-//     exist or is an empty folder. When the target holds a previous release
-//     (and overwrite was asked for), it swaps the two folders with
-//     renameat2(RENAME_EXCHANGE), which is atomic too: the target names the
-//     old complete folder until the instant it names the new complete one.
-//     The old release, now under the staging name, is then removed.
-//
-// So a reader of the target sees the previous release or the new one,
-// whole, never a mix, whatever kills the process and whenever; two runs
-// publishing into one folder at once each swap in a whole folder, and the
-// last swap wins. What a killed run can leave is a staging folder (its own,
-// or the old release it swapped out), under the temporary name and no
-// longer locked: [CleanStale] removes it on the next run. A live run's
-// staging folder is locked, so a cleaner never takes it.
-//
-// Where renameat2(RENAME_EXCHANGE) is not available (not Linux, or a file
-// system without it, such as NFS), Publish falls back to moving the old
-// release aside and renaming the new one into place: never a mix either,
-// but a reader may find the target missing for a moment, and a crash in
-// between leaves only the moved-aside old release.
-
 // ErrExists is wrapped by the error of [NewStage] and [Stage.Publish] when
 // the target already holds a release and overwriting was not asked for.
 var ErrExists = errors.New("the output folder already holds a release")
@@ -435,19 +408,23 @@ const (
 // that a fault-injection test can kill the process there.
 const PublishSleepEnv = "SYNTH_TEST_PUBLISH_SLEEP"
 
-// Stage is the staging folder of one release (see above).
+// Stage is the staging folder of one release (see the package doc,
+// "Release folders").
 type Stage struct {
 	target string
 	dir    string
-	lock   *os.File
+	lock   *os.File // flock on dir: a live run's staging folder
+	tlock  *os.File // the target's lock (see lockTarget); nil once released
 	done   bool
 }
 
-// NewStage checks target and creates its staging folder (see the scheme
-// above). The target must be a folder path: it may not exist yet (its
-// parent folders are created), may be an empty folder, or may hold a
-// previous release, which is an error wrapping [ErrExists] unless
-// overwrite is set. A symbolic link at target is followed: the release
+// NewStage checks target, takes its lock and creates its staging folder
+// (see the package doc). The target must be a folder path: it may not
+// exist yet (its parent folders are created), may be an empty folder, or
+// may hold a previous release, which is an error wrapping [ErrExists]
+// unless overwrite is set (then the folder must be writable, else
+// [ErrNotWritable]). Another live run holding the target is an error
+// wrapping [ErrBusy]. A symbolic link at target is followed: the release
 // replaces the folder it points to.
 func NewStage(target string, overwrite bool) (*Stage, error) {
 	if target == "" {
@@ -472,10 +449,20 @@ func NewStage(target string, overwrite bool) (*Stage, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("release: creating the output folder's parent: %w", err)
 	}
+	tlock, err := lockTarget(target)
+	if err != nil {
+		return nil, err
+	}
+	// Under the lock, nobody else publishes into target: check again.
+	if _, err := checkTarget(target, overwrite); err != nil {
+		unlockTarget(tlock)
+		return nil, err
+	}
 	var lastErr error
 	for range 5 {
 		dir, err := os.MkdirTemp(parent, tempPrefix(base)+"*"+tempSuffix)
 		if err != nil {
+			unlockTarget(tlock)
 			return nil, fmt.Errorf("release: output folder %s is not writable: %w", target, err)
 		}
 		// A concurrent run's cleaner may take the folder for a killed run's
@@ -494,7 +481,7 @@ func NewStage(target string, overwrite bool) (*Stage, error) {
 			lastErr = errors.Join(err, serr, perr)
 			continue
 		}
-		s := &Stage{target: target, dir: dir, lock: f}
+		s := &Stage{target: target, dir: dir, lock: f, tlock: tlock}
 		if err := os.Chmod(dir, 0o755); err != nil {
 			s.Abort()
 			return nil, fmt.Errorf("release: output folder: %w", err)
@@ -505,6 +492,7 @@ func NewStage(target string, overwrite bool) (*Stage, error) {
 		}
 		return s, nil
 	}
+	unlockTarget(tlock)
 	return nil, fmt.Errorf("release: could not create a staging folder beside %s: %v", target, lastErr)
 }
 
@@ -528,8 +516,8 @@ func probe(path string) error {
 }
 
 // checkTarget reports whether target holds a release, and fails if it is
-// not a folder, holds anything else, or holds a release and overwrite is
-// not set.
+// not a folder, holds anything else, holds a release and overwrite is not
+// set, or holds a release to replace but is not writable.
 func checkTarget(target string, overwrite bool) (exists bool, err error) {
 	fi, err := os.Stat(target)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -551,6 +539,17 @@ func checkTarget(target string, overwrite bool) (exists bool, err error) {
 	if isRel && !overwrite {
 		return true, fmt.Errorf("release: %w: %s; releasing again reads the data again and spends the privacy budget again (the two releases together cost the sum of their budgets); pass --overwrite to replace it, or choose another output folder", ErrExists, target)
 	}
+	if isRel {
+		// Replacing the release swaps the folders and then removes the old
+		// one's files from it: a folder whose entries cannot be removed
+		// would be left beside the new release under a temporary name, for
+		// good. Refuse before anything is read or spent. (Asked with
+		// access(2), which writes nothing: a probe file would outlive a
+		// run killed in between.)
+		if err := writable(target); err != nil {
+			return true, fmt.Errorf("release: %w: %s holds a release that --overwrite could not remove afterwards (%v); make the folder writable, or choose another output folder", ErrNotWritable, target, err)
+		}
+	}
 	return isRel, nil
 }
 
@@ -560,7 +559,7 @@ func checkTarget(target string, overwrite bool) (exists bool, err error) {
 // such as a rendered report), [CreateFile]'s temporary files of them, and
 // the probe.
 func isReleaseFile(name string) bool {
-	return name == ParquetName || name == ReportName || name == probeName ||
+	return name == layout.ParquetName || name == layout.ReportName || name == probeName ||
 		strings.HasPrefix(name, "privacy-report.") || strings.HasPrefix(name, "synthetic.") ||
 		strings.HasPrefix(name, ".synthetic.") || strings.HasPrefix(name, ".privacy-report.") && strings.HasSuffix(name, tempSuffix)
 }
@@ -582,7 +581,7 @@ func classify(dir string) (isRel bool, foreign []string, err error) {
 			}
 			continue
 		}
-		if name == ParquetName || name == ReportName {
+		if name == layout.ParquetName || name == layout.ReportName {
 			isRel = true
 		}
 	}
@@ -607,8 +606,8 @@ func publishSleep() time.Duration {
 	return d
 }
 
-// Publish makes the staging folder the target, atomically (see the scheme
-// above), and reports whether a previous release was replaced. The files
+// Publish makes the staging folder the target, atomically (see the package
+// doc), and reports whether a previous release was replaced. The files
 // in the staging folder must be complete and synced. Without overwrite, a
 // release that appeared at the target while this run was going is an
 // error wrapping [ErrExists], and the target is left alone. On error the
@@ -625,6 +624,7 @@ func (s *Stage) Publish(overwrite bool) (replaced bool, err error) {
 		if err == nil {
 			time.Sleep(sleep)
 			s.finish()
+			s.unlock()
 			return false, nil
 		}
 		if !errors.Is(err, syscall.EEXIST) && !errors.Is(err, syscall.ENOTEMPTY) {
@@ -658,6 +658,7 @@ func (s *Stage) Publish(overwrite bool) (replaced bool, err error) {
 		if _, foreign, err := classify(old); err == nil && len(foreign) == 0 {
 			os.RemoveAll(old)
 		}
+		s.unlock()
 		return true, nil
 	}
 	s.Abort()
@@ -700,6 +701,13 @@ func (s *Stage) Abort() {
 	s.done = true
 	os.RemoveAll(s.dir)
 	s.lock.Close()
+	s.unlock()
+}
+
+// unlock releases the target's lock (once).
+func (s *Stage) unlock() {
+	unlockTarget(s.tlock)
+	s.tlock = nil
 }
 
 // cleanStaleStages removes the staging folders of dead runs beside dir:

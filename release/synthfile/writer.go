@@ -1,4 +1,4 @@
-package release
+package synthfile
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/publish"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -79,18 +80,18 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 // bounds, which readers that prune pages by the index take for real and
 // then miss every row — so every column's bounds are computed, by bin
 // rank.) The file-level key-value metadata holds the pairs given to
-// [NewWriter], among them [MetadataKey].
+// [NewWriter], among them [layout.MetadataKey].
 //
 // The rows written depend only on the counts (DP outputs) and the public
 // domain: writing is post-processing.
 //
 // A Writer is used by one goroutine: Add any number of times, then Close
-// (or Finish and commit the file with a [Group]), and `defer w.Abort()` to
+// (or Finish and commit the file with a [publish.Group]), and `defer w.Abort()` to
 // clean up on every error path. Not safe for concurrent use.
 type Writer struct {
 	dec   *Decoder
 	extra []MeasureColumn
-	file  *File
+	file  *publish.File
 	pw    *parquet.GenericWriter[any]
 
 	// vals[j][b] is the Parquet value of bin b of boolean column j, its
@@ -133,7 +134,7 @@ type rowGroupJob struct {
 
 // NewWriter creates the temporary file for path and prepares to write the
 // universe over cols (see [NewDecoder] for names and cols). metadata is
-// written as file-level key-value metadata; it must hold [MetadataKey]
+// written as file-level key-value metadata; it must hold [layout.MetadataKey]
 // ("synth.privacy") with the privacy report as valid JSON, and no empty
 // key.
 func NewWriter(path string, names []string, cols []*spec.Column, metadata map[string]string) (*Writer, error) {
@@ -182,18 +183,18 @@ func newWriterWith(path string, names []string, cols []*spec.Column, extra []Mea
 	if err := checkDictionaries(dec); err != nil {
 		return nil, err
 	}
-	report, ok := metadata[MetadataKey]
+	report, ok := metadata[layout.MetadataKey]
 	if !ok {
-		return nil, fmt.Errorf("release: metadata lacks the privacy report %q", MetadataKey)
+		return nil, fmt.Errorf("release: metadata lacks the privacy report %q", layout.MetadataKey)
 	}
 	if !json.Valid([]byte(report)) {
-		return nil, fmt.Errorf("release: privacy report %q is not valid JSON", MetadataKey)
+		return nil, fmt.Errorf("release: privacy report %q is not valid JSON", layout.MetadataKey)
 	}
 	opts, err := writerOptions(buildSchema(dec, extra, true), metadata)
 	if err != nil {
 		return nil, err
 	}
-	f, err := CreateFile(path, 0o644)
+	f, err := publish.CreateFile(path, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -633,11 +634,11 @@ func (w *Writer) fail(err error) error {
 func (w *Writer) Rows() int64 { return w.total }
 
 // Finish encodes the pending rows, writes the Parquet footer and syncs the
-// temporary file, without making it visible: the returned [File] is then
-// committed with [File.Commit] or, together with the sidecar report, by a
-// [Group]. After Finish, Add fails, Close commits and Abort removes the
+// temporary file, without making it visible: the returned [publish.File] is then
+// committed with [publish.File.Commit] or, together with the sidecar report, by a
+// [publish.Group]. After Finish, Add fails, Close commits and Abort removes the
 // file.
-func (w *Writer) Finish() (*File, error) {
+func (w *Writer) Finish() (*publish.File, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
@@ -672,10 +673,10 @@ func (w *Writer) Close() error {
 	if w.err != nil {
 		return w.err
 	}
-	switch w.file.state {
-	case fileCommitted:
+	switch {
+	case w.file.Committed():
 		return nil
-	case fileAborted:
+	case w.file.Aborted():
 		return ErrWriterDone
 	}
 	if !w.done {
@@ -738,96 +739,4 @@ func (w *Writer) AddRow(ctx context.Context, cell int64) error {
 		j.counts = append(j.counts, 1)
 	}
 	return w.added(ctx, 1)
-}
-
-// Sampling describes how [Shuffle] draws the rows it writes.
-type Sampling string
-
-const (
-	// SampleAll writes every row of the counts, in a uniformly random order.
-	SampleAll Sampling = "all"
-	// SampleWithoutReplacement writes a uniformly random subset of the
-	// rows of the counts, of the requested size, in a uniformly random
-	// order (the first rows of a random permutation).
-	SampleWithoutReplacement Sampling = "without replacement"
-	// SampleWithReplacement writes independent draws from the distribution
-	// count/total (multinomial sampling), for more rows than the counts
-	// hold.
-	SampleWithReplacement Sampling = "with replacement (multinomial)"
-)
-
-// Shuffle draws rows rows from the multiset of cells given by counts
-// (cells[i] with multiplicity counts[i] > 0) with the randomness of rnd and
-// hands them to emit one at a time, in random order:
-//
-//   - [SampleAll] (rows = Σ counts): a uniformly random permutation of the
-//     multiset;
-//   - [SampleWithoutReplacement] (rows < Σ counts): its first rows rows;
-//   - [SampleWithReplacement]: rows independent draws, cell i with
-//     probability counts[i]/Σ counts.
-//
-// Each row picks a uniform position among the remaining rows and finds its
-// cell in a Fenwick tree over the counts (O(log K) for K cells), then, but
-// with replacement, removes it. Memory is the counts plus the tree, at
-// most 2K int64 (padded to a power of two), whatever the number of rows. The rows depend only on the counts and rnd:
-// post-processing.
-func Shuffle(rnd interface{ Int64N(int64) int64 }, cells, counts []int64, rows int64, mode Sampling, emit func(cell int64) error) error {
-	k := len(counts)
-	top := 1
-	for top*2 <= k {
-		top *= 2
-	}
-	// A 1-based Fenwick tree over the counts, padded to 2·top entries with
-	// MaxInt64 so that the search below never checks the bound: a padded
-	// node is never ≤ r, so it is never taken.
-	tree := make([]int64, max(k+1, 2*top))
-	var total int64
-	for i, c := range counts {
-		if c < 0 {
-			return fmt.Errorf("release: cell %d has a negative count %d", cells[i], c)
-		}
-		total += c
-		tree[i+1] += c
-		if j := (i + 1) + ((i + 1) & -(i + 1)); j <= k {
-			tree[j] += tree[i+1]
-		}
-	}
-	for j := k + 1; j < len(tree); j++ {
-		tree[j] = math.MaxInt64
-	}
-	switch {
-	case mode == SampleAll && rows != total:
-		return fmt.Errorf("release: shuffle all %d rows, asked for %d", total, rows)
-	case mode == SampleWithoutReplacement && rows > total:
-		return fmt.Errorf("release: sample %d rows without replacement from %d", rows, total)
-	case rows > 0 && total == 0:
-		return fmt.Errorf("release: sample %d rows from an empty distribution", rows)
-	}
-	remaining := total
-	for range rows {
-		// The smallest i with prefix(i) > r: binary lifting, without
-		// branches (a mispredicted branch per level cost most of the
-		// time): m is all ones when the node is taken (tree[next] ≤ r).
-		// r − tree[next] cannot overflow: 0 ≤ r and tree[next] ≤ MaxInt64.
-		r := rnd.Int64N(remaining)
-		pos := 0
-		for step := top; step > 0; step >>= 1 {
-			next := pos + step
-			d := r - tree[next]
-			m := ^(d >> 63)
-			pos += step & int(m)
-			r -= tree[next] & m
-		}
-		// cells[pos] (0-based) is the row's cell.
-		if mode != SampleWithReplacement {
-			for j := pos + 1; j <= k; j += j & -j {
-				tree[j]--
-			}
-			remaining--
-		}
-		if err := emit(cells[pos]); err != nil {
-			return err
-		}
-	}
-	return nil
 }

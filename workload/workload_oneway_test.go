@@ -1,9 +1,12 @@
-package release
+package workload
 
 import (
 	"slices"
 	"testing"
 
+	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -12,10 +15,10 @@ import (
 // families), unless the spec says one_way: false; an empty workload keeps
 // the default 1- and 2-way marginals.
 func TestWorkloadAddsOneWay(t *testing.T) {
-	s := loadSpec(t, "../examples/tpch/synth.yaml")
+	s := releasetest.LoadSpec(t, "../examples/tpch/synth.yaml")
 	cols := s.Release.Columns // c_mktsegment, o_orderpriority, l_returnflag, l_quantity, o_orderdate
-	names := ColumnNames(s)
-	dec, err := NewDecoder(names, s.ReleaseColumns())
+	names := layout.ColumnNames(s)
+	dec, err := synthfile.NewDecoder(names, s.ReleaseColumns())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,13 +46,13 @@ func TestWorkloadAddsOneWay(t *testing.T) {
 	if len(fams) != 3+4 {
 		t.Errorf("%d families, want 7", len(fams))
 	}
-	eff := EffectiveWorkload(s)
+	eff := Effective(s)
 	if len(eff) != len(fams) {
-		t.Fatalf("EffectiveWorkload has %d families, workload %d", len(eff), len(fams))
+		t.Fatalf("Effective has %d families, workload %d", len(eff), len(fams))
 	}
 	for i, f := range eff {
 		if f.Name != fams[i].name {
-			t.Errorf("family %d: EffectiveWorkload %q, workload %q", i, f.Name, fams[i].name)
+			t.Errorf("family %d: Effective %q, workload %q", i, f.Name, fams[i].name)
 		}
 		if f.Added != (i >= 3) {
 			t.Errorf("family %q: Added = %v", f.Name, f.Added)
@@ -76,7 +79,7 @@ func TestWorkloadAddsOneWay(t *testing.T) {
 	if len(fams) != 5+10 || !slices.Equal(oneWay(fams), names) {
 		t.Errorf("empty workload: %d families, 1-way %q; want 15, every column", len(fams), oneWay(fams))
 	}
-	for _, f := range EffectiveWorkload(s) {
+	for _, f := range Effective(s) {
 		if !f.Added {
 			t.Errorf("default family %q not marked Added", f.Name)
 		}
@@ -86,8 +89,8 @@ func TestWorkloadAddsOneWay(t *testing.T) {
 // TestEffectiveWorkloadNumericNames: the numeric families' names agree
 // with workload's.
 func TestEffectiveWorkloadNumericNames(t *testing.T) {
-	s := loadSpec(t, "../examples/adult/synth.yaml")
-	dec, err := NewDecoder(ColumnNames(s), s.ReleaseColumns())
+	s := releasetest.LoadSpec(t, "../examples/adult/synth.yaml")
+	dec, err := synthfile.NewDecoder(layout.ColumnNames(s), s.ReleaseColumns())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +98,7 @@ func TestEffectiveWorkloadNumericNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eff := EffectiveWorkload(s)
+	eff := Effective(s)
 	if len(eff) != len(fams) {
 		t.Fatalf("%d vs %d families", len(eff), len(fams))
 	}

@@ -1,10 +1,14 @@
-package release
+package workload
 
 import (
 	"context"
 	"math"
 	"path/filepath"
 	"testing"
+
+	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/internal/synthfiletest"
+	"github.com/synth-dp/synth/release/layout"
 )
 
 // TestAnswerShapes answers TPC-H's workload with the true join written as
@@ -13,8 +17,8 @@ import (
 // has n(n+1)/2 intervals per cell of its by-marginal.
 func TestAnswerShapes(t *testing.T) {
 	ctx := context.Background()
-	s := loadSpec(t, "../examples/tpch/synth.yaml")
-	eng := loadedEngine(t, s)
+	s := releasetest.LoadSpec(t, "../examples/tpch/synth.yaml")
+	eng := releasetest.LoadedEngine(t, s)
 	h, err := s.Hypergraph()
 	if err != nil {
 		t.Fatal(err)
@@ -23,13 +27,9 @@ func TestAnswerShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), ParquetName)
-	w, err := NewWriter(path, ColumnNames(s), s.ReleaseColumns(), map[string]string{MetadataKey: `{}`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeCells(t, w, truth)
-	a, err := Answer(ctx, s, loadedEngine(t, s), path)
+	path := filepath.Join(t.TempDir(), layout.ParquetName)
+	synthfiletest.WriteHistogram(t, s, path, truth, `{}`)
+	a, err := Answer(ctx, s, releasetest.LoadedEngine(t, s), path)
 	if err != nil {
 		t.Fatal(err)
 	}

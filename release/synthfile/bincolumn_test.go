@@ -1,4 +1,4 @@
-package release
+package synthfile
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/internal/stattest"
 	"github.com/synth-dp/synth/spec"
 )
@@ -201,7 +202,7 @@ func checkSameBytes(t *testing.T, c sameBytesCase) string {
 			c.cols, len(rows), c.runs, c.batch, c.groupRows, i, len(a), len(b))
 	}
 	// The comparison is not vacuous: the file holds the rows.
-	if pf := openParquet(t, got); pf.NumRows() != int64(len(rows)) {
+	if pf := releasetest.OpenParquet(t, got); pf.NumRows() != int64(len(rows)) {
 		t.Fatalf("%d rows in the file, %d written", pf.NumRows(), len(rows))
 	}
 	return got
@@ -211,7 +212,7 @@ func checkSameBytes(t *testing.T, c sameBytesCase) string {
 // first column of the first row group of the Parquet file at path.
 func dictionaryLen(t *testing.T, path string) int {
 	t.Helper()
-	pages := openParquet(t, path).RowGroups()[0].ColumnChunks()[0].Pages()
+	pages := releasetest.OpenParquet(t, path).RowGroups()[0].ColumnChunks()[0].Pages()
 	defer pages.Close()
 	p, err := pages.ReadPage()
 	if err != nil {
@@ -444,7 +445,7 @@ func TestWriterRefusesHugeDictionary(t *testing.T) {
 		if err == nil {
 			w.Abort()
 		}
-		assertOnly(t, dir)
+		releasetest.AssertOnly(t, dir)
 	}
 }
 

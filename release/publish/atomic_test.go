@@ -1,4 +1,4 @@
-package release
+package publish
 
 import (
 	"errors"
@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/release/layout"
 )
 
 func readString(t *testing.T, path string) string {
@@ -43,7 +46,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	if got := readString(t, path); got != `{"v":2}` {
 		t.Errorf("content after overwrite %q", got)
 	}
-	assertOnly(t, dir, "report.json")
+	releasetest.AssertOnly(t, dir, "report.json")
 }
 
 func TestWriteFileAtomicErrors(t *testing.T) {
@@ -60,8 +63,8 @@ func TestWriteFileAtomicErrors(t *testing.T) {
 	if _, err := CreateFile(dir+string(os.PathSeparator), 0o644); err == nil {
 		t.Error("CreateFile of a path ending in a separator succeeded")
 	}
-	assertOnly(t, dir, "sub")
-	assertOnly(t, filepath.Join(dir, "sub"))
+	releasetest.AssertOnly(t, dir, "sub")
+	releasetest.AssertOnly(t, filepath.Join(dir, "sub"))
 }
 
 func TestFileLifecycle(t *testing.T) {
@@ -110,7 +113,7 @@ func TestFileLifecycle(t *testing.T) {
 		t.Errorf("second Commit = %v, want ErrFileDone", err)
 	}
 	f.Abort() // no effect after Commit
-	assertOnly(t, dir, "data.bin")
+	releasetest.AssertOnly(t, dir, "data.bin")
 	if got := readString(t, path); got != "new" {
 		t.Errorf("Abort after Commit changed the file: %q", got)
 	}
@@ -137,7 +140,7 @@ func TestFileAbort(t *testing.T) {
 		}
 		f.Abort()
 		f.Abort()
-		assertOnly(t, dir, "data.bin")
+		releasetest.AssertOnly(t, dir, "data.bin")
 		if got := readString(t, path); got != "old" {
 			t.Errorf("finish=%v: earlier file changed to %q", finish, got)
 		}
@@ -170,7 +173,7 @@ func TestGroupCommit(t *testing.T) {
 	if err := g.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	assertOnly(t, dir, "out.parquet", "report.json")
+	releasetest.AssertOnly(t, dir, "out.parquet", "report.json")
 	if readString(t, filepath.Join(dir, "report.json")) != "A" || readString(t, filepath.Join(dir, "out.parquet")) != "B" {
 		t.Error("wrong contents after Commit")
 	}
@@ -187,11 +190,11 @@ func TestGroupAbort(t *testing.T) {
 		f.Write([]byte(name))
 	}
 	g.Abort()
-	assertOnly(t, dir)
+	releasetest.AssertOnly(t, dir)
 	if err := g.Commit(); !errors.Is(err, ErrFileDone) {
 		t.Errorf("Commit after Abort = %v, want ErrFileDone", err)
 	}
-	assertOnly(t, dir)
+	releasetest.AssertOnly(t, dir)
 }
 
 // A rename that fails part-way leaves the earlier files committed and
@@ -228,7 +231,7 @@ func TestGroupCommitPartialFailure(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), "release: ") || !strings.Contains(err.Error(), "report.json") {
 		t.Errorf("error %q should be prefixed and name the committed report.json", err)
 	}
-	assertOnly(t, dir, "out.parquet", "report.json")
+	releasetest.AssertOnly(t, dir, "out.parquet", "report.json")
 	if st, err := os.Stat(filepath.Join(dir, "out.parquet")); err != nil || !st.IsDir() {
 		t.Errorf("out.parquet should still be the folder: %v", err)
 	}
@@ -239,7 +242,7 @@ func TestGroupCommitPartialFailure(t *testing.T) {
 // temporary file left by a killed run would no longer be recognised.
 func TestTempNamesMatch(t *testing.T) {
 	dir := t.TempDir()
-	for _, base := range []string{ParquetName, ReportName} {
+	for _, base := range []string{layout.ParquetName, layout.ReportName} {
 		for range 200 {
 			f, err := CreateFile(filepath.Join(dir, base), 0o644)
 			if err != nil {
@@ -286,16 +289,16 @@ func killed(t *testing.T, dir, base string, d time.Duration) string {
 func TestCleanStale(t *testing.T) {
 	dir := t.TempDir()
 	old := StaleAge + time.Minute
-	stale := []string{killed(t, dir, ParquetName, old), killed(t, dir, ReportName, 24*time.Hour)}
+	stale := []string{killed(t, dir, layout.ParquetName, old), killed(t, dir, layout.ReportName, 24*time.Hour)}
 	slices.Sort(stale)
 	keep := []string{
-		filepath.Base(killed(t, dir, ParquetName, StaleAge-time.Minute)), // may be a live run's
-		filepath.Base(killed(t, dir, ReportName, -time.Hour)),            // in the future: clock skew
-		filepath.Base(killed(t, dir, "other.parquet", old)),              // not a file a release writes
+		filepath.Base(killed(t, dir, layout.ParquetName, StaleAge-time.Minute)), // may be a live run's
+		filepath.Base(killed(t, dir, layout.ReportName, -time.Hour)),            // in the future: clock skew
+		filepath.Base(killed(t, dir, "other.parquet", old)),                     // not a file a release writes
 	}
 	// Old foreign files with similar names.
 	for _, name := range []string{
-		ParquetName, ReportName,
+		layout.ParquetName, layout.ReportName,
 		".synthetic.parquet.backup", "notes.tmp", ".synthetic.parquet.tmp", ".synthetic.parquet..tmp",
 		".synthetic.parquet.12a.tmp", ".synthetic.parquet.-1.tmp", ".synthetic.parquet.+1.tmp",
 		".synthetic.parquet.0123.tmp", ".synthetic.parquet.4294967296.tmp", "synthetic.parquet.123.tmp",
@@ -328,7 +331,7 @@ func TestCleanStale(t *testing.T) {
 	if !slices.Equal(removed, stale) {
 		t.Errorf("removed %q, want %q", removed, stale)
 	}
-	assertOnly(t, dir, keep...)
+	releasetest.AssertOnly(t, dir, keep...)
 	if got := readString(t, filepath.Join(dir, "target")); got != "keep" {
 		t.Errorf("symbolic link target changed: %q", got)
 	}
@@ -359,9 +362,9 @@ func TestCleanStaleNoFolder(t *testing.T) {
 // not stop the rest.
 func TestCleanStaleRemoveErrorContinues(t *testing.T) {
 	dir := t.TempDir()
-	a := killed(t, dir, ParquetName, time.Hour)
-	b := killed(t, dir, ReportName, time.Hour)
-	c := killed(t, dir, ParquetName, time.Hour)
+	a := killed(t, dir, layout.ParquetName, time.Hour)
+	b := killed(t, dir, layout.ReportName, time.Hour)
+	c := killed(t, dir, layout.ParquetName, time.Hour)
 	defer func() { removeFile = os.Remove }()
 	removeFile = func(path string) error {
 		if path == b {
@@ -378,7 +381,7 @@ func TestCleanStaleRemoveErrorContinues(t *testing.T) {
 	if !slices.Equal(removed, want) {
 		t.Errorf("removed %q, want %q", removed, want)
 	}
-	assertOnly(t, dir, filepath.Base(b))
+	releasetest.AssertOnly(t, dir, filepath.Base(b))
 	// A file that vanished meanwhile (another cleaner) is no error.
 	removeFile = func(path string) error { return &fs.PathError{Op: "remove", Path: path, Err: fs.ErrNotExist} }
 	if removed, err := CleanStale(dir); err != nil || len(removed) != 0 {
@@ -392,11 +395,11 @@ func TestGroupCommitTempGone(t *testing.T) {
 	dir := t.TempDir()
 	var g Group
 	defer g.Abort()
-	report, err := g.Create(filepath.Join(dir, ReportName), 0o644)
+	report, err := g.Create(filepath.Join(dir, layout.ReportName), 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := g.Create(filepath.Join(dir, ParquetName), 0o644)
+	data, err := g.Create(filepath.Join(dir, layout.ParquetName), 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,5 +412,5 @@ func TestGroupCommitTempGone(t *testing.T) {
 	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "release: ") {
 		t.Fatalf("Commit = %v, want a release: error wrapping fs.ErrNotExist", err)
 	}
-	assertOnly(t, dir)
+	releasetest.AssertOnly(t, dir)
 }

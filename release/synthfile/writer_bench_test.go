@@ -1,4 +1,4 @@
-package release
+package synthfile
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -78,7 +79,7 @@ func benchWrite(b *testing.B, names []string, cols []*spec.Column, cell func(rnd
 	}
 	dir := b.TempDir()
 	path := filepath.Join(dir, "bench.parquet")
-	meta := map[string]string{MetadataKey: `{"bench": true}`}
+	meta := map[string]string{layout.MetadataKey: `{"bench": true}`}
 	ctx := context.Background()
 	b.ResetTimer()
 	for b.Loop() {

@@ -1,4 +1,4 @@
-package release
+package workload
 
 import (
 	"cmp"
@@ -8,21 +8,10 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/internal/synthfiletest"
+	"github.com/synth-dp/synth/release/layout"
 )
-
-// writeCells streams a histogram into w and closes it, the way a release
-// writes its counts.
-func writeCells(t *testing.T, w *Writer, cells []engine.Cell) {
-	t.Helper()
-	for _, c := range cells {
-		if err := w.Add(context.Background(), c.Index, c.Count); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestEvaluateExact evaluates the true join itself, written as a
 // synthetic file: every workload error is 0. Then one row moves to another
@@ -30,8 +19,8 @@ func writeCells(t *testing.T, w *Writer, cells []engine.Cell) {
 // says it must be.
 func TestEvaluateExact(t *testing.T) {
 	ctx := context.Background()
-	s := loadSpec(t, "../examples/tpch/synth.yaml")
-	eng := loadedEngine(t, s)
+	s := releasetest.LoadSpec(t, "../examples/tpch/synth.yaml")
+	eng := releasetest.LoadedEngine(t, s)
 	h, err := s.Hypergraph()
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +29,6 @@ func TestEvaluateExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := ColumnNames(s)
 	for _, moved := range []bool{false, true} {
 		cells := append([]engine.Cell(nil), truth...)
 		if moved {
@@ -57,13 +45,9 @@ func TestEvaluateExact(t *testing.T) {
 			cells = append(cells, engine.Cell{Index: gap, Count: 1})
 			slices.SortFunc(cells, func(a, b engine.Cell) int { return cmp.Compare(a.Index, b.Index) })
 		}
-		path := filepath.Join(t.TempDir(), ParquetName)
-		w, err := NewWriter(path, names, s.ReleaseColumns(), map[string]string{MetadataKey: `{}`})
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeCells(t, w, cells)
-		e2 := loadedEngine(t, s)
+		path := filepath.Join(t.TempDir(), layout.ParquetName)
+		synthfiletest.WriteHistogram(t, s, path, cells, `{}`)
+		e2 := releasetest.LoadedEngine(t, s)
 		ev, err := Evaluate(ctx, s, e2, path)
 		if err != nil {
 			t.Fatal(err)

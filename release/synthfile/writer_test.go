@@ -1,4 +1,4 @@
-package release
+package synthfile
 
 import (
 	"bytes"
@@ -20,6 +20,9 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/synth-dp/synth/internal/releasetest"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/publish"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -76,26 +79,13 @@ var fixtureRows = []row{
 const testReport = `{"epsilon": 1, "delta": 1e-6, "mechanism": "join-as-one (Alg. 1)", "note": "ε ≤ 1"}`
 
 func testMetadata() map[string]string {
-	return map[string]string{MetadataKey: testReport, "synth.extra": "x=1"}
+	return map[string]string{layout.MetadataKey: testReport, "synth.extra": "x=1"}
 }
-
-func openDuckDB(t testing.TB) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("duckdb", "?autoinstall_known_extensions=false&autoload_known_extensions=false")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-// sqlString quotes s as a SQL string literal.
-func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // readRows reads every row of a released file with DuckDB, in file order.
 func readRows(t *testing.T, db *sql.DB, path string) []row {
 	t.Helper()
-	rs, err := db.Query(`SELECT region, active, qty, price, CAST(day AS VARCHAR) FROM read_parquet(` + sqlString(path) + `)`)
+	rs, err := db.Query(`SELECT region, active, qty, price, CAST(day AS VARCHAR) FROM read_parquet(` + releasetest.SQLString(path) + `)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +108,7 @@ func readRows(t *testing.T, db *sql.DB, path string) []row {
 // lines.
 func describe(t *testing.T, db *sql.DB, path string) string {
 	t.Helper()
-	rs, err := db.Query(`DESCRIBE SELECT * FROM read_parquet(` + sqlString(path) + `)`)
+	rs, err := db.Query(`DESCRIBE SELECT * FROM read_parquet(` + releasetest.SQLString(path) + `)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,35 +155,19 @@ func writeFixture(t *testing.T, dir string, batch int) string {
 	return path
 }
 
-// assertOnly fails unless dir holds exactly the named files.
-func assertOnly(t *testing.T, dir string, names ...string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range ents {
-		got = append(got, e.Name())
-	}
-	if len(got) != len(names) || (len(got) > 0 && !reflect.DeepEqual(got, names)) {
-		t.Errorf("folder holds %q, want %q", got, names)
-	}
-}
-
 func TestWriterRoundTrip(t *testing.T) {
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	for _, batch := range []int{1, 2, 3, BatchRows} {
 		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
 			dir := t.TempDir()
 			path := writeFixture(t, dir, batch)
-			assertOnly(t, dir, "out.parquet")
+			releasetest.AssertOnly(t, dir, "out.parquet")
 			got := readRows(t, db, path)
 			if !reflect.DeepEqual(got, fixtureRows) {
 				t.Errorf("rows read back:\n%v\nwant\n%v", got, fixtureRows)
 			}
 			var n int64
-			if err := db.QueryRow(`SELECT count(*) FROM read_parquet(` + sqlString(path) + `)`).Scan(&n); err != nil {
+			if err := db.QueryRow(`SELECT count(*) FROM read_parquet(` + releasetest.SQLString(path) + `)`).Scan(&n); err != nil {
 				t.Fatal(err)
 			}
 			if n != int64(len(fixtureRows)) {
@@ -204,7 +178,7 @@ func TestWriterRoundTrip(t *testing.T) {
 }
 
 func TestWriterTypesAndSchemaGolden(t *testing.T) {
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	path := writeFixture(t, t.TempDir(), BatchRows)
 
 	want := "region VARCHAR\nactive BOOLEAN\nqty BIGINT\nprice DOUBLE\nday DATE\n"
@@ -213,7 +187,7 @@ func TestWriterTypesAndSchemaGolden(t *testing.T) {
 		t.Errorf("DuckDB DESCRIBE:\n%s\nwant\n%s", desc, want)
 	}
 
-	pf := openParquet(t, path)
+	pf := releasetest.OpenParquet(t, path)
 	if pf.NumRows() != int64(len(fixtureRows)) {
 		t.Errorf("parquet-go NumRows = %d, want %d", pf.NumRows(), len(fixtureRows))
 	}
@@ -254,11 +228,11 @@ func golden(t *testing.T, path, got string) {
 }
 
 func TestWriterMetadata(t *testing.T) {
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	path := writeFixture(t, t.TempDir(), BatchRows)
 
 	// DuckDB.
-	rs, err := db.Query(`SELECT key, value FROM parquet_kv_metadata(` + sqlString(path) + `) ORDER BY key`)
+	rs, err := db.Query(`SELECT key, value FROM parquet_kv_metadata(` + releasetest.SQLString(path) + `) ORDER BY key`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,21 +252,21 @@ func TestWriterMetadata(t *testing.T) {
 		t.Errorf("DuckDB key-value metadata = %q, want %q", kv, testMetadata())
 	}
 	var report map[string]any
-	if err := json.Unmarshal([]byte(kv[MetadataKey]), &report); err != nil {
-		t.Fatalf("%s read by DuckDB is not JSON: %v", MetadataKey, err)
+	if err := json.Unmarshal([]byte(kv[layout.MetadataKey]), &report); err != nil {
+		t.Fatalf("%s read by DuckDB is not JSON: %v", layout.MetadataKey, err)
 	}
 	if report["note"] != "ε ≤ 1" || report["epsilon"] != 1.0 {
 		t.Errorf("report read by DuckDB = %v", report)
 	}
 
 	// parquet-go.
-	pf := openParquet(t, path)
-	v, ok := pf.Lookup(MetadataKey)
+	pf := releasetest.OpenParquet(t, path)
+	v, ok := pf.Lookup(layout.MetadataKey)
 	if !ok || v != testReport {
-		t.Errorf("parquet-go Lookup(%q) = %q, %v", MetadataKey, v, ok)
+		t.Errorf("parquet-go Lookup(%q) = %q, %v", layout.MetadataKey, v, ok)
 	}
 	if !json.Valid([]byte(v)) {
-		t.Errorf("%s read by parquet-go is not JSON", MetadataKey)
+		t.Errorf("%s read by parquet-go is not JSON", layout.MetadataKey)
 	}
 	if v, ok := pf.Lookup("synth.extra"); !ok || v != "x=1" {
 		t.Errorf("parquet-go Lookup(synth.extra) = %q, %v", v, ok)
@@ -300,7 +274,7 @@ func TestWriterMetadata(t *testing.T) {
 }
 
 func TestWriterManyBatches(t *testing.T) {
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	dir := t.TempDir()
 	names, cols := fixture()
 	path := filepath.Join(dir, "big.parquet")
@@ -321,7 +295,7 @@ func TestWriterManyBatches(t *testing.T) {
 	}
 	var n, trues, qtySum int64
 	var priceSum float64
-	q := `SELECT count(*), count(*) FILTER (WHERE active), sum(qty), sum(price) FROM read_parquet(` + sqlString(path) + `)`
+	q := `SELECT count(*), count(*) FILTER (WHERE active), sum(qty), sum(price) FROM read_parquet(` + releasetest.SQLString(path) + `)`
 	if err := db.QueryRow(q).Scan(&n, &trues, &qtySum, &priceSum); err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +307,7 @@ func TestWriterManyBatches(t *testing.T) {
 }
 
 func TestWriterEmpty(t *testing.T) {
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	dir := t.TempDir()
 	names, cols := fixture()
 	path := filepath.Join(dir, "empty.parquet")
@@ -348,7 +322,7 @@ func TestWriterEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int64
-	if err := db.QueryRow(`SELECT count(*) FROM read_parquet(` + sqlString(path) + `)`).Scan(&n); err != nil {
+	if err := db.QueryRow(`SELECT count(*) FROM read_parquet(` + releasetest.SQLString(path) + `)`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 0 || w.Rows() != 0 {
@@ -368,11 +342,11 @@ func TestNewWriterErrors(t *testing.T) {
 		metadata map[string]string
 	}{
 		{"no report", "o.parquet", names, map[string]string{"synth.extra": "1"}},
-		{"report not JSON", "o.parquet", names, map[string]string{MetadataKey: "{epsilon: 1"}},
-		{"empty key", "o.parquet", names, map[string]string{MetadataKey: "{}", "": "x"}},
-		{"bad columns", "o.parquet", names[:2], map[string]string{MetadataKey: "{}"}},
-		{"missing folder", "no/such/o.parquet", names, map[string]string{MetadataKey: "{}"}},
-		{"path is a folder", "sub", names, map[string]string{MetadataKey: "{}"}},
+		{"report not JSON", "o.parquet", names, map[string]string{layout.MetadataKey: "{epsilon: 1"}},
+		{"empty key", "o.parquet", names, map[string]string{layout.MetadataKey: "{}", "": "x"}},
+		{"bad columns", "o.parquet", names[:2], map[string]string{layout.MetadataKey: "{}"}},
+		{"missing folder", "no/such/o.parquet", names, map[string]string{layout.MetadataKey: "{}"}},
+		{"path is a folder", "sub", names, map[string]string{layout.MetadataKey: "{}"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -388,7 +362,7 @@ func TestNewWriterErrors(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "release: ") {
 				t.Errorf("error %q lacks the package prefix", err)
 			}
-			assertOnly(t, dir, "sub")
+			releasetest.AssertOnly(t, dir, "sub")
 		})
 	}
 }
@@ -425,14 +399,14 @@ func TestWriterAddErrors(t *testing.T) {
 				t.Fatalf("Add error = %v, want %v", addErr, tt.want)
 			}
 			// The error is sticky and the temporary file is gone.
-			assertOnly(t, dir)
+			releasetest.AssertOnly(t, dir)
 			if err := w.Add(ctx, 191, 1); err != addErr {
 				t.Errorf("later Add = %v, want the first error", err)
 			}
 			if err := w.Close(); err != addErr {
 				t.Errorf("Close = %v, want the first error", err)
 			}
-			assertOnly(t, dir)
+			releasetest.AssertOnly(t, dir)
 		})
 	}
 }
@@ -477,7 +451,7 @@ func TestWriterCancelMidWrite(t *testing.T) {
 	if err := w.Close(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Close = %v, want context.Canceled", err)
 	}
-	assertOnly(t, dir)
+	releasetest.AssertOnly(t, dir)
 }
 
 func TestWriterCancelledContext(t *testing.T) {
@@ -499,7 +473,7 @@ func TestWriterCancelledContext(t *testing.T) {
 	if err := w.Close(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Close = %v, want context.Canceled", err)
 	}
-	assertOnly(t, dir)
+	releasetest.AssertOnly(t, dir)
 }
 
 func TestWriterAbort(t *testing.T) {
@@ -513,7 +487,7 @@ func TestWriterAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Abort()
-	assertOnly(t, dir)
+	releasetest.AssertOnly(t, dir)
 	w.Abort() // idempotent
 	if err := w.Add(context.Background(), 8, 1); !errors.Is(err, ErrWriterDone) {
 		t.Errorf("Add after Abort = %v, want ErrWriterDone", err)
@@ -521,7 +495,7 @@ func TestWriterAbort(t *testing.T) {
 	if err := w.Close(); !errors.Is(err, ErrWriterDone) {
 		t.Errorf("Close after Abort = %v, want ErrWriterDone", err)
 	}
-	assertOnly(t, dir)
+	releasetest.AssertOnly(t, dir)
 }
 
 func TestWriterAbortKeepsEarlierOutput(t *testing.T) {
@@ -575,7 +549,7 @@ func TestWriterAbortKeepsEarlierOutput(t *testing.T) {
 			if err := w.Close(); err == nil {
 				t.Error("Close after a failed write succeeded")
 			}
-			assertOnly(t, dir, "out.parquet")
+			releasetest.AssertOnly(t, dir, "out.parquet")
 			if got, _ := os.ReadFile(path); !bytes.Equal(got, old) {
 				t.Errorf("earlier output changed to %q", got)
 			}
@@ -590,8 +564,8 @@ func TestWriterReplacesEarlierOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFixture(t, dir, 3)
-	assertOnly(t, dir, "out.parquet")
-	got := readRows(t, openDuckDB(t), path)
+	releasetest.AssertOnly(t, dir, "out.parquet")
+	got := readRows(t, releasetest.OpenDuckDB(t), path)
 	if !reflect.DeepEqual(got, fixtureRows) {
 		t.Errorf("rows = %v", got)
 	}
@@ -600,7 +574,7 @@ func TestWriterReplacesEarlierOutput(t *testing.T) {
 func TestWriterFinishWithGroup(t *testing.T) {
 	dir := t.TempDir()
 	names, cols := fixture()
-	var g Group
+	var g publish.Group
 	defer g.Abort()
 	if _, err := g.Create(filepath.Join(dir, "report.json"), 0o644); err != nil {
 		t.Fatal(err)
@@ -634,8 +608,8 @@ func TestWriterFinishWithGroup(t *testing.T) {
 	if err := g.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	assertOnly(t, dir, "out.parquet", "report.json")
-	if got := readRows(t, openDuckDB(t), filepath.Join(dir, "out.parquet")); !reflect.DeepEqual(got, fixtureRows) {
+	releasetest.AssertOnly(t, dir, "out.parquet", "report.json")
+	if got := readRows(t, releasetest.OpenDuckDB(t), filepath.Join(dir, "out.parquet")); !reflect.DeepEqual(got, fixtureRows) {
 		t.Errorf("rows = %v", got)
 	}
 }
@@ -658,7 +632,7 @@ func BenchmarkWriter(b *testing.B) {
 	const cells, perCell = 1000, 1000
 	dir := b.TempDir()
 	path := filepath.Join(dir, "bench.parquet")
-	meta := map[string]string{MetadataKey: `{"bench": true}`}
+	meta := map[string]string{layout.MetadataKey: `{"bench": true}`}
 	iters := 0
 	for b.Loop() {
 		iters++
@@ -712,7 +686,7 @@ func TestWriterRowGroups(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pf := openParquet(t, path)
+	pf := releasetest.OpenParquet(t, path)
 	var sizes []int64
 	for _, rg := range pf.RowGroups() {
 		sizes = append(sizes, rg.NumRows())
@@ -720,10 +694,10 @@ func TestWriterRowGroups(t *testing.T) {
 	if !reflect.DeepEqual(sizes, []int64{rowGroupRows, 1}) {
 		t.Errorf("row groups of %v rows, want [%d 1]", sizes, rowGroupRows)
 	}
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	var n, last, firstTen int64
 	q := `SELECT count(*), count(*) FILTER (WHERE day = DATE '2024-02-01' AND region = 'it''s' AND qty = 8),
-		count(*) FILTER (WHERE region = 'north' AND NOT active AND qty = 3) FROM read_parquet(` + sqlString(path) + `)`
+		count(*) FILTER (WHERE region = 'north' AND NOT active AND qty = 3) FROM read_parquet(` + releasetest.SQLString(path) + `)`
 	if err := db.QueryRow(q).Scan(&n, &last, &firstTen); err != nil {
 		t.Fatal(err)
 	}
@@ -739,10 +713,10 @@ func TestWriterRowGroups(t *testing.T) {
 // DuckDB prunes row groups with) and every column a page index, although
 // the data page headers carry none.
 func TestWriterStatistics(t *testing.T) {
-	db := openDuckDB(t)
+	db := releasetest.OpenDuckDB(t)
 	path := writeFixture(t, t.TempDir(), 2)
 	rs, err := db.Query(`SELECT CAST(path_in_schema AS VARCHAR), CAST(stats_min_value AS VARCHAR), CAST(stats_max_value AS VARCHAR)
-		FROM parquet_metadata(` + sqlString(path) + `) ORDER BY column_id`)
+		FROM parquet_metadata(` + releasetest.SQLString(path) + `) ORDER BY column_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -763,7 +737,7 @@ func TestWriterStatistics(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("column chunk statistics %q, want %q", got, want)
 	}
-	pf := openParquet(t, path)
+	pf := releasetest.OpenParquet(t, path)
 	for j, cc := range pf.RowGroups()[0].ColumnChunks() {
 		ci, err := cc.ColumnIndex()
 		if err != nil || ci.NumPages() == 0 {
@@ -846,7 +820,7 @@ func TestWriterParallelRowGroups(t *testing.T) {
 				}
 			}
 			path := filepath.Join(dir, "w5.parquet")
-			got := readRows(t, openDuckDB(t), path)
+			got := readRows(t, releasetest.OpenDuckDB(t), path)
 			if len(got) != len(tc.cells) {
 				t.Fatalf("%d rows read, %d written", len(got), len(tc.cells))
 			}
@@ -860,7 +834,7 @@ func TestWriterParallelRowGroups(t *testing.T) {
 					t.Fatalf("row %d = %+v, want %+v (cell %d)", i, got[i], want, c)
 				}
 			}
-			pf := openParquet(t, path)
+			pf := releasetest.OpenParquet(t, path)
 			for i, rg := range pf.RowGroups() {
 				if want := min(1000, int64(len(tc.cells)-1000*i)); rg.NumRows() != want {
 					t.Errorf("row group %d holds %d rows, want %d", i, rg.NumRows(), want)
@@ -894,7 +868,7 @@ func TestWriterPageIndexFindsValues(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	pf := openParquet(t, path)
+	pf := releasetest.OpenParquet(t, path)
 	for _, rg := range pf.RowGroups() {
 		rows := rg.Rows()
 		buf := make([]parquet.Row, 5000)

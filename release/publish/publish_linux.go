@@ -1,4 +1,4 @@
-package release
+package publish
 
 import (
 	"errors"
@@ -36,3 +36,14 @@ func tryLock(f *os.File) (ok bool, err error) {
 
 // locksSupported reports whether tryLock tells live runs from dead ones.
 const locksSupported = true
+
+// writable reports, as access(2) does, why entries of the folder dir could
+// not be created or removed by this process: its permission bits, a
+// read-only file system (also for root) or an immutable flag; nil when
+// they can. It writes nothing.
+func writable(dir string) error {
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return &os.PathError{Op: "access", Path: dir, Err: err}
+	}
+	return nil
+}

@@ -1,4 +1,4 @@
-package release
+package workload
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -14,7 +16,7 @@ import (
 // synthetic file and on the uniform distribution. It is computed from the
 // private data: INTERNAL, never published ([InternalLabel]).
 type FamilyAnswers struct {
-	// Name is the family's name, as in [Evaluation] and [EffectiveWorkload].
+	// Name is the family's name, as in [Evaluation] and [Effective].
 	Name string `json:"name"`
 	// Kind is "marginal", "ranges" or "sum".
 	Kind string `json:"kind"`
@@ -63,11 +65,11 @@ func Answer(ctx context.Context, s *spec.Spec, eng *engine.Engine, synthetic str
 	if err != nil {
 		return nil, err
 	}
-	names := ColumnNames(s)
+	names := layout.ColumnNames(s)
 	cols := s.ReleaseColumns()
 	sizes := s.ReleaseSizes()
 	// The workload is public: check it before any data is read.
-	dec, err := NewDecoder(names, cols)
+	dec, err := synthfile.NewDecoder(names, cols)
 	if err != nil {
 		return nil, err
 	}
