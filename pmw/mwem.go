@@ -1134,7 +1134,11 @@ func runMWEM(ctx context.Context, src dp.Source, u *Universe, fams []Family, his
 	m.fit(mwemFinalSweeps)
 	res := m.result()
 	if l := cfg.Ledger; l != nil {
-		l.Publish("pmw_rows", float64(res.Rows))
+		if !cfg.NoNHat {
+			// With NoNHat the caller counts the rows (and Rows is in the
+			// histogram's units): it publishes them.
+			l.Publish("pmw_rows", float64(res.Rows))
+		}
 		floored := 0.0
 		if res.RowsFloored {
 			floored = 1

@@ -342,9 +342,12 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 		share = math.Min(1, math.Max(0, 1-float64(res.Rows)/float64(Grid)/float64(rows)))
 	}
 	res.Rows = rows
-	p.countL.Publish("rows", float64(rows))
-	p.countL.Publish("clip", float64(clip))
-	p.pmwL.Publish("bounded_share", share)
+	// The share is published in permille, an integer: a rounded function
+	// of DP outputs (no raw float leaves the run, DESIGN.md §3 inv. 6).
+	share = math.Round(share*1000) / 1000
+	p.countL.Publish("pmw_rows", float64(rows))
+	p.countL.Publish("row_count_clip", float64(clip))
+	p.pmwL.Publish("bounded_share_permille", share*1000)
 	return &Result{PMW: res, Rows: rows, Clip: clip, CountScale: scale, BoundedShare: share}, nil
 }
 

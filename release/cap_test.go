@@ -34,6 +34,7 @@ release:
 workload:
   ranges:
     - {column: x, by: [g]}
+pmw: {model: dense}
 `
 
 // TestMemoryCapBeforeData: a workload whose arrays exceed the memory cap

@@ -17,7 +17,10 @@ import (
 func TestProgressPhases(t *testing.T) {
 	for _, m := range []spec.Method{spec.JoinAsOne, spec.Uniformized} {
 		t.Run(string(m), func(t *testing.T) {
-			s := demoSpec(t, 64)
+			s := demoSpec(t, 128)
+			if m != spec.Auto {
+				s.Privacy.Unit = "" // a tuple-level method: the demo's unit off
+			}
 			s.Release.Method = m
 			type call struct {
 				phase       Phase
