@@ -59,11 +59,18 @@ func releaseSame(t *testing.T, url, name string) {
 	if _, err := tpchgen.Generate(context.Background(), tpchgen.Config{ScaleFactor: 0.002, Seed: 5, Dir: data}); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ spec, data string }{
-		{"../examples/tpch/synth.yaml", data},
-		{"../examples/tpch/orders_lineitem.yaml", data},
-		{"../examples/tpch/nation.yaml", data},
-		{"../examples/hier/synth.yaml", ""},
+	// The seed only fixes the noise so that both engines draw the same; the
+	// hierarchical example's sub-instances run at ε/(2K) with σ₀ ≈ 1.6·10⁶
+	// per cell, and at some seeds (42 among them, since MWEM's scales round
+	// up) its DP row count is 0, which would leave no rows to compare.
+	for _, tc := range []struct {
+		spec, data string
+		seed       uint64
+	}{
+		{"../examples/tpch/synth.yaml", data, 42},
+		{"../examples/tpch/orders_lineitem.yaml", data, 42},
+		{"../examples/tpch/nation.yaml", data, 42},
+		{"../examples/hier/synth.yaml", "", 3},
 	} {
 		t.Run(filepath.Base(filepath.Dir(tc.spec))+"/"+filepath.Base(tc.spec), func(t *testing.T) {
 			s, err := spec.Load(tc.spec)
@@ -80,7 +87,7 @@ func releaseSame(t *testing.T, url, name string) {
 			for k, eng := range []string{"duckdb", url} {
 				out := filepath.Join(t.TempDir(), "out")
 				sum, err := release.Run(context.Background(), release.Options{Spec: s, OutDir: out, Engine: eng,
-					Source: dp.NewSeededSource(42), Overwrite: true, MaxRows: 50_000})
+					Source: dp.NewSeededSource(tc.seed), Overwrite: true, MaxRows: 50_000})
 				if err != nil {
 					t.Fatalf("engine %d: %v", k, err)
 				}
