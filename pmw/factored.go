@@ -290,9 +290,27 @@ func RunFactored(ctx context.Context, src dp.Source, names []string, sizes []int
 			return nil, err
 		}
 	}
-	// The true marginals of every candidate (the only read of the data).
+	// The true marginals of every candidate (the only read of the data):
+	// one query per candidate that no larger candidate contains, the others
+	// summed from a superset's table (exact integers). Which sets are
+	// queried depends on the public candidates only.
 	f.truth = make([][]int64, len(f.sets))
-	for i, s := range f.sets {
+	order := make([]int, len(f.sets))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(f.sets[order[a]]) > len(f.sets[order[b]]) })
+	for _, i := range order {
+		s := f.sets[i]
+		if j := slices.IndexFunc(order, func(j int) bool { return f.truth[j] != nil && subset(s, f.sets[j]) }); j >= 0 {
+			sup := order[j]
+			tab := make([]int64, cellsOf(sizes, s))
+			for c, k := range projectCells(sizes, f.sets[sup], s) {
+				tab[k] += f.truth[sup][c]
+			}
+			f.truth[i] = tab
+			continue
+		}
 		tab, err := truth(ctx, s)
 		if err != nil {
 			return nil, err
@@ -324,7 +342,7 @@ func RunFactored(ctx context.Context, src dp.Source, names []string, sizes []int
 		}
 	}
 	f.fit(200)
-	return f.result(total), nil
+	return f.result(), nil
 }
 
 func (f *factored) noiseScale(c float64) float64 {
@@ -660,7 +678,7 @@ func (f *factored) marginalWith(s []int) ([]float64, error) {
 	return g.marginal(s)
 }
 
-func (f *factored) result(total int64) *FactoredResult {
+func (f *factored) result() *FactoredResult {
 	x := math.Max(f.nEst, 0)
 	if x < f.nSD && !f.cfg.NoRowsFloor {
 		x, f.floored = f.nSD, true
@@ -682,7 +700,6 @@ func (f *factored) result(total int64) *FactoredResult {
 		r.Cliques = append(r.Cliques, "{"+strings.Join(parts, ",")+"}")
 		r.ModelCells += int64(f.model.cells[i])
 	}
-	_ = total
 	return r
 }
 
