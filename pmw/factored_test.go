@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
@@ -185,6 +186,9 @@ func TestAuditFactoredMutantCaught(t *testing.T) {
 		{"measurement on the wrong σ", func(c *Config) { c.testNoiseSens1 = true }, 6000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.n > 6000 && os.Getenv("SYNTH_SLOW_AUDITS") == "" {
+				t.Skip("20,000 runs a side (about 30 s): set SYNTH_SLOW_AUDITS=1 (.ci/run does)")
+			}
 			res := runFactAudit(t, tc.knob, tc.n)
 			t.Logf("%s: ε ≥ %.3f (claim %v; event %q, %d vs %d)", tc.name, res.EpsilonLowerBound, factAuditEps, res.Event, res.CountD, res.CountDPrime)
 			if res.EpsilonLowerBound <= factAuditEps || math.IsNaN(res.EpsilonLowerBound) {
