@@ -191,6 +191,11 @@ type Config struct {
 	// A_1..A_T instead of the final one (for the comparison in
 	// TestMWEMFinalVersusAverage; not a privacy knob).
 	testAverage bool
+	// exp* are accuracy-experiment knobs (tests only; not privacy knobs).
+	expNoShrink    bool
+	expRoundSweeps int
+	expFinalSweeps int
+	expT0          int
 }
 
 // Validate reports the first problem with c as an error wrapping

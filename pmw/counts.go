@@ -7,7 +7,13 @@ import (
 )
 
 // Counts turns the weights into non-negative integer counts F : X → ℕ
-// with Σ F = N, by systematic rounding, where N = [Result.Rows] for
+// with Σ F = N. For [VariantMWEM] the weights are a log-linear model on
+// the measured column sets, and the rows are drawn through its junction
+// tree with controlled rounding ([graphical.drawCounts]), so that every
+// measured marginal of the rows is within about one row per cell of the
+// model's; the rest of this comment describes the universe-order
+// systematic rounding that other results (and an MWEM result whose tree
+// would not be smaller than the universe) use, where N = [Result.Rows] for
 // [VariantMWEM] and N = round(max(n̂, 0)) otherwise (for [VariantPaper],
 // n̂ is an integer ≥ 0 and N = n̂ = Rows): with
 // e(x) = N·Weights[x]/Σ Weights the target counts, C(x) their cumulative
@@ -30,6 +36,11 @@ func (r *Result) Counts(src dp.Source, emit func(cell int64, count int64) error)
 	}
 	if n == 0 || len(r.Weights) == 0 {
 		return nil
+	}
+	if r.Variant == VariantMWEM {
+		if g, ok := denseModel(r); ok {
+			return g.drawCounts(src, int64(n), emit)
+		}
 	}
 	var total, comp float64
 	for _, v := range r.Weights {

@@ -705,93 +705,14 @@ func (f *factored) result() *FactoredResult {
 
 // Counts draws Rows rows from the model and emits the count of every
 // non-empty cell of the full universe (mixed radix over the columns, the
-// first most significant), in increasing cell order. Rows are drawn by
-// forward sampling through the junction tree with systematic rounding of
-// the expected counts at every step (the root clique's counts, then each
-// group's split over the next clique's new columns), so each marginal of a
-// clique is within one row per cell of its expectation: post-processing,
-// with src's randomness.
+// first most significant), in increasing cell order, by forward sampling
+// through the junction tree with controlled rounding (see
+// [graphical.drawCounts]): post-processing, with src's randomness.
 func (r *FactoredResult) Counts(src dp.Source, emit func(cell, count int64) error) error {
-	g := r.model
-	if r.Rows <= 0 || g == nil {
+	if r.Rows <= 0 || r.model == nil {
 		return nil
 	}
-	d := len(g.sizes)
-	type group struct {
-		x []int // per column: its bin, −1 while unassigned
-		n int64
-	}
-	root := g.order[0]
-	var groups []group
-	rc := g.cliques[root]
-	for _, ic := range systematic(src, g.belief[root], r.Rows) {
-		x := make([]int, d)
-		for i := range x {
-			x[i] = -1
-		}
-		decodeInto(g.sizes, rc, ic.i, x)
-		groups = append(groups, group{x: x, n: ic.n})
-	}
-	for _, c := range g.order[1:] {
-		cols, sep := g.cliques[c], g.sep[c]
-		// The clique's cells by separator value.
-		bySep := map[int][]int{}
-		for cell := range g.belief[c] {
-			s := int(g.sepProj[c][cell])
-			bySep[s] = append(bySep[s], cell)
-		}
-		var next []group
-		for _, gr := range groups {
-			s := 0
-			for _, col := range sep {
-				s = s*g.sizes[col] + gr.x[col]
-			}
-			cells := bySep[s]
-			w := make([]float64, len(cells))
-			for i, cell := range cells {
-				w[i] = g.belief[c][cell]
-			}
-			for _, ic := range systematic(src, w, gr.n) {
-				x := slices.Clone(gr.x)
-				decodeInto(g.sizes, cols, cells[ic.i], x)
-				next = append(next, group{x: x, n: ic.n})
-			}
-		}
-		groups = next
-	}
-	type out struct{ cell, n int64 }
-	outs := make([]out, 0, len(groups))
-	for _, gr := range groups {
-		var cell int64
-		for col, b := range gr.x {
-			if b < 0 {
-				b = 0
-			}
-			cell = cell*int64(g.sizes[col]) + int64(b)
-		}
-		outs = append(outs, out{cell, gr.n})
-	}
-	sort.Slice(outs, func(i, j int) bool { return outs[i].cell < outs[j].cell })
-	for i := 0; i < len(outs); {
-		j, n := i, int64(0)
-		for j < len(outs) && outs[j].cell == outs[i].cell {
-			n += outs[j].n
-			j++
-		}
-		if err := emit(outs[i].cell, n); err != nil {
-			return err
-		}
-		i = j
-	}
-	return nil
-}
-
-// decodeInto writes the bins of cell (mixed radix over cols) into x.
-func decodeInto(sizes, cols []int, cell int, x []int) {
-	for i := len(cols) - 1; i >= 0; i-- {
-		x[cols[i]] = cell % sizes[cols[i]]
-		cell /= sizes[cols[i]]
-	}
+	return r.model.drawCounts(src, r.Rows, emit)
 }
 
 // systematic splits n into integer counts proportional to the weights w by

@@ -1,6 +1,7 @@
 package pmw
 
 import (
+	"cmp"
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"context"
@@ -271,6 +272,9 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 		m.fixed, m.t0, m.maxRounds = true, cfg.Rounds, cfg.Rounds
 	} else {
 		m.t0 = autoRoundsMWEM(len(m.cand))
+		if cfg.expT0 > 0 {
+			m.t0 = cfg.expT0
+		}
 		m.maxRounds = cfg.MaxRounds
 		if m.maxRounds == 0 {
 			m.maxRounds = DefaultMWEMMaxRounds
@@ -729,6 +733,9 @@ func (m *mwem) measure(p int, smp intSampler, v float64) []float64 {
 	}
 	me.kappa = 1 / math.Sqrt(me.prec)
 	me.shrink()
+	if m.cfg.expNoShrink {
+		copy(me.target, me.ybar)
+	}
 	return y
 }
 
@@ -865,38 +872,37 @@ func (m *mwem) round(maxSweeps int) {
 	pl := m.plan
 	// Scores: L1 error of every candidate minus the expected L1 norm of
 	// its measurement noise (public). A is a function of past DP outputs.
+	// They are exact integers in steps of 1/scoreScale rows, as the
+	// factored model's ([factored.score]): each model cell a_c = k·tab_c is
+	// rounded to that grid (public rounding of a DP value), each true count
+	// (an exact integer) and the L1 sum are capped at l1Cap rows (min(·, C)
+	// is 1-Lipschitz, so a neighbour still moves a score by at most Δ̃ rows:
+	// sensitivity Δ̃·scoreScale on the grid), and the integer arithmetic is
+	// exact. So the exponential mechanism sees the scores without float
+	// error (errBound 0): a float score's error bound grew with the true
+	// total, which a run without n̂ (NoNHat: the privacy-unit release) could
+	// bound only by 2⁵³, and that bound coarsened the selection's grid to
+	// 256 rows a step, a selection nearly blind to the data.
 	scores := make([]float64, len(m.cand))
 	k := m.n / m.z
 	tab := m.scratch[0]
-	maxSize := 0
+	bias := m.meanAbs(scale)
 	for i, p := range m.cand {
 		off, size := pl.tableOff[p], pl.projs[p].size
-		maxSize = max(maxSize, size)
-		var l1 float64
+		var l1 int64
 		for c := range size {
-			l1 += math.Abs(k*tab[off+c] - m.truth[off+c])
+			a := int64(math.Round(math.Min(k*tab[off+c], l1Cap) * scoreScale))
+			d := a - int64(math.Min(m.truth[off+c], l1Cap))*scoreScale
+			if d < 0 {
+				d = -d
+			}
+			l1 = min(l1+d, l1Cap*scoreScale)
 		}
-		scores[i] = l1 - float64(size)*m.meanAbs(scale)
+		scores[i] = float64(l1 - int64(math.Round(float64(size)*bias*scoreScale)))
 	}
-	// Exact selection ([dp.ExponentialGrid]) at ε_t, score sensitivity Δ̃,
-	// given the scores' float error: the model's cells a_c = k·tab_c are
-	// computed identically on neighbours (functions of DP outputs) and
-	// the true counts are exact integers, so a computed score is within
-	// (size + 2)·u·(Σ|a_c| + Σ truth_c + size·E|noise|) of the exact
-	// Σ_c |a_c − truth_c| − size·E|noise| (recursive summation and two
-	// more roundings, Higham 2002 §4.2), with Σ|a_c| ≤ 2N (N the model
-	// total, up to rounding) and Σ truth_c = |J| ≤ n̂. ExponentialGrid
-	// is ε_t-DP and ε_t-bounded range at that bound, as the zCDP
-	// accounting above needs.
-	mn := float64(maxSize)
-	// With NoNHat there is no n̂ ≥ |J|; init refuses a histogram whose
-	// total reaches 2⁵³, so 2⁵³ is the public bound on Σ truth_c.
-	truthBound := m.nhat
-	if m.nhatNoise == nil {
-		truthBound = 1 << 53
-	}
-	errBound := (mn + 2) * unitRoundoff * (2*m.n + truthBound + mn*m.meanAbs(scale))
-	i := dp.ExponentialGrid(m.src, scores, m.selEpsilon(cost), m.sensSel, errBound)
+	// Exact selection ([dp.ExponentialGrid]) at ε_t: ε_t-DP and
+	// ε_t-bounded range, as the zCDP accounting above needs.
+	i := dp.ExponentialGrid(m.src, scores, m.selEpsilon(cost), m.sensSel*scoreScale, 0)
 	p := m.cand[i]
 	smp, err := m.sampler(scale)
 	if err != nil {
@@ -1123,7 +1129,7 @@ func runMWEM(ctx context.Context, src dp.Source, u *Universe, fams []Family, his
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("pmw: stopped before round %d: %w", m.t+1, err)
 		}
-		m.round(mwemRoundSweeps)
+		m.round(cmp.Or(cfg.expRoundSweeps, mwemRoundSweeps))
 		if cfg.Progress != nil {
 			cfg.Progress(m.t, m.maxRounds)
 		}
@@ -1131,7 +1137,7 @@ func runMWEM(ctx context.Context, src dp.Source, u *Universe, fams []Family, his
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pmw: stopped before the final fit: %w", err)
 	}
-	m.fit(mwemFinalSweeps)
+	m.fit(cmp.Or(cfg.expFinalSweeps, mwemFinalSweeps))
 	res := m.result()
 	if l := cfg.Ledger; l != nil {
 		if !cfg.NoNHat {
