@@ -132,6 +132,21 @@ type factored struct {
 	measured int
 }
 
+// factoredRoundIters and factoredFinalIters cap the mirror-descent steps
+// of the fit after each round and of the final fit; factoredTol stops a
+// fit when a step gains less than that per measured cell (the loss is in
+// units of the noise variance). Private-PGM runs its estimator to
+// convergence; a fit stopped early (40 and 200 steps at a gain of 0.01
+// per cell, as before) left the final model far from the measurements' best
+// fit: on Adult with 12 columns the released TVD at ε = 0.5 / 1 / 4 was
+// 0.0083 / 0.0050 / 0.0027, and with these caps it is 0.0059 / 0.0029 /
+// 0.0009, for well under a second more per release.
+const (
+	factoredRoundIters = 200
+	factoredFinalIters = 3000
+	factoredTol        = 1e-6
+)
+
 // scoreScale is the fixed-point scale of the selection scores: model
 // cells are rounded to 1/scoreScale rows (public rounding of DP values).
 const scoreScale = 256
@@ -341,7 +356,7 @@ func RunFactored(ctx context.Context, src dp.Source, names []string, sizes []int
 			cfg.Progress(f.t, f.maxRounds)
 		}
 	}
-	f.fit(200)
+	f.fit(factoredFinalIters)
 	return f.result(), nil
 }
 
@@ -565,7 +580,7 @@ func (f *factored) fit(iters int) {
 		f.eta = eta
 		gain := cur - next
 		cur, grad = f.loss(true)
-		if gain < mwemTol*float64(f.measured) {
+		if gain < factoredTol*float64(f.measured) {
 			return
 		}
 	}
@@ -632,7 +647,7 @@ func (f *factored) round() error {
 	if err := f.rebuild(); err != nil {
 		return err
 	}
-	f.fit(40)
+	f.fit(factoredRoundIters)
 	if !f.fixed && !last {
 		after, err := f.model.marginal(s)
 		if err != nil {

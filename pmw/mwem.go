@@ -29,7 +29,7 @@ const (
 	// rounds T₀ = max(mwemMinRounds, mwemRoundsPerCandidate·K) for K
 	// candidate marginals: the initial per-round budget is the rounds'
 	// budget over T₀ (before annealing raises it).
-	mwemRoundsPerCandidate = 2
+	mwemRoundsPerCandidate = 1
 	mwemMinRounds          = 8
 	// mwemRoundSweeps caps the multiplicative-weights sweeps after each
 	// round, mwemFinalSweeps those of the final fit.
