@@ -430,5 +430,6 @@ func (p *Plan) runFactored(ctx context.Context, src dp.Source, stats Stats, delt
 	if err != nil {
 		return nil, err
 	}
+	p.pmwLedger.Publish("pmw_rows", float64(res.Rows))
 	return &Result{Algorithm: p.alg, DeltaTilde: deltaTilde, Factored: res}, nil
 }

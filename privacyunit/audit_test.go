@@ -3,6 +3,8 @@ package privacyunit
 import (
 	"context"
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -113,7 +115,7 @@ type auditOut struct {
 	c0         float64
 }
 
-func auditMech(t testing.TB, mut mutation, tipping, withX bool) audit.Mechanism[auditOut] {
+func auditMech(t testing.TB, mut mutation, tipping, withX, factored bool) audit.Mechanism[auditOut] {
 	s, f := auditSpec(t)
 	u, err := pmw.NewUniverse([]string{"o_cat"}, []int{2}, 0)
 	if err != nil {
@@ -135,6 +137,9 @@ func auditMech(t testing.TB, mut mutation, tipping, withX bool) audit.Mechanism[
 	}
 	cfg := Config{Epsilon: auditEps, Delta: auditDelta, Columns: spec.FoldColumns(f, s.Release.Columns), Universe: u,
 		Families: []pmw.Family{pmw.Marginal([]int{0})}, Bound: auditBound, Rounds: 2, mutation: mut}
+	if factored {
+		cfg.Universe, cfg.Factored, cfg.Names, cfg.Sizes = nil, true, []string{"o_cat"}, []int{2}
+	}
 	return func(src dp.Source) auditOut {
 		l, _ := dp.NewLedger(dp.Budget{Epsilon: auditEps, Delta: auditDelta})
 		p, err := Prepare(s, f, cfg, l)
@@ -144,6 +149,15 @@ func auditMech(t testing.TB, mut mutation, tipping, withX bool) audit.Mechanism[
 		res, err := p.Run(context.Background(), src, st)
 		if err != nil {
 			panic(err)
+		}
+		if res.Factored != nil {
+			// The factored model's share of c0, read off its rows (a
+			// function of the model and src: post-processing).
+			var c [2]float64
+			if err := res.Factored.Counts(src, func(cell, n int64) error { c[cell] += float64(n); return nil }); err != nil {
+				panic(err)
+			}
+			return auditOut{rows: res.Rows, clip: res.Clip, c0: c[0] / math.Max(c[0]+c[1], 1)}
 		}
 		w := res.PMW.Weights
 		return auditOut{rows: res.Rows, clip: res.Clip, c0: w[0] / (w[0] + w[1])}
@@ -177,7 +191,12 @@ func auditRuns() int { return 12_000 }
 
 func runUnitAudit(t *testing.T, mut mutation, tipping bool) audit.Result {
 	t.Helper()
-	res, err := audit.Run(context.Background(), auditMech(t, mut, tipping, true), auditMech(t, mut, tipping, false), auditEvents(),
+	return runUnitAuditModel(t, mut, tipping, false)
+}
+
+func runUnitAuditModel(t *testing.T, mut mutation, tipping, factored bool) audit.Result {
+	t.Helper()
+	res, err := audit.Run(context.Background(), auditMech(t, mut, tipping, true, factored), auditMech(t, mut, tipping, false, factored), auditEvents(),
 		audit.Options{N: auditRuns(), Delta: auditDelta, Confidence: 1 - 1e-6})
 	if err != nil {
 		t.Fatal(err)
@@ -218,5 +237,34 @@ func TestAuditPrivacyUnitMutantCaught(t *testing.T) {
 				t.Fatalf("mutant %q not caught: ε lower bound %v ≤ claim %v", tc.name, res.EpsilonLowerBound, auditEps)
 			}
 		})
+	}
+}
+
+// TestAuditPrivacyUnitFactored audits the release on the factored model
+// (what pmw.model auto runs for a privacy unit) on the heavy pair: the
+// honest run keeps its claim, and the bugs that the model could hide
+// (no bounding; the marginals' noise scaled to one row instead of r) are
+// caught. The share of c0 is read off the model's rows.
+func TestAuditPrivacyUnitFactored(t *testing.T) {
+	if testing.Short() || os.Getenv("SYNTH_SLOW_AUDITS") == "" {
+		t.Skip("three audits of 12,000 factored runs a side (about a minute): set SYNTH_SLOW_AUDITS=1 (.ci/run does)")
+	}
+	res := runUnitAuditModel(t, mutNone, false, true)
+	t.Logf("honest: ε ≥ %.3f (event %q, %d vs %d of %d)", res.EpsilonLowerBound, res.Event, res.CountD, res.CountDPrime, res.N)
+	if res.EpsilonLowerBound > auditEps {
+		t.Fatalf("empirical ε lower bound %v > claimed ε = %v (event %s)", res.EpsilonLowerBound, auditEps, res.Event)
+	}
+	for _, tc := range []struct {
+		name string
+		mut  mutation
+	}{
+		{"no bounding", mutNoBounding},
+		{"noise scaled to one row instead of r", mutRowSigma},
+	} {
+		res := runUnitAuditModel(t, tc.mut, false, true)
+		t.Logf("%s: ε ≥ %.3f (claim %v; event %q, %d vs %d of %d)", tc.name, res.EpsilonLowerBound, auditEps, res.Event, res.CountD, res.CountDPrime, res.N)
+		if res.EpsilonLowerBound <= auditEps {
+			t.Errorf("mutant %q not caught on the factored model: ε lower bound %v ≤ claim %v", tc.name, res.EpsilonLowerBound, auditEps)
+		}
 	}
 }

@@ -85,6 +85,13 @@ type Config struct {
 	// Universe and Families are PMW's universe and workload.
 	Universe *pmw.Universe
 	Families []pmw.Family
+	// Factored runs PMW on a factored model (pmw.RunFactored) instead of
+	// dense weights over Universe, which may then be nil; Names and Sizes
+	// are the released columns' names and domain sizes (needed with
+	// Factored).
+	Factored bool
+	Names    []string
+	Sizes    []int
 	// Bound is r ≥ 1: the rows a unit may weigh in all.
 	Bound float64
 	// CountShare is the share of ε for the row count; 0 means
@@ -281,8 +288,10 @@ func (p *Plan) Unit() (string, engine.UnitKey) { return p.unit, p.key }
 // Result is the output of a run: DP outputs and public parameters only.
 type Result struct {
 	// PMW is the mwem run on the bounded histogram, with Rows set to the
-	// DP row count.
+	// DP row count (nil with Config.Factored).
 	PMW *pmw.Result
+	// Factored is the same on a factored model (with Config.Factored).
+	Factored *pmw.FactoredResult
 	// Rows is the DP row count of the join (≥ 0).
 	Rows int64
 	// Clip is C, the DP-chosen clip of the row count.
@@ -318,7 +327,11 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 	if p.cfg.mutation == mutNoBounding {
 		bound = 1 << 40 // planted bug: no unit is ever bounded (min(Grid, ⌊2⁴⁰/n_u⌋) = Grid)
 	}
-	cells, degs, err := stats.UnitHistogram(ctx, h, p.key, p.cfg.Columns, p.cfg.Universe.Sizes(), grid, bound)
+	sizes := p.cfg.Sizes
+	if !p.cfg.Factored {
+		sizes = p.cfg.Universe.Sizes()
+	}
+	cells, degs, err := stats.UnitHistogram(ctx, h, p.key, p.cfg.Columns, sizes, grid, bound)
 	if err != nil {
 		return nil, err
 	}
@@ -326,29 +339,74 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	hist := make([]pmw.Cell, len(cells))
-	for i, c := range cells {
-		hist[i] = pmw.Cell{Index: c.Index, Count: c.Count}
+	out := &Result{Rows: rows, Clip: clip, CountScale: scale}
+	// weight is the marginals' total (in grid steps: an unbiased DP
+	// estimate of the bounded weight).
+	var weight int64
+	if p.cfg.Factored {
+		res, err := pmw.RunFactored(ctx, src, p.cfg.Names, sizes, p.cfg.Families, histogramTruth(sizes, cells), p.pmwCfg)
+		if err != nil {
+			return nil, err
+		}
+		weight, res.Rows = res.Rows, rows
+		out.Factored = res
+	} else {
+		hist := make([]pmw.Cell, len(cells))
+		for i, c := range cells {
+			hist[i] = pmw.Cell{Index: c.Index, Count: c.Count}
+		}
+		res, err := pmw.Run(ctx, src, p.cfg.Universe, p.cfg.Families, hist, p.pmwCfg)
+		if err != nil {
+			return nil, err
+		}
+		weight, res.Rows = res.Rows, rows
+		out.PMW = res
 	}
-	res, err := pmw.Run(ctx, src, p.cfg.Universe, p.cfg.Families, hist, p.pmwCfg)
-	if err != nil {
-		return nil, err
-	}
-	// The marginals' total (res.Rows, in grid steps: an unbiased DP
-	// estimate of the bounded weight) against the DP row count: the share
-	// bounding removed. Post-processing.
+	// The marginals' total against the DP row count: the share bounding
+	// removed. Post-processing.
 	share := 0.0
 	if rows > 0 {
-		share = math.Min(1, math.Max(0, 1-float64(res.Rows)/float64(Grid)/float64(rows)))
+		share = math.Min(1, math.Max(0, 1-float64(weight)/float64(Grid)/float64(rows)))
 	}
-	res.Rows = rows
 	// The share is published in permille, an integer: a rounded function
 	// of DP outputs (no raw float leaves the run, DESIGN.md §3 inv. 6).
 	share = math.Round(share*1000) / 1000
 	p.countL.Publish("pmw_rows", float64(rows))
 	p.countL.Publish("row_count_clip", float64(clip))
 	p.pmwL.Publish("bounded_share_permille", share*1000)
-	return &Result{PMW: res, Rows: rows, Clip: clip, CountScale: scale, BoundedShare: share}, nil
+	out.BoundedShare = share
+	return out, nil
+}
+
+// histogramTruth is the factored model's access to the bounded histogram:
+// the table of a column set, summed from the histogram's cells (mixed
+// radix over sizes, the first column most significant). Each cell's bins
+// are decoded once.
+func histogramTruth(sizes []int, cells []engine.Cell) pmw.Truth {
+	d := len(sizes)
+	bins := make([]int32, len(cells)*d)
+	for i, c := range cells {
+		x := c.Index
+		for col := d - 1; col >= 0; col-- {
+			bins[i*d+col] = int32(x % int64(sizes[col]))
+			x /= int64(sizes[col])
+		}
+	}
+	return func(_ context.Context, set []int) ([]int64, error) {
+		n := 1
+		for _, c := range set {
+			n *= sizes[c]
+		}
+		tab := make([]int64, n)
+		for i, c := range cells {
+			k := 0
+			for _, col := range set {
+				k = k*sizes[col] + int(bins[i*d+col])
+			}
+			tab[k] += c.Count
+		}
+		return tab, nil
+	}
 }
 
 // count draws the DP row count: the clip C by the exponential mechanism,

@@ -313,6 +313,7 @@ func (unitMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
 		Epsilon: p.RowsBudget.Epsilon, Delta: p.RowsBudget.Delta,
 		Columns: spec.FoldColumns(p.Folding, s.Release.Columns), Universe: p.Universe, Families: p.Families,
 		Bound: s.Release.Bound(), Noise: pmw.Noise(s.PMW.Noise), Rounds: p.Rounds, MaxRounds: p.MaxRounds, Progress: hk.Round,
+		Factored: p.Factored, Names: p.Names, Sizes: p.Sizes,
 	}, l)
 	if err != nil {
 		return nil, err
@@ -330,12 +331,19 @@ func (r unitRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*O
 		return nil, err
 	}
 	unit, _ := r.plan.Unit()
-	return &Output{Algorithm: privacyunit.Algorithm, NHat: float64(res.Rows), DeltaTilde: 1, Rounds: res.PMW.Rounds,
-		Variant: string(res.PMW.Variant), Counts: res.PMW.Counts, Signals: signals(res.PMW.Signals, privacyunit.Grid), Params: map[string]any{
-			"privacy_unit":                unit,
-			"contribution_bound":          r.plan.Bound(),
-			"row_count_clip":              res.Clip,
-			"row_count_noise_scale":       res.CountScale,
-			"bounded_share_of_row_weight": res.BoundedShare,
-		}}, nil
+	out := &Output{Algorithm: privacyunit.Algorithm, NHat: float64(res.Rows), DeltaTilde: 1, Params: map[string]any{
+		"privacy_unit":                unit,
+		"contribution_bound":          r.plan.Bound(),
+		"row_count_clip":              res.Clip,
+		"row_count_noise_scale":       res.CountScale,
+		"bounded_share_of_row_weight": res.BoundedShare,
+	}}
+	if f := res.Factored; f != nil {
+		out.Algorithm += " on a factored model"
+		out.Rounds, out.Variant, out.Counts, out.Signals = f.Rounds, "mwem (factored)", f.Counts, signals(f.Signals, privacyunit.Grid)
+		out.Params["pmw_model"], out.Params["pmw_model_cliques"], out.Params["pmw_model_cells"] = "factored", f.Cliques, f.ModelCells
+		return out, nil
+	}
+	out.Rounds, out.Variant, out.Counts, out.Signals = res.PMW.Rounds, string(res.PMW.Variant), res.PMW.Counts, signals(res.PMW.Signals, privacyunit.Grid)
+	return out, nil
 }

@@ -192,8 +192,13 @@ func (p *Plan) chooseModel(memCap int64) error {
 		// measurement to convergence, draws no n̂ and scores AIM's weighted
 		// candidates: on Adult's 8 columns its released TVD at ε = 0.5 / 1
 		// / 4 is 0.0029 / 0.0015 / 0.0005 against the dense model's
-		// 0.0043 / 0.0026 / 0.0007), else dense weights.
-		if why := p.factoredRefusal(); why != "" {
+		// 0.0043 / 0.0026 / 0.0007), else (or when the memory cap is
+		// below the factored model's) dense weights.
+		why := p.factoredRefusal()
+		if why == "" && memCap > 0 && 8*pmw.DefaultFactoredCells > memCap {
+			why = fmt.Sprintf("its junction tree may take %d bytes, above the memory cap of %d bytes", 8*pmw.DefaultFactoredCells, memCap)
+		}
+		if why != "" {
 			err := dense()
 			var tooLarge *pmw.TooLargeError
 			if err == nil || !errors.As(err, &tooLarge) {
@@ -220,8 +225,8 @@ func (p *Plan) chooseModel(memCap int64) error {
 func (p *Plan) factoredRefusal() string {
 	s := p.Spec
 	switch {
-	case p.Method.Name() != spec.JoinAsOne:
-		return fmt.Sprintf("it runs with the join-as-one method only (this release: %s)", p.Method.Name())
+	case p.Method.Name() != spec.JoinAsOne && p.Method.Name() != spec.PrivacyUnit:
+		return fmt.Sprintf("it runs with the join-as-one and privacy-unit methods only (this release: %s)", p.Method.Name())
 	case len(s.Release.Measures) > 0:
 		return "release.measures need the dense universe"
 	case s.PMW.Variant == spec.PMWVariantPaper || s.PMW.Noise == spec.PMWNoiseLaplace:
