@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/score"
+	"github.com/synth-dp/synth/spec"
 )
 
 // retailRowsPerCustomer returns the largest and the median number of join
@@ -75,12 +77,111 @@ func TestRetailUnitRelease(t *testing.T) {
 	}
 }
 
+// boundingBias scores, without any noise, what contribution bounding alone
+// does to the spec's workload marginals: the true join weighted as the
+// privacy-unit release weighs it (each row of a unit with n_u rows by
+// min(1, r/n_u)) against the unweighted join, mean TVD over the workload
+// marginals, and the share of the join's rows the weights remove. The join
+// is read from the raw files with DuckDB (as internal/score reads it, plus
+// the unit's key) and binned by spec.Column.Bin. Test-only: it reads the
+// private data.
+func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64) {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	quote := func(x string) string { return `"` + strings.ReplaceAll(x, `"`, `""`) + `"` }
+	var unitKey string
+	var from, where []string
+	for _, tb := range s.Tables {
+		from = append(from, "read_csv('"+strings.ReplaceAll(tb.Source, "'", "''")+"', header = true, all_varchar = true) AS "+quote(tb.Name))
+		if tb.Name == s.Privacy.Unit {
+			unitKey = quote(tb.Name) + "." + quote(tb.PrimaryKey[0])
+		}
+	}
+	for _, j := range s.Join {
+		where = append(where, quote(j.Left.Table)+"."+quote(j.Left.Column)+" = "+quote(j.Right.Table)+"."+quote(j.Right.Column))
+	}
+	sel := []string{unitKey}
+	for _, c := range s.Release.Columns {
+		sel = append(sel, quote(c.Table)+"."+quote(c.Column))
+	}
+	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + strings.Join(from, ", ") + " WHERE " + strings.Join(where, " AND ")
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols := s.ReleaseColumns()
+	type row struct {
+		unit string
+		bins []int
+	}
+	var join []row
+	n := map[string]float64{}
+	raw := make([]string, len(sel))
+	dst := make([]any, len(sel))
+	for i := range raw {
+		dst[i] = &raw[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dst...); err != nil {
+			t.Fatal(err)
+		}
+		rw := row{unit: raw[0], bins: make([]int, len(cols))}
+		for i, c := range cols {
+			if rw.bins[i], err = c.Bin(raw[i+1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		join = append(join, rw)
+		n[rw.unit]++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := score.WorkloadMarginals(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := s.ReleaseSizes()
+	var total float64
+	for _, m := range ms {
+		cells := 1
+		for _, c := range m {
+			cells *= sizes[c]
+		}
+		truth, bounded := make([]float64, cells), make([]float64, cells)
+		var wsum float64
+		for _, rw := range join {
+			k := 0
+			for _, c := range m {
+				k = k*sizes[c] + rw.bins[c]
+			}
+			w := min(1, r/n[rw.unit])
+			truth[k]++
+			bounded[k] += w
+			wsum += w
+		}
+		for k := range truth {
+			truth[k] /= float64(len(join))
+			bounded[k] /= wsum
+		}
+		bias += score.TVD(truth, bounded) / float64(len(ms))
+		total = wsum
+	}
+	return bias, 1 - total/float64(len(join))
+}
+
 // TestUnitBoundSweep prints, for the examples named in SYNTH_ACCURACY_DATA
 // (default retail; each must declare privacy.unit), the mean TVD of the
 // workload marginals over 3 seeds for each contribution bound r in
 // SYNTH_UNIT_SWEEP (comma-separated, e.g. 1,4,16,64,256) at ε = 0.5, 1
 // and 4, scored on the released file by the independent scorer, with the
-// ratio of the file's rows to the true join size. It takes minutes, so it
+// ratio of the file's rows to the true join size, and, for each r, the
+// TVD that bounding alone causes (see boundingBias). It takes minutes, so it
 // runs only when SYNTH_UNIT_SWEEP is set; the table is in
 // docs/privacy-units.md.
 func TestUnitBoundSweep(t *testing.T) {
@@ -102,11 +203,16 @@ func TestUnitBoundSweep(t *testing.T) {
 	}
 	var out strings.Builder
 	out.WriteString("| data | r | ε | synth TVD (mean of 3 seeds) | rows / true | uniform TVD |\n| --- | --- | --- | --- | --- | --- |\n")
+	var biases strings.Builder
+	biases.WriteString("| data | r | bias TVD (bounding alone, no noise) | share of rows removed |\n| --- | --- | --- | --- |\n")
 	for _, name := range names {
-		if exampleSpec(t, name).Privacy.Unit == "" {
+		s := exampleSpec(t, name)
+		if s.Privacy.Unit == "" {
 			t.Fatalf("%s declares no privacy.unit: nothing to sweep", name)
 		}
 		for _, r := range bounds {
+			bias, removed := boundingBias(t, s, r)
+			fmt.Fprintf(&biases, "| %s | %g | %.4f | %.3f |\n", name, r, bias, removed)
 			for _, eps := range []float64{0.5, 1, 4} {
 				var tvd, uni, ratio float64
 				for seed := uint64(1); seed <= 3; seed++ {
@@ -123,4 +229,5 @@ func TestUnitBoundSweep(t *testing.T) {
 		}
 	}
 	fmt.Println(out.String())
+	fmt.Println(biases.String())
 }
