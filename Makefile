@@ -36,8 +36,8 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-## accuracy: the accuracy table (TVD of the workload marginals on Adult, Bank
-## and TPC-H, ε ∈ {0.5, 1, 4}, 3 seeds; minutes). PEER=DIR adds a peer's outputs.
+## accuracy: the accuracy table (TVD of the workload marginals on Adult, Bank,
+## TPC-H and Online Retail, ε ∈ {0.5, 1, 4}, 3 seeds; minutes). PEER=DIR adds a peer's outputs.
 accuracy:
 	SYNTH_ACCURACY_TABLE=1 SYNTH_PEER_DIR=$(PEER) $(GO) test -run '^TestAccuracyTable$$' -count=1 -timeout 60m -v ./release/
 

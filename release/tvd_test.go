@@ -113,7 +113,7 @@ func TestAccuracyTable(t *testing.T) {
 	if os.Getenv("SYNTH_ACCURACY_TABLE") == "" {
 		t.Skip("set SYNTH_ACCURACY_TABLE=1 to print the accuracy table (make accuracy)")
 	}
-	names := []string{"adult", "bank", "tpch", "tpch" + tupleLevel}
+	names := []string{"adult", "bank", "tpch", "tpch" + tupleLevel, "retail", "retail" + tupleLevel}
 	if v := os.Getenv("SYNTH_ACCURACY_DATA"); v != "" {
 		names = strings.Split(v, ",")
 	}
