@@ -45,7 +45,7 @@ func newAnswerCmd(g *globalOptions) *cobra.Command {
 	o := &answerOptions{}
 	cmd := &cobra.Command{
 		Use:   "answer --config SPEC (--query SQL | --queries FILE)",
-		Short: "Answer SQL aggregate queries over the private tables under DP (residual sensitivity, R2T or multi-query SJA)",
+		Short: "Answer SQL aggregate queries over the private tables under DP (residual sensitivity or R2T)",
 		Long: `answer answers SQL aggregate queries directly over the private tables, with
 instance-optimal relational mechanisms, instead of releasing a synthetic
 table. A query is

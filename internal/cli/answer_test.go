@@ -21,13 +21,19 @@ const (
 )
 
 type answerDoc struct {
+	Mechanism struct {
+		Name   string `json:"name"`
+		Reason string `json:"reason"`
+	} `json:"mechanism"`
 	Answers []struct {
 		Query        string            `json:"query"`
 		Group        map[string]string `json:"group"`
 		Value        *json.Number      `json:"value"`
 		Mechanism    string            `json:"mechanism"`
 		NoiseScale   *float64          `json:"noise_scale"`
-		ErrorBound95 *float64          `json:"error_bound_95"`
+		NoiseBound95 *float64          `json:"noise_bound_95"`
+		LowerBound95 *int64            `json:"lower_bound_95"`
+		Threshold    *float64          `json:"threshold"`
 		Epsilon      float64           `json:"epsilon"`
 	} `json:"answers"`
 	Privacy struct {
@@ -62,13 +68,13 @@ func TestAnswerJSONTupleDP(t *testing.T) {
 	}
 	var modes []string
 	for _, a := range d.Answers {
-		if a.Query != answerQ12 || a.Group == nil || a.Value == nil || a.ErrorBound95 == nil || a.NoiseScale == nil {
+		if a.Query != answerQ12 || a.Group == nil || a.Value == nil || a.NoiseBound95 == nil || a.LowerBound95 == nil || a.NoiseScale == nil {
 			t.Fatalf("incomplete answer %+v", a)
 		}
 		if _, err := a.Value.Int64(); err != nil {
 			t.Fatalf("value %v is not an integer", a.Value)
 		}
-		if !strings.Contains(a.Mechanism, "residual sensitivity") || *a.ErrorBound95 <= 0 {
+		if !strings.Contains(a.Mechanism, "residual sensitivity") || *a.NoiseBound95 <= 0 {
 			t.Fatalf("answer %+v", a)
 		}
 		if a.Epsilon != 1.0/7 {
@@ -126,7 +132,7 @@ func TestAnswerQueriesFileCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1+1+5 || rows[0][0] != "query" || rows[0][5] != "error_bound_95" {
+	if len(rows) != 1+1+5 || rows[0][0] != "query" || rows[0][5] != "noise_bound_95" || rows[0][6] != "lower_bound_95" {
 		t.Fatalf("csv:\n%s", r.stdout)
 	}
 }
@@ -134,7 +140,7 @@ func TestAnswerQueriesFileCSV(t *testing.T) {
 // TestAnswerText checks the text table.
 func TestAnswerText(t *testing.T) {
 	r := mustRun(t, "answer", "--config", answerSpec, "--unit", "", "--query", answerQ3, "--seed", "4", "-q")
-	for _, want := range []string{"Q1: " + answerQ3, "ERROR BOUND 95%", "padded bound + discrete Laplace", "privacy: (ε = 1, δ = 1e-06)-DP", "not private (seeded)"} {
+	for _, want := range []string{"Q1: " + answerQ3, "NOISE ±95%", "LOWER 95%", "mechanism: residual sensitivity — no privacy unit", "padded bound + discrete Laplace", "privacy: (ε = 1, δ = 1e-06)-DP", "not private (seeded)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("text output lacks %q:\n%s", want, r.stdout)
 		}
