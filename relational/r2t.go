@@ -63,8 +63,8 @@ type R2TResult struct {
 	// rung's τ when the floor won.
 	BoundTau float64
 	// NoiseBound95 bounds |Value − Q(I, BoundTau)| with probability ≥ 0.95:
-	// 2·Shift of the rung, plus rounding (see [RaceToTheTop]). It does not
-	// cover the truncation bias Q(I) − Q(I, BoundTau).
+	// 2·Shift of the rung, plus rounding (see [RaceToTheTop]); NaN when no
+	// rung ran. It does not cover the truncation bias Q(I) − Q(I, BoundTau).
 	NoiseBound95 float64
 }
 
@@ -182,7 +182,7 @@ func RaceToTheTop(ctx context.Context, src dp.Source, tr Truncation, cfg R2TConf
 	}
 	res := R2TResult{Rungs: L}
 	best := int64(0)
-	floorShift := 0.0
+	floorShift, ran := 0.0, false
 	for j := first; j < first+L; j++ {
 		tau := math.Ldexp(1, k*j) / g // in grid steps, a whole number
 		sens := tau
@@ -213,7 +213,7 @@ func RaceToTheTop(ctx context.Context, src dp.Source, tr Truncation, cfg R2TConf
 			shift = 0
 		}
 		if j == first {
-			floorShift = shift
+			floorShift, ran = shift, true
 		}
 		v := int64(math.Round(q)) + lap.Sample(src) - int64(shift)
 		if v > best {
@@ -238,6 +238,11 @@ func RaceToTheTop(ctx context.Context, src dp.Source, tr Truncation, cfg R2TConf
 		// probability ≥ 1 − β, Q(I, τ_1) ≤ 2·shift(τ_1).
 		res.BoundTau = math.Ldexp(1, k*first)
 		res.NoiseBound95 = math.Ceil(2*floorShift*g + slack)
+		if !ran {
+			// Not even the first rung was run (its noise is beyond the
+			// sampler): nothing bounds Q(I, τ_1).
+			res.NoiseBound95 = math.NaN()
+		}
 	}
 	return res, nil
 }

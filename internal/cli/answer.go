@@ -359,7 +359,11 @@ func runAnswer(cmd *cobra.Command, g *globalOptions, s *spec.Spec, texts []strin
 		return &UsageError{Err: fmt.Errorf("--ranges answers under tuple-level DP: give --unit \"\" (the spec names unit %s)", strings.Join(units, ",")), Hint: true}
 	}
 	if o.mech != mechAuto && len(units) == 0 {
-		return &UsageError{Err: fmt.Errorf("--mechanism %s runs under user-level DP: name the privacy unit (--unit T or privacy.unit)", o.mech), Hint: true}
+		flag := "--mechanism " + o.mech
+		if o.multi {
+			flag = "--multi"
+		}
+		return &UsageError{Err: fmt.Errorf("%s runs under user-level DP: name the privacy unit (--unit T or privacy.unit)", flag), Hint: true}
 	}
 	neighbours := "add/remove one tuple of one private relation (tuple-DP)"
 	if len(units) > 0 {
