@@ -35,24 +35,90 @@ type Options struct {
 }
 
 // Result is one released answer: only DP outputs and public parameters.
+//
+// # What the bounds cover
+//
+// Every mechanism of this package and of multi and rangeset answers
+// Q_τ(I), the query on the instance truncated (R2T: each unit's
+// contribution to at most τ) or clipped (multi-query SJA: each unit's
+// contribution vector to ℓ2 norm r̃), plus noise; the residual-sensitivity
+// and range mechanisms truncate nothing (Q_τ = Q). Two bounds are
+// published, both computed from public parameters and DP outputs only:
+//
+//   - NoiseBound95 bounds the noise part: |Value − Q_τ(I)| ≤ NoiseBound95
+//     with probability ≥ 0.95. It does NOT cover the truncation or
+//     clipping bias Q(I) − Q_τ(I) ≥ 0; where there is no truncation it is
+//     the whole error.
+//   - LowerBound95 covers the bias too, on one side: Q(I) ≥ LowerBound95
+//     with probability ≥ 0.95. Every summand of a user-level query is ≥ 0,
+//     so truncation and clipping only lower an answer (Q ≥ Q_τ), and a
+//     one-sided noise quantile below the value bounds Q_τ, hence Q.
+//
+// No upper bound that covers the bias is published, because under
+// user-level DP none can exist: if a mechanism output U with
+// P[Q(I) ≤ U] ≥ 0.95 on every instance, take I′ = I plus one unit with M
+// join results, a neighbour of I with Q(I′) = Q(I) + M; then
+// P_I[U ≥ Q(I) + M] ≥ e^{−ε}·(0.95 − δ) for every M, which no real-valued
+// U satisfies. (A bias bound would need a public bound on one unit's
+// contribution, and GS_Q — 2²⁰ by default — gives a useless one; the
+// winning τ or r̃ certifies nothing about the units above it.) Under
+// tuple-level DP the residual-sensitivity mechanism has no bias, and
+// Value ± NoiseBound95 is a 95% interval for Q(I).
+//
+// Value is clamped at 0 for a query that cannot be negative (COUNT, or SUM
+// over an expression whose declared domains give a lower bound ≥ 0): the
+// clamp is post-processing of the DP value (no privacy cost) and never
+// moves the answer away from Q(I) ≥ 0 or Q_τ(I) ≥ 0, so both bounds still
+// hold; LowerBound95 is clamped the same way.
 type Result struct {
 	// Query is the query's text.
 	Query string `json:"query"`
 	// Group maps each GROUP BY column (table.column) to the group's value;
 	// nil for a query without GROUP BY.
 	Group map[string]string `json:"group"`
-	// Value is the DP answer, an integer.
+	// Value is the DP answer, an integer (≥ 0 for a non-negative query).
 	Value int64 `json:"value"`
 	// Mechanism names the mechanism.
 	Mechanism string `json:"mechanism"`
 	// NoiseScale is the scale of the noise (nil when it is not public).
 	NoiseScale *float64 `json:"noise_scale"`
-	// ErrorBound95 is the 95% error bound (nil when not available); see
-	// [ReleaseRS] and [RaceToTheTop] for what it covers.
-	ErrorBound95 *float64 `json:"error_bound_95"`
+	// NoiseBound95 bounds |Value − Q_τ(I)| with probability ≥ 0.95: the
+	// noise, not the truncation bias (nil when not available; see the
+	// type's documentation).
+	NoiseBound95 *float64 `json:"noise_bound_95"`
+	// LowerBound95 is a lower bound on the true answer Q(I) that holds
+	// with probability ≥ 0.95, truncation bias included (nil when not
+	// available).
+	LowerBound95 *int64 `json:"lower_bound_95"`
+	// Threshold is the truncation threshold Q_τ refers to, a DP output:
+	// R2T's winning τ (its first rung when the floor 0 won), multi-query
+	// SJA's radius r̃ (an ℓ2 norm of one unit's contribution vector); nil
+	// for mechanisms that truncate nothing.
+	Threshold *float64 `json:"threshold"`
 	// Epsilon and Delta are the share of the budget spent on this answer.
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta"`
+}
+
+// SetValue sets r.Value and r.LowerBound95 from a mechanism's raw DP value:
+// LowerBound95 = ⌊raw − below⌋, where below is a one-sided 95% bound on
+// the noise above Q_τ (P[raw − Q_τ(I) > below] ≤ 0.05); both are clamped
+// at 0 when nonNegative (the query's declared domains make Q(I) ≥ 0).
+// Post-processing of DP outputs and public values.
+func (r *Result) SetValue(raw int64, below float64, nonNegative bool) {
+	lower := int64(math.Floor(float64(raw) - below))
+	if nonNegative {
+		raw, lower = max(raw, 0), max(lower, 0)
+	}
+	r.Value, r.LowerBound95 = raw, &lower
+}
+
+// NonNegative reports whether q's answer is ≥ 0 on every instance
+// allowed by the declared domains: COUNT, or SUM over an expression whose
+// public lower bound is ≥ 0.
+func (q *Query) NonNegative(s *spec.Spec) bool {
+	lo, _ := q.SumBound(s)
+	return q.Agg == Count || lo >= 0
 }
 
 // Answer answers the queries under DP and charges ledger for each query and
@@ -213,8 +279,12 @@ func answerOne(ctx context.Context, db DB, src dp.Source, s *spec.Spec, q *Query
 		if err != nil {
 			return Result{}, err
 		}
-		res.Value, res.Mechanism = r.Value, "R2T (user-level DP, units "+strings.Join(units, ", ")+")"
-		res.NoiseScale, res.ErrorBound95 = ptr(r.Scale), ptr(r.ErrorBound95)
+		// R2T's value exceeds Q(I, τ) ≤ Q(I) with probability ≤ β = 0.05
+		// (every rung's noise below its shift): the value itself is the
+		// one-sided lower bound.
+		res.SetValue(r.Value, 0, true)
+		res.Mechanism = "R2T (user-level DP, units " + strings.Join(units, ", ") + ")"
+		res.NoiseScale, res.NoiseBound95, res.Threshold = ptr(r.Scale), ptr(r.NoiseBound95), ptr(r.BoundTau)
 		if r.Tau == 0 {
 			res.NoiseScale = nil
 		}
@@ -235,16 +305,18 @@ func answerOne(ctx context.Context, db DB, src dp.Source, s *spec.Spec, q *Query
 	}
 	if !ok {
 		// Every relation is public: the answer has no neighbours to hide.
-		res.Value, res.Mechanism = int64(math.Round(v)), "exact (every table public)"
+		res.SetValue(int64(math.Round(v)), 0, false)
+		res.Mechanism = "exact (every table public)"
 		zero := 0.0
-		res.NoiseScale, res.ErrorBound95 = &zero, &zero
+		res.NoiseScale, res.NoiseBound95 = &zero, &zero
 		return res, nil
 	}
 	r, err := ReleaseRS(src, v, rs, rs, cfg)
 	if err != nil {
 		return Result{}, err
 	}
-	res.Value, res.Mechanism = r.Value, r.Mechanism
-	res.NoiseScale, res.ErrorBound95 = ptr(r.NoiseScale), ptr(r.ErrorBound95)
+	res.SetValue(r.Value, r.LowerGap95, q.NonNegative(s))
+	res.Mechanism = r.Mechanism
+	res.NoiseScale, res.NoiseBound95 = ptr(r.NoiseScale), ptr(r.ErrorBound95)
 	return res, nil
 }

@@ -109,15 +109,16 @@ func TestAnswerGroupsFromDomain(t *testing.T) {
 }
 
 // TestRSErrorBoundCoverage checks the published 95% error bound of the
-// residual-sensitivity mechanism with discrete Laplace and Gaussian noise:
-// over 2000 runs the bound must hold in ≥ 95% of them. The test fails when
-// the count of misses has binomial tail below 10⁻⁶ under p = 0.05, so it
-// fails falsely with probability ≤ 10⁻⁶.
+// residual-sensitivity mechanism with discrete Laplace and Gaussian noise,
+// and its one-sided lower bound: over 2000 runs each must hold in ≥ 95% of
+// them. A check fails when its count of misses has binomial tail below
+// 10⁻⁶ under p = 0.05, so the test (four checks) fails falsely with
+// probability ≤ 4·10⁻⁶.
 func TestRSErrorBoundCoverage(t *testing.T) {
 	const n = 2000
 	for _, noise := range []Noise{NoiseLaplace, NoiseGaussian} {
 		src := dp.NewSeededSource(7)
-		miss := 0
+		miss, lowMiss := 0, 0
 		for i := 0; i < n; i++ {
 			r, err := ReleaseRS(src, 1000, 12, 12, RSConfig{Epsilon: 1, Delta: 1e-6, Noise: noise, Bound: 1, Integral: true})
 			if err != nil {
@@ -126,6 +127,9 @@ func TestRSErrorBoundCoverage(t *testing.T) {
 			if math.Abs(float64(r.Value)-1000) > r.ErrorBound95 {
 				miss++
 			}
+			if float64(r.Value)-r.LowerGap95 > 1000 {
+				lowMiss++
+			}
 			if !(r.PaddedRS >= 12) {
 				t.Fatalf("padded RS %v below RS^β = 12", r.PaddedRS)
 			}
@@ -133,5 +137,78 @@ func TestRSErrorBoundCoverage(t *testing.T) {
 		if binomialTail(n, miss, 0.05) < 1e-6 {
 			t.Fatalf("%s: the 95%% error bound missed in %d of %d runs", noise, miss, n)
 		}
+		if binomialTail(n, lowMiss, 0.05) < 1e-6 {
+			t.Fatalf("%s: the 95%% lower bound exceeded the truth in %d of %d runs", noise, lowMiss, n)
+		}
+	}
+}
+
+// TestSetValue checks the post-processing of a raw DP value: the lower
+// bound is ⌊raw − below⌋, and both are clamped at 0 only for a
+// non-negative query.
+func TestSetValue(t *testing.T) {
+	tests := []struct {
+		name        string
+		raw         int64
+		below       float64
+		nonNegative bool
+		value       int64
+		lower       int64
+	}{
+		{"positive", 100, 20.5, true, 100, 79},
+		{"lower clamped", 10, 20.5, true, 10, 0},
+		{"value clamped", -50, 20, true, 0, 0},
+		{"signed sum kept", -50, 20, false, -50, -70},
+		{"no gap", 7, 0, true, 7, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r Result
+			r.SetValue(tt.raw, tt.below, tt.nonNegative)
+			if r.Value != tt.value || r.LowerBound95 == nil || *r.LowerBound95 != tt.lower {
+				t.Fatalf("value %d, lower %v; want %d, %d", r.Value, r.LowerBound95, tt.value, tt.lower)
+			}
+		})
+	}
+}
+
+// TestAnswerNonNegative runs the residual-sensitivity mechanism on a small
+// count of the three-table join (noise scale ≫ the count: about half the
+// raw values fall below 0) and checks that no answer or lower bound is
+// negative, and that a signed SUM is not clamped.
+func TestAnswerNonNegative(t *testing.T) {
+	e, s := tpch(t)
+	ctx := context.Background()
+	q, err := Parse(ctx, e, s, "SELECT l_shipmode, COUNT(*) FROM customer c, orders o, lineitem l WHERE o.o_custkey = c.c_custkey AND l.l_orderkey = o.o_orderkey AND o.o_orderdate < DATE '1992-01-05' GROUP BY l_shipmode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !q.NonNegative(s) {
+		t.Fatal("a COUNT is not NonNegative")
+	}
+	budget := dp.Budget{Epsilon: 1, Delta: 1e-6}
+	l, _ := dp.NewLedger(budget)
+	res, err := Answer(ctx, e, dp.NewSeededSource(11), s, []*Query{q}, Options{Budget: budget}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := 0
+	for _, r := range res {
+		if r.Value < 0 || r.LowerBound95 == nil || *r.LowerBound95 < 0 || *r.LowerBound95 > r.Value {
+			t.Fatalf("%v: value %d, lower %v", r.Group, r.Value, r.LowerBound95)
+		}
+		if r.Value == 0 {
+			zeros++
+		}
+	}
+	if zeros == 0 {
+		t.Fatalf("no answer clamped at this seed: the test shows nothing")
+	}
+	signed, err := Parse(ctx, e, s, "SELECT SUM(l_discount - 0.05) FROM orders o, lineitem l WHERE l.l_orderkey = o.o_orderkey")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if signed.NonNegative(s) {
+		t.Fatal("SUM(l_discount − 0.05) may be negative on the declared domain")
 	}
 }

@@ -49,14 +49,20 @@
 // [Answer] runs a list of queries: d answers in all (GROUP BY counts one
 // per group) share the budget evenly by basic composition, every share is
 // charged to the ledger before any data is read, and each answer is an
-// integer published with its noise scale and 95% error bound computed from
-// public parameters and DP outputs only ([Result]).
+// integer (clamped at 0 for a non-negative query) published with its noise
+// scale, a 95% bound on its noise around the truncated query, a 95% lower
+// bound on the true answer that covers the truncation bias, and the
+// truncation threshold, all computed from public parameters and DP
+// outputs only ([Result] says what each covers and why no upper bound
+// on the bias exists under user-level DP). Several answers under a unit
+// are better answered together by package multi.
 //
 // # Not implemented
 //
 // Projections (SPJA), self-joins, outer joins, HAVING, AVG/MIN/MAX,
 // predicates across tables other than join equalities, negative summands
 // under R2T (SUM needs a non-negative expression there), the multi-query
-// mechanisms of DESIGN.md §4 (a GROUP BY is plain composition), and a
+// mechanisms of DESIGN.md §4 here (a GROUP BY is plain composition; they
+// live in package multi), and a
 // spec-level GS_Q (it is an option, --gs).
 package relational

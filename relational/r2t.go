@@ -59,8 +59,13 @@ type R2TResult struct {
 	Shift float64
 	// Rungs is L, the number of thresholds tried.
 	Rungs int
-	// ErrorBound95 is 2·Shift of the winning rung (see [RaceToTheTop]).
-	ErrorBound95 float64
+	// BoundTau is the τ that NoiseBound95 refers to: Tau, or the first
+	// rung's τ when the floor won.
+	BoundTau float64
+	// NoiseBound95 bounds |Value − Q(I, BoundTau)| with probability ≥ 0.95:
+	// 2·Shift of the rung, plus rounding (see [RaceToTheTop]); NaN when no
+	// rung ran. It does not cover the truncation bias Q(I) − Q(I, BoundTau).
+	NoiseBound95 float64
 }
 
 // Rungs returns L = max(1, ⌈log₂ GS⌉), the number of thresholds of the
@@ -128,10 +133,24 @@ func baseExponent(base float64) (int, error) {
 // Utility (Dong et al. Thm. 5.1): with probability ≥ 1 − β every noise
 // value is at most its shift (P[Lap_ℤ(b) ≥ x] ≤ e^{−x/b}, union bound over
 // L rungs), so the output is ≤ Q(I); and the rung with the smallest
-// τ* ≥ DS_Q(I) gives output ≥ Q(I) − 2·shift(τ*). ErrorBound95 reports
-// 2·shift of the winning rung: the error due to noise and shift, which
-// bounds the error whenever the winning τ ≥ DS_Q(I); the truncation bias
-// below that is not known publicly.
+// τ* ≥ DS_Q(I) gives output ≥ Q(I) − 2·shift(τ*). DS_Q(I) is private, so
+// that two-sided bound cannot be published (see [Result] for why no DP
+// output can bound the truncation bias from above). What is published:
+//
+//   - the output itself as a 95% lower bound on Q(I) (the event above);
+//   - NoiseBound95 = 2·shift of the winning rung τ_w (of the first rung
+//     when the floor won), which bounds |output − Q(I, τ_w)| with
+//     probability ≥ 0.95. Proof: Lap_ℤ(b) has P[X = k] ∝ p^|k|,
+//     p = e^{−1/b}, so P[X > s] = P[X < −s] = p^{s+1}/(1+p), and with
+//     s = ⌈b·ln(L/β)⌉ both tails of a rung together have probability
+//     ≤ (2p/(1+p))·β/L ≤ β/L; by the union bound, with probability ≥ 1 − β
+//     every rung has |noise| ≤ shift, and then output ∈
+//     [Q(I, τ_w) − 2·shift, Q(I, τ_w)] (for the floor: 0 ≥ Q(I, τ_1) −
+//     2·shift(τ_1)). Rounding adds 1/2 on a grid g < 1 and 1/2 a grid step
+//     when Q(I, τ) is rounded ([R2TConfig.Integral]).
+//
+// NoiseBound95 is the noise part only: the truncation bias
+// Q(I) − Q(I, τ_w) ≥ 0 is not in it.
 //
 // The rungs are computed in increasing τ (the flow is augmented, not
 // restarted). Errors come from the truncation or from ctx.
@@ -163,7 +182,7 @@ func RaceToTheTop(ctx context.Context, src dp.Source, tr Truncation, cfg R2TConf
 	}
 	res := R2TResult{Rungs: L}
 	best := int64(0)
-	floorShift := 0.0
+	floorShift, ran := 0.0, false
 	for j := first; j < first+L; j++ {
 		tau := math.Ldexp(1, k*j) / g // in grid steps, a whole number
 		sens := tau
@@ -194,7 +213,7 @@ func RaceToTheTop(ctx context.Context, src dp.Source, tr Truncation, cfg R2TConf
 			shift = 0
 		}
 		if j == first {
-			floorShift = shift
+			floorShift, ran = shift, true
 		}
 		v := int64(math.Round(q)) + lap.Sample(src) - int64(shift)
 		if v > best {
@@ -205,11 +224,25 @@ func RaceToTheTop(ctx context.Context, src dp.Source, tr Truncation, cfg R2TConf
 	// Back from grid steps to the integers: post-processing of the DP
 	// value on the public grid.
 	res.Value = int64(math.Round(float64(best) * g))
-	res.ErrorBound95 = math.Ceil(2 * res.Shift)
+	slack := 0.0
+	if g < 1 {
+		slack += 0.5 // round(best·g)
+	}
+	if !cfg.Integral {
+		slack += 0.5 * g // Q(I, τ) rounded to whole grid steps
+	}
+	res.BoundTau = res.Tau
+	res.NoiseBound95 = math.Ceil(2*res.Shift + slack)
 	if res.Tau == 0 {
 		// The floor won: Q(I, τ_1) + noise − shift ≤ 0, so with
 		// probability ≥ 1 − β, Q(I, τ_1) ≤ 2·shift(τ_1).
-		res.ErrorBound95 = math.Ceil(2 * floorShift * g)
+		res.BoundTau = math.Ldexp(1, k*first)
+		res.NoiseBound95 = math.Ceil(2*floorShift*g + slack)
+		if !ran {
+			// Not even the first rung was run (its noise is beyond the
+			// sampler): nothing bounds Q(I, τ_1).
+			res.NoiseBound95 = math.NaN()
+		}
 	}
 	return res, nil
 }

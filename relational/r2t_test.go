@@ -61,7 +61,7 @@ func TestR2TGridScaling(t *testing.T) {
 		if r.Value > 4000 {
 			over++
 		}
-		if float64(4000-r.Value) > r.ErrorBound95 {
+		if float64(4000-r.Value) > r.NoiseBound95 {
 			miss++
 		}
 	}

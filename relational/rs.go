@@ -68,8 +68,11 @@ type RSResult struct {
 	// scale b or the discrete Gaussian σ), a DP output.
 	NoiseScale float64
 	// ErrorBound95 bounds |Value − Q(I)| with probability ≥ 0.95 from the
-	// noise scale.
+	// noise scale (there is no truncation: this is the whole error).
 	ErrorBound95 float64
+	// LowerGap95 is the one-sided bound: P[Value − Q(I) > LowerGap95] ≤
+	// 0.05, so Value − LowerGap95 is a 95% lower bound on Q(I).
+	LowerGap95 float64
 	// PaddedRS is the DP upper bound on RS^β.
 	PaddedRS float64
 }
@@ -107,7 +110,9 @@ type RSResult struct {
 //
 // ErrorBound95 is b·ln 40 (Laplace: P[|X| ≥ x] ≤ 2e^{−x/b}) or
 // σ·√(2·ln 40) (Gaussian: P[|X| ≥ x] ≤ 2e^{−x²/2σ²}), computed from R̂S and
-// public parameters only.
+// public parameters only; LowerGap95 is the one-sided b·ln 20 or
+// σ·√(2·ln 20) (P[X ≥ x] ≤ e^{−x/b}, e^{−x²/2σ²}). A SUM rounded to an
+// integer adds 1/2 to both.
 func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error) {
 	if err := (dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta}).Validate(); err != nil {
 		return RSResult{}, fmt.Errorf("relational: %w", err)
@@ -144,6 +149,8 @@ func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error)
 	}
 	sens := math.Ceil(cfg.Bound*scaled) + extra
 	qi := int64(math.Round(q))
+	// A rounded sum is off Q(I) by up to 1/2 before any noise.
+	slack := extra / 2
 	switch cfg.Noise {
 	case "", NoiseLaplace:
 		lap, err := dp.NewDiscreteLaplace(dp.NoiseScale(sens, cfg.Epsilon/2))
@@ -151,7 +158,7 @@ func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error)
 			return RSResult{}, fmt.Errorf("relational: residual sensitivity noise: %w", err)
 		}
 		return RSResult{Value: qi + lap.Sample(src), Mechanism: "residual sensitivity, padded bound + discrete Laplace ((ε,δ)-DP)",
-			NoiseScale: lap.Scale(), ErrorBound95: lap.Scale() * math.Log(40), PaddedRS: padded}, nil
+			NoiseScale: lap.Scale(), ErrorBound95: lap.Scale()*math.Log(40) + slack, LowerGap95: lap.Scale()*math.Log(20) + slack, PaddedRS: padded}, nil
 	case NoiseGaussian:
 		sigma, err := rsGaussianSigma(cfg.Epsilon/2, cfg.Delta/2, sens)
 		if err != nil {
@@ -162,7 +169,7 @@ func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error)
 			return RSResult{}, fmt.Errorf("relational: residual sensitivity noise: %w", err)
 		}
 		return RSResult{Value: qi + g.Sample(src), Mechanism: "residual sensitivity, padded bound + discrete Gaussian ((ε,δ)-DP)",
-			NoiseScale: sigma, ErrorBound95: sigma * math.Sqrt(2*math.Log(40)), PaddedRS: padded}, nil
+			NoiseScale: sigma, ErrorBound95: sigma*math.Sqrt(2*math.Log(40)) + slack, LowerGap95: sigma*math.Sqrt(2*math.Log(20)) + slack, PaddedRS: padded}, nil
 	}
 	return RSResult{}, invalid("noise %q (laplace or gaussian)", cfg.Noise)
 }

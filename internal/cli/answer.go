@@ -38,6 +38,7 @@ type answerOptions struct {
 	format  string
 	multi   bool
 	ranges  bool
+	mech    string
 }
 
 func newAnswerCmd(g *globalOptions) *cobra.Command {
@@ -69,38 +70,57 @@ Privacy:
     (--noise laplace) or discrete Gaussian noise scaled by it. It needs
     δ > 0 (a pure ε-DP variant would publish rounded Cauchy floats, which
     are not DP at large scales); use --unit for pure ε-DP.
-  user-level DP (--unit T or privacy.unit: T): R2T (Dong et al. SIGMOD
-    2022) with the LP truncation: closed form for one unit, max flow for
-    two, the CLP solver for three or more (build with -tags clp). A tuple
-    belongs to the unit it references through the spec's foreign keys.
-    --gs is GS_Q of a count (a SUM multiplies it by the largest |expr| of
-    the declared domains); --r2t-base 4 races τ = 4, 16, … (fewer rungs,
-    often more accurate). R2T is ε-DP; δ is not used.
+  user-level DP (--unit T or privacy.unit: T): a neighbour deletes one
+    unit and every tuple referencing it (through the spec's foreign keys).
+    Several answers: multi-query SJA (below). One answer, δ = 0 or
+    --mechanism r2t: R2T (Dong et al. SIGMOD 2022) with the LP truncation:
+    closed form for one unit, max flow for two, the CLP solver for three
+    or more (build with -tags clp); R2T is ε-DP, δ is not used. --gs is
+    GS_Q of a count (a SUM multiplies it by the largest |expr| of the
+    declared domains); --r2t-base 4 races τ = 4, 16, … (fewer rungs, often
+    more accurate).
 
-The budget is the spec's privacy section or --epsilon/--delta. A query with
-GROUP BY over d groups is answered as d queries; all answers share the
-budget evenly (basic composition). Answers are integers. error_bound_95 is
-computed from public parameters and DP outputs only: for the residual-
-sensitivity mechanism it bounds |answer − true| with probability 0.95; for
-R2T it is twice the shift of the winning threshold τ (R2T underestimates
-with probability ≥ 0.95; the truncation bias is covered when τ ≥ the
-largest contribution of one unit).
+Choice of mechanism (said in the output, with the reason): without a unit,
+the residual-sensitivity mechanism. With a unit, one answer gets R2T and
+two or more answers (GROUP BY groups of all queries together) get
+multi-query SJA (below) when δ > 0 — it answers them together at the whole
+budget, where R2T would run once per answer at ε/d; --mechanism r2t keeps
+one R2T run per answer, --mechanism multi (or --multi) asks for
+multi-query SJA. The budget is the spec's privacy section or
+--epsilon/--delta; per-answer mechanisms share it evenly over the d
+answers (basic composition). Answers are integers; a COUNT, or a SUM whose
+declared domains make it non-negative, is never printed below 0 (the DP
+value is clamped: post-processing, no privacy cost, and never farther from
+the truth).
+
+Bounds, computed from public parameters and DP outputs only:
+  noise_bound_95 (NOISE ±95%): the noise only. With probability ≥ 0.95 the
+    value is within it of the answer of the truncated query (R2T: each
+    unit's contribution capped at τ; multi-query SJA: each unit's vector
+    clipped to ℓ2 norm r̃; both printed as threshold). Without a unit
+    nothing is truncated and it bounds the whole error.
+  lower_bound_95 (LOWER 95%): the true answer is at least this with
+    probability ≥ 0.95, truncation included (truncation only lowers an
+    answer). No upper bound covers the truncation under a unit: one unit
+    more with any number of rows is a neighbour, so no DP output can.
 
 Many queries at once:
-  --multi (user-level DP): all queries and groups share one truncation
-    radius and one Gaussian noise vector (Dong, Sun, Yi, "Better than
-    Composition", Alg. 1 with the SVT jump start; the whole (ε, δ), δ > 0,
-    is spent once). Queries whose join results reference two or more units
-    (e.g. --unit customer,supplier) run the QCQP version (Alg. 2), which
-    needs a build with -tags ipopt (apt-get install coinor-libipopt-dev).
+  multi-query SJA (user-level DP): all queries and groups share one
+    truncation radius and one Gaussian noise vector (Dong, Sun, Yi, "Better
+    than Composition", Alg. 1 with the SVT jump start; the whole (ε, δ),
+    δ > 0, is spent once). Queries whose join results reference two or more
+    units (e.g. --unit customer,supplier) run the QCQP version (Alg. 2),
+    which needs a build with -tags ipopt (apt-get install
+    coinor-libipopt-dev); without it auto falls back to R2T.
   --ranges (tuple-level DP): COUNT(*) range queries on one table (WHERE a
     conjunction of comparisons and BETWEEN) get one discrete Laplace
     mechanism with the set's L1 sensitivity min(|Q|, 2·max depth of the
     query boxes) (Inan et al.), spending ε once.
 
 Output: a table (--format text), CSV or JSON
-  {"answers": [{"query", "group", "value", "mechanism", "noise_scale",
-  "error_bound_95", "epsilon", "delta"}], "privacy": {the privacy report}}.
+  {"mechanism": {"name", "reason"}, "answers": [{"query", "group", "value",
+  "mechanism", "noise_scale", "noise_bound_95", "lower_bound_95",
+  "threshold", "epsilon", "delta"}], "privacy": {the privacy report}}.
 
 --queries FILE holds queries separated by semicolons; -- starts a comment.
 Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
@@ -116,6 +136,17 @@ Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
 			case "text", "csv", "json":
 			default:
 				return usageErrorf("--format %q: want text, csv or json", o.format)
+			}
+			switch o.mech {
+			case mechAuto, mechR2T, mechMulti:
+			default:
+				return usageErrorf("--mechanism %q: want auto, r2t or multi", o.mech)
+			}
+			if o.multi {
+				if o.mech == mechR2T {
+					return usageErrorf("--multi and --mechanism r2t exclude each other")
+				}
+				o.mech = mechMulti
 			}
 			switch relational.Noise(o.noise) {
 			case relational.NoiseLaplace, relational.NoiseGaussian:
@@ -184,7 +215,8 @@ Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
 	f.Float64Var(&o.base, "r2t-base", 2, "R2T: ratio between thresholds τ, a power of two (2: τ = 2, 4, 8, … as in the paper's analysis; 4 runs half the rungs)")
 	f.StringVar(&o.noise, "noise", string(relational.NoiseLaplace), "residual sensitivity with δ > 0: laplace or gaussian")
 	f.StringVar(&o.format, "format", "text", "output format: text, csv or json")
-	f.BoolVar(&o.multi, "multi", false, "user-level DP: answer all queries and groups together (Dong–Sun–Yi multi-query SJA; needs δ > 0)")
+	f.StringVar(&o.mech, "mechanism", mechAuto, "user-level DP: auto (multi-query SJA for two or more answers when δ > 0, else R2T), r2t (one R2T run per answer, ε split evenly) or multi")
+	f.BoolVar(&o.multi, "multi", false, "the same as --mechanism multi: answer all queries and groups together (Dong–Sun–Yi multi-query SJA; needs δ > 0)")
 	f.BoolVar(&o.ranges, "ranges", false, "tuple-level DP: the queries are range counts on one table, answered with their set sensitivity (Inan et al.)")
 	return cmd
 }
@@ -229,28 +261,113 @@ func splitQueries(src string) []string {
 
 // answerJSON is the --format json document.
 type answerJSON struct {
-	Answers []relational.Result `json:"answers"`
-	Privacy dp.Report           `json:"privacy"`
+	Mechanism answerPlanJSON      `json:"mechanism"`
+	Answers   []relational.Result `json:"answers"`
+	Privacy   dp.Report           `json:"privacy"`
+}
+
+// answerPlanJSON says which mechanism ran and why.
+type answerPlanJSON struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// The values of --mechanism.
+const (
+	mechAuto  = "auto"
+	mechR2T   = "r2t"
+	mechMulti = "multi"
+)
+
+// The mechanisms answer can run.
+type answerKind int
+
+const (
+	kindRS answerKind = iota
+	kindRanges
+	kindR2T
+	kindMulti
+)
+
+// answerPlan is the mechanism of a run, chosen from public inputs only
+// (the spec, the parsed queries, the flags and the build) before any data
+// is read.
+type answerPlan struct {
+	kind   answerKind
+	name   string // short name, for the output
+	report string // the privacy report's mechanism
+	reason string // why this mechanism, for the output
+}
+
+// planAnswer chooses the mechanism. Under a privacy unit, d ≥ 2 answers
+// (groups of the declared GROUP BY domains, over all queries) default to
+// multi-query SJA: one truncation radius and one noise vector at the whole
+// (ε, δ) instead of d R2T runs at ε/d each, which the experiments of
+// relational/multi/EXPERIMENTS.md measure 4–90 times less accurate on
+// TPC-H. One answer keeps R2T (pure ε-DP, instance-optimal for one
+// query); so does δ = 0 or a set of queries multi-query SJA cannot take
+// (the reason is said).
+func planAnswer(s *spec.Spec, qs []*relational.Query, units []string, budget dp.Budget, o *answerOptions) answerPlan {
+	d := 0
+	for _, q := range qs {
+		d += len(relational.Groups(s, q))
+	}
+	r2t := answerPlan{kind: kindR2T, name: "R2T", report: "synth answer: R2T (Dong et al. SIGMOD 2022; survey §4.2)"}
+	mult := answerPlan{kind: kindMulti, name: "multi-query SJA", report: "synth answer: multi-query SJA (Dong, Sun, Yi, Better than Composition)"}
+	switch {
+	case o.ranges:
+		return answerPlan{kind: kindRanges, name: "range-set Laplace",
+			report: "synth answer --ranges: Laplace mechanism with the query set's L1 sensitivity (Inan et al.)",
+			reason: fmt.Sprintf("--ranges: %d range counts on one table share one Laplace mechanism at the whole ε, scaled to the set's L1 sensitivity (Inan et al.; tuple-level DP)", d)}
+	case len(units) == 0:
+		return answerPlan{kind: kindRS, name: "residual sensitivity",
+			report: "synth answer: residual-sensitivity mechanism (Dong–Yi survey §3.2)",
+			reason: fmt.Sprintf("no privacy unit (privacy.unit or --unit): tuple-level DP, the residual-sensitivity mechanism at ε/%d per answer. "+
+				"Its noise follows how many join results one tuple reaches (one customer's tuple reaches all their line items) and can exceed the answers; "+
+				"a privacy unit protects the whole person and usually needs far less noise", d)}
+	}
+	unit := strings.Join(units, ", ")
+	switch o.mech {
+	case mechMulti:
+		mult.reason = fmt.Sprintf("--mechanism multi: the %d answers share one truncation radius and one Gaussian noise vector at the whole (ε, δ) (Dong–Sun–Yi; privacy unit %s)", d, unit)
+		return mult
+	case mechR2T:
+		r2t.reason = fmt.Sprintf("--mechanism r2t: one R2T run per answer at ε/%d each (basic composition; privacy unit %s)", d, unit)
+		return r2t
+	}
+	if d == 1 {
+		r2t.reason = fmt.Sprintf("one answer under privacy unit %s: R2T (pure ε-DP, instance-optimal for a single query)", unit)
+		return r2t
+	}
+	err := multi.Check(s, qs, multi.Options{Budget: budget, Units: units, GS: o.gs})
+	if err != nil {
+		r2t.reason = fmt.Sprintf("%d answers under privacy unit %s: R2T per answer at ε/%d each, because multi-query SJA, which would answer them together, cannot run: %v", d, unit, d, err)
+		return r2t
+	}
+	mult.reason = fmt.Sprintf("%d answers under privacy unit %s: multi-query SJA (Dong–Sun–Yi) answers them together with one truncation radius and one noise vector at the whole (ε, δ), "+
+		"where R2T would run %d times at ε/%d each (--mechanism r2t for that)", d, unit, d, d)
+	return mult
 }
 
 func runAnswer(cmd *cobra.Command, g *globalOptions, s *spec.Spec, texts []string, units []string, o *answerOptions) error {
 	ctx := cmd.Context()
 	budget := dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta}
-	if o.ranges && o.multi {
-		return &UsageError{Err: errors.New("--multi and --ranges exclude each other (user-level vs tuple-level DP)"), Hint: true}
+	if o.ranges && o.mech != mechAuto {
+		return &UsageError{Err: errors.New("--ranges (tuple-level DP) excludes --multi and --mechanism (user-level DP)"), Hint: true}
 	}
 	if o.ranges && len(units) > 0 {
 		return &UsageError{Err: fmt.Errorf("--ranges answers under tuple-level DP: give --unit \"\" (the spec names unit %s)", strings.Join(units, ",")), Hint: true}
 	}
-	neighbours, mech := "add/remove one tuple of one private relation (tuple-DP)", "synth answer: residual-sensitivity mechanism (Dong–Yi survey §3.2)"
+	if o.mech != mechAuto && len(units) == 0 {
+		flag := "--mechanism " + o.mech
+		if o.multi {
+			flag = "--multi"
+		}
+		return &UsageError{Err: fmt.Errorf("%s runs under user-level DP: name the privacy unit (--unit T or privacy.unit)", flag), Hint: true}
+	}
+	neighbours := "add/remove one tuple of one private relation (tuple-DP)"
 	if len(units) > 0 {
 		neighbours = "delete one tuple of " + strings.Join(units, " or ") + " and every tuple referencing it (user-DP)"
-		mech = "synth answer: R2T (Dong et al. SIGMOD 2022; survey §4.2)"
-		if o.multi {
-			mech = "synth answer --multi: multi-query SJA (Dong, Sun, Yi, Better than Composition)"
-		}
-	} else if o.ranges {
-		mech = "synth answer --ranges: Laplace mechanism with the query set's L1 sensitivity (Inan et al.)"
 	}
 	g.logger.Info("opening engine", "engine", engine.Redact(g.engine))
 	eng, err := engine.Open(ctx, g.engine)
@@ -268,9 +385,11 @@ func runAnswer(cmd *cobra.Command, g *globalOptions, s *spec.Spec, texts []strin
 		}
 		qs = append(qs, q)
 	}
+	plan := planAnswer(s, qs, units, budget, o)
+	g.logger.Info("mechanism", "name", plan.name, "reason", plan.reason)
 	// The lifetime ledger records the run once every query parsed and
 	// before any data is read.
-	if err := chargeLedger(cmd, g, s, "answer", mech, budget); err != nil {
+	if err := chargeLedger(cmd, g, s, "answer", plan.report, budget); err != nil {
 		return err
 	}
 	for _, t := range s.Tables {
@@ -284,31 +403,39 @@ func runAnswer(cmd *cobra.Command, g *globalOptions, s *spec.Spec, texts []strin
 		return &UsageError{Err: err}
 	}
 	src := g.source()
-	var res []relational.Result
-	switch {
-	case o.ranges:
-		res, err = answerRanges(ctx, eng, src, s, texts, units, budget, ledger)
-	case o.multi:
-		res, err = multi.Answer(ctx, eng, src, s, qs, multi.Options{Budget: budget, Units: units, GS: o.gs}, ledger)
-	default:
-		res, err = relational.Answer(ctx, eng, src, s, qs, relational.Options{
-			Budget: budget, Units: units, GS: o.gs, Base: o.base, Noise: relational.Noise(o.noise),
-		}, ledger)
-	}
+	res, err := answerWith(ctx, eng, src, s, plan, texts, qs, units, budget, o, ledger)
 	if err != nil {
 		return answerError(err)
 	}
-	params := map[string]any{"queries": texts, "answers": len(res)}
+	params := map[string]any{"queries": texts, "answers": len(res), "mechanism_reason": plan.reason}
 	if len(units) > 0 {
-		params["units"], params["gs"], params["r2t_base"] = units, o.gs, o.base
+		params["units"], params["gs"] = units, o.gs
+		if plan.kind == kindR2T {
+			params["r2t_base"] = o.base
+		}
 	} else if !o.ranges {
 		params["noise"] = o.noise
 	}
 	report := ledger.Report(dp.ReportMeta{
-		Neighbours: neighbours, Mechanism: mech, Seeded: src.Seeded(), Parameters: params,
+		Neighbours: neighbours, Mechanism: plan.report, Seeded: src.Seeded(), Parameters: params,
 		SoftwareVersion: version.String(), SpecDigest: specDigest(s),
 	})
-	return writeAnswers(g.stdout, o.format, res, report)
+	return writeAnswers(g.stdout, o.format, plan, res, report)
+}
+
+// answerWith runs the planned mechanism on a loaded engine (the data are
+// read here, after the charge).
+func answerWith(ctx context.Context, eng *engine.Engine, src dp.Source, s *spec.Spec, plan answerPlan, texts []string, qs []*relational.Query,
+	units []string, budget dp.Budget, o *answerOptions, ledger *dp.Ledger) ([]relational.Result, error) {
+	switch plan.kind {
+	case kindRanges:
+		return answerRanges(ctx, eng, src, s, texts, units, budget, ledger)
+	case kindMulti:
+		return multi.Answer(ctx, eng, src, s, qs, multi.Options{Budget: budget, Units: units, GS: o.gs}, ledger)
+	}
+	return relational.Answer(ctx, eng, src, s, qs, relational.Options{
+		Budget: budget, Units: units, GS: o.gs, Base: o.base, Noise: relational.Noise(o.noise),
+	}, ledger)
 }
 
 // answerRanges answers range counts on one table with the set sensitivity
@@ -348,6 +475,13 @@ func fmtOpt(f *float64) string {
 	return strconv.FormatFloat(*f, 'g', 6, 64)
 }
 
+func fmtInt(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*v, 10)
+}
+
 func fmtGroup(g map[string]string) string {
 	if g == nil {
 		return ""
@@ -364,7 +498,22 @@ func fmtGroup(g map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-func writeAnswers(w io.Writer, format string, res []relational.Result, report dp.Report) error {
+// answerColumns are the CSV header (the JSON keys of relational.Result).
+var answerColumns = []string{"query", "group", "value", "mechanism", "noise_scale", "noise_bound_95", "lower_bound_95", "threshold", "epsilon", "delta"}
+
+// boundsNote explains the two bound columns of the text table.
+func boundsNote(plan answerPlan) string {
+	if plan.kind == kindRS || plan.kind == kindRanges {
+		return "NOISE ±95%: |value − true answer| with probability 95% (nothing is truncated: the noise is the whole error). " +
+			"LOWER 95%: the true answer is at least this with probability 95%."
+	}
+	return "NOISE ±95%: the noise only: |value − answer of the truncated query| with probability 95%. " +
+		"The truncation at THRESHOLD (R2T: each unit's contribution capped at τ; multi-query SJA: each unit's vector clipped to norm r̃) " +
+		"also lowers the value, by an amount no DP output can bound from above. " +
+		"LOWER 95%: the true answer is at least this with probability 95%, truncation included."
+}
+
+func writeAnswers(w io.Writer, format string, plan answerPlan, res []relational.Result, report dp.Report) error {
 	switch format {
 	case "json":
 		if res == nil {
@@ -372,13 +521,13 @@ func writeAnswers(w io.Writer, format string, res []relational.Result, report dp
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(answerJSON{Answers: res, Privacy: report})
+		return enc.Encode(answerJSON{Mechanism: answerPlanJSON{Name: plan.name, Reason: plan.reason}, Answers: res, Privacy: report})
 	case "csv":
 		cw := csv.NewWriter(w)
-		_ = cw.Write([]string{"query", "group", "value", "mechanism", "noise_scale", "error_bound_95", "epsilon", "delta"})
+		_ = cw.Write(answerColumns)
 		for _, r := range res {
-			_ = cw.Write([]string{r.Query, fmtGroup(r.Group), strconv.FormatInt(r.Value, 10), r.Mechanism, fmtOpt(r.NoiseScale), fmtOpt(r.ErrorBound95),
-				strconv.FormatFloat(r.Epsilon, 'g', -1, 64), strconv.FormatFloat(r.Delta, 'g', -1, 64)})
+			_ = cw.Write([]string{r.Query, fmtGroup(r.Group), strconv.FormatInt(r.Value, 10), r.Mechanism, fmtOpt(r.NoiseScale), fmtOpt(r.NoiseBound95),
+				fmtInt(r.LowerBound95), fmtOpt(r.Threshold), strconv.FormatFloat(r.Epsilon, 'g', -1, 64), strconv.FormatFloat(r.Delta, 'g', -1, 64)})
 		}
 		cw.Flush()
 		return cw.Error()
@@ -391,17 +540,20 @@ func writeAnswers(w io.Writer, format string, res []relational.Result, report dp
 			queries = append(queries, r.Query)
 		}
 	}
+	fmt.Fprintf(w, "mechanism: %s — %s\n", plan.name, plan.reason)
 	for i, q := range queries {
 		fmt.Fprintf(w, "Q%d: %s\n", i+1, q)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUERY\tGROUP\tVALUE\tNOISE SCALE\tERROR BOUND 95%\tMECHANISM")
+	fmt.Fprintln(tw, "QUERY\tGROUP\tVALUE\tNOISE SCALE\tNOISE ±95%\tLOWER 95%\tTHRESHOLD\tMECHANISM")
 	for _, r := range res {
-		fmt.Fprintf(tw, "Q%d\t%s\t%d\t%s\t%s\t%s\n", idx[r.Query], fmtGroup(r.Group), r.Value, fmtOpt(r.NoiseScale), fmtOpt(r.ErrorBound95), r.Mechanism)
+		fmt.Fprintf(tw, "Q%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", idx[r.Query], fmtGroup(r.Group), r.Value, fmtOpt(r.NoiseScale), fmtOpt(r.NoiseBound95),
+			fmtInt(r.LowerBound95), fmtOpt(r.Threshold), r.Mechanism)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(w, boundsNote(plan))
 	_, err := fmt.Fprintf(w, "privacy: (ε = %g, δ = %g)-DP, spent (ε = %g, δ = %g); neighbours: %s; %s\n",
 		report.Epsilon, report.Delta, report.Spent.Epsilon, report.Spent.Delta, report.Neighbours, report.Privacy)
 	return err

@@ -21,13 +21,19 @@ const (
 )
 
 type answerDoc struct {
+	Mechanism struct {
+		Name   string `json:"name"`
+		Reason string `json:"reason"`
+	} `json:"mechanism"`
 	Answers []struct {
 		Query        string            `json:"query"`
 		Group        map[string]string `json:"group"`
 		Value        *json.Number      `json:"value"`
 		Mechanism    string            `json:"mechanism"`
 		NoiseScale   *float64          `json:"noise_scale"`
-		ErrorBound95 *float64          `json:"error_bound_95"`
+		NoiseBound95 *float64          `json:"noise_bound_95"`
+		LowerBound95 *int64            `json:"lower_bound_95"`
+		Threshold    *float64          `json:"threshold"`
 		Epsilon      float64           `json:"epsilon"`
 	} `json:"answers"`
 	Privacy struct {
@@ -62,13 +68,13 @@ func TestAnswerJSONTupleDP(t *testing.T) {
 	}
 	var modes []string
 	for _, a := range d.Answers {
-		if a.Query != answerQ12 || a.Group == nil || a.Value == nil || a.ErrorBound95 == nil || a.NoiseScale == nil {
+		if a.Query != answerQ12 || a.Group == nil || a.Value == nil || a.NoiseBound95 == nil || a.LowerBound95 == nil || a.NoiseScale == nil {
 			t.Fatalf("incomplete answer %+v", a)
 		}
 		if _, err := a.Value.Int64(); err != nil {
 			t.Fatalf("value %v is not an integer", a.Value)
 		}
-		if !strings.Contains(a.Mechanism, "residual sensitivity") || *a.ErrorBound95 <= 0 {
+		if !strings.Contains(a.Mechanism, "residual sensitivity") || *a.NoiseBound95 <= 0 {
 			t.Fatalf("answer %+v", a)
 		}
 		if a.Epsilon != 1.0/7 {
@@ -126,7 +132,7 @@ func TestAnswerQueriesFileCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1+1+5 || rows[0][0] != "query" || rows[0][5] != "error_bound_95" {
+	if len(rows) != 1+1+5 || rows[0][0] != "query" || rows[0][5] != "noise_bound_95" || rows[0][6] != "lower_bound_95" {
 		t.Fatalf("csv:\n%s", r.stdout)
 	}
 }
@@ -134,7 +140,7 @@ func TestAnswerQueriesFileCSV(t *testing.T) {
 // TestAnswerText checks the text table.
 func TestAnswerText(t *testing.T) {
 	r := mustRun(t, "answer", "--config", answerSpec, "--unit", "", "--query", answerQ3, "--seed", "4", "-q")
-	for _, want := range []string{"Q1: " + answerQ3, "ERROR BOUND 95%", "padded bound + discrete Laplace", "privacy: (ε = 1, δ = 1e-06)-DP", "not private (seeded)"} {
+	for _, want := range []string{"Q1: " + answerQ3, "NOISE ±95%", "LOWER 95%", "mechanism: residual sensitivity — no privacy unit", "padded bound + discrete Laplace", "privacy: (ε = 1, δ = 1e-06)-DP", "not private (seeded)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("text output lacks %q:\n%s", want, r.stdout)
 		}
@@ -210,5 +216,113 @@ func TestSplitQueries(t *testing.T) {
 	want := []string{"SELECT 1", "SELECT 'x;y'", `SELECT "a;b"`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// TestAnswerMechanismChoice checks which mechanism answer runs and that
+// the output says which and why: under a privacy unit, several answers
+// (groups or queries) default to multi-query SJA (one spend of the whole
+// budget), --mechanism r2t keeps one R2T run per answer, one answer and
+// δ = 0 keep R2T, and no unit means the residual-sensitivity mechanism.
+func TestAnswerMechanismChoice(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantName   string
+		wantPrefix string // of every answer's mechanism
+		wantSpends int
+		wantReason []string
+	}{
+		{"group by under the spec's unit", []string{"--query", answerShipModes},
+			"multi-query SJA", "multi-query SJA", 1, []string{"7 answers under privacy unit customer", "--mechanism r2t"}},
+		{"two queries under --unit", []string{"--unit", "customer", "--query", answerQ3, "--query", "SELECT COUNT(*) FROM customer WHERE c_mktsegment = 'BUILDING'"},
+			"multi-query SJA", "multi-query SJA", 1, []string{"2 answers"}},
+		{"--mechanism r2t", []string{"--mechanism", "r2t", "--query", answerShipModes},
+			"R2T", "R2T", 7, []string{"--mechanism r2t", "ε/7"}},
+		{"one answer", []string{"--query", answerQ3},
+			"R2T", "R2T", 1, []string{"one answer"}},
+		{"δ = 0", []string{"--delta", "0", "--query", answerShipModes},
+			"R2T", "R2T", 7, []string{"δ = 0", "multi-query SJA"}},
+		{"--multi", []string{"--multi", "--query", answerQ3},
+			"multi-query SJA", "multi-query SJA", 1, []string{"--mechanism multi"}},
+		{"no unit", []string{"--unit", "", "--query", answerShipModes},
+			"residual sensitivity", "residual sensitivity", 7, []string{"no privacy unit", "tuple-level DP"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"answer", "--config", answerSpec, "--format", "json", "--seed", "5", "-q"}, tt.args...)
+			d := decodeAnswers(t, mustRun(t, args...).stdout)
+			if d.Mechanism.Name != tt.wantName {
+				t.Fatalf("mechanism %q (%s), want %q", d.Mechanism.Name, d.Mechanism.Reason, tt.wantName)
+			}
+			for _, w := range tt.wantReason {
+				if !strings.Contains(d.Mechanism.Reason, w) {
+					t.Errorf("reason %q does not say %q", d.Mechanism.Reason, w)
+				}
+			}
+			for _, a := range d.Answers {
+				if !strings.HasPrefix(a.Mechanism, tt.wantPrefix) {
+					t.Fatalf("answer ran %q, want %q", a.Mechanism, tt.wantPrefix)
+				}
+			}
+			if len(d.Privacy.Spends) != tt.wantSpends {
+				t.Errorf("%d spends, want %d", len(d.Privacy.Spends), tt.wantSpends)
+			}
+		})
+	}
+	// The text table says it too, above the answers.
+	r := mustRun(t, "answer", "--config", answerSpec, "--query", answerShipModes, "--seed", "5", "-q")
+	if !strings.HasPrefix(r.stdout, "mechanism: multi-query SJA — 7 answers under privacy unit customer") {
+		t.Errorf("text output does not start with the mechanism and its reason:\n%s", r.stdout)
+	}
+	// --mechanism needs a unit; --multi contradicts --mechanism r2t.
+	for _, args := range [][]string{
+		{"--unit", "", "--mechanism", "multi"},
+		{"--multi", "--mechanism", "r2t"},
+		{"--mechanism", "best"},
+	} {
+		r := run(t, append([]string{"answer", "-q", "--config", answerSpec, "--query", answerShipModes}, args...)...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "--mechanism") {
+			t.Errorf("%v: exit %d, stderr %q; want a usage error naming --mechanism", args, r.code, r.stderr)
+		}
+	}
+}
+
+// TestAnswerNeverNegative runs the issue-28 example under tuple-level DP
+// (noise ≈ 220k per group on counts of ≈ 8.6k: about half the raw DP values
+// are negative, and the seed's were) and checks that no value or lower
+// bound is printed below 0, in JSON and CSV, and that the bound columns
+// carry their new names: noise_bound_95 (noise only), lower_bound_95.
+func TestAnswerNeverNegative(t *testing.T) {
+	r := mustRun(t, "answer", "--config", answerSpec, "--unit", "", "--query", answerShipModes, "--format", "json", "--seed", "7", "-q")
+	if strings.Contains(r.stdout, "error_bound_95") {
+		t.Errorf("JSON still has error_bound_95:\n%s", r.stdout)
+	}
+	d := decodeAnswers(t, r.stdout)
+	zeros := 0
+	for _, a := range d.Answers {
+		v, err := a.Value.Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v < 0 || a.LowerBound95 == nil || *a.LowerBound95 < 0 || *a.LowerBound95 > v {
+			t.Errorf("group %v: value %d, lower bound %v: want 0 ≤ lower ≤ value", a.Group, v, a.LowerBound95)
+		}
+		if v == 0 {
+			zeros++
+		}
+	}
+	if zeros == 0 {
+		t.Errorf("no value was clamped at seed 7: the test no longer shows the clamp")
+	}
+	r = mustRun(t, "answer", "--config", answerSpec, "--unit", "", "--query", answerShipModes, "--format", "csv", "--seed", "7", "-q")
+	rows, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rows[1:] {
+		if strings.HasPrefix(row[2], "-") || strings.HasPrefix(row[6], "-") {
+			t.Errorf("negative CSV row %q", row)
+		}
 	}
 }

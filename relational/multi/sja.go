@@ -65,10 +65,19 @@ type Result struct {
 	// Sigma is the standard-deviation parameter σ of the discrete Gaussian
 	// noise per coordinate, in the queries' units.
 	Sigma float64
-	// ErrorBound95 bounds the noise of each coordinate with probability
-	// ≥ 95%: σ·√(2 ln 40) (the discrete Gaussian is σ-subgaussian, CKS 2020
-	// Prop. 19). It does not cover the truncation bias, which is not public.
-	ErrorBound95 float64
+	// NoiseBound95 bounds the noise of each coordinate with probability
+	// ≥ 95%: |Values[k] − g·Σ_i x_{i,k}| ≤ σ·√(2 ln 40) (+1/2 for the
+	// rounding when g < 1; the discrete Gaussian is σ-subgaussian, CKS
+	// 2020 Prop. 19: P[|Z| ≥ t] ≤ 2e^{−t²/2σ²}). It does not cover the
+	// clipping bias Σ_i (S_{i,k} − x_{i,k}) ≥ 0, which no DP output can
+	// bound from above (see [relational.Result]).
+	NoiseBound95 float64
+	// LowerGap95 is the one-sided bound σ·√(2 ln 20) (+1/2 when g < 1):
+	// P[Values[k] − g·Σ_i x_{i,k} > LowerGap95] ≤ 0.05, and
+	// Σ_i x_{i,k} ≤ Σ_i S_{i,k} (clipping only shrinks non-negative
+	// entries), so Values[k] − LowerGap95 is a 95% lower bound on the true
+	// answer of coordinate k, clipping bias included.
+	LowerGap95 float64
 	// Rungs is n, the number of radii.
 	Rungs int
 	// Trace says which Count(I, 2^ℓ) the SVT computed. NOT differentially
@@ -204,7 +213,12 @@ func Run(ctx context.Context, src dp.Source, entries []Entry, d int, cfg Config)
 		res.Values[k] = int64(math.Round(float64(sum[k]+gauss.Sample(src)) * g))
 	}
 	res.Sigma = sigma * g
-	res.ErrorBound95 = res.Sigma * math.Sqrt(2*math.Log(40))
+	slack := 0.0
+	if g < 1 {
+		slack = 0.5 // round((Σx + Z)·g)
+	}
+	res.NoiseBound95 = res.Sigma*math.Sqrt(2*math.Log(40)) + slack
+	res.LowerGap95 = res.Sigma*math.Sqrt(2*math.Log(20)) + slack
 	return res, nil
 }
 

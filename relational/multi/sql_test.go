@@ -178,3 +178,67 @@ func norm(m map[string]float64) float64 {
 	}
 	return math.Sqrt(s)
 }
+
+// TestCheck checks the public pre-flight of Answer that synth answer's
+// default mechanism choice uses: each refusal is the one Answer would give,
+// without reading data.
+func TestCheck(t *testing.T) {
+	e, s := tpch(t)
+	count := mustParse(t, e, s, "SELECT c_nationkey, COUNT(*) FROM customer, orders WHERE c_custkey = o_custkey GROUP BY c_nationkey")
+	signed := mustParse(t, e, s, "SELECT SUM(l_discount - 1) FROM customer, orders, lineitem WHERE c_custkey = o_custkey AND o_orderkey = l_orderkey")
+	sj := mustParse(t, e, s, "SELECT s_nationkey, COUNT(*) FROM customer, orders, lineitem, supplier WHERE c_custkey = o_custkey AND o_orderkey = l_orderkey AND l_suppkey = s_suppkey GROUP BY s_nationkey")
+	ok := dp.Budget{Epsilon: 1, Delta: 1e-6}
+	sjWant := error(nil)
+	if !ipopt.Available {
+		sjWant = ErrNeedsIpopt
+	}
+	tests := []struct {
+		name    string
+		queries []*relational.Query
+		opt     Options
+		want    error // nil: accepted
+	}{
+		{"accepted", []*relational.Query{count}, Options{Budget: ok, Units: []string{"customer"}}, nil},
+		{"δ = 0", []*relational.Query{count}, Options{Budget: dp.Budget{Epsilon: 1}, Units: []string{"customer"}}, ErrInvalid},
+		{"no unit", []*relational.Query{count}, Options{Budget: ok}, ErrInvalid},
+		{"no query", nil, Options{Budget: ok, Units: []string{"customer"}}, ErrInvalid},
+		{"negative summand", []*relational.Query{signed}, Options{Budget: ok, Units: []string{"customer"}}, ErrInvalid},
+		{"self-join", []*relational.Query{sj}, Options{Budget: ok, Units: []string{"customer", "supplier"}}, sjWant},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Check(s, tt.queries, tt.opt)
+			if (tt.want == nil) != (err == nil) || (tt.want != nil && !errors.Is(err, tt.want)) {
+				t.Fatalf("Check: %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestAnswerClampsAtZero answers counts far below the noise (orders of the
+// first four days of 1992 by nation, ε = 0.1: σ in the thousands) and
+// checks that no answer or lower bound is negative, the lower bound is
+// below the value, and the threshold r̃ is published.
+func TestAnswerClampsAtZero(t *testing.T) {
+	e, s := tpch(t)
+	ctx := context.Background()
+	q := mustParse(t, e, s, "SELECT c_nationkey, COUNT(*) FROM customer, orders WHERE c_custkey = o_custkey AND o_orderdate < DATE '1992-01-05' GROUP BY c_nationkey")
+	budget := dp.Budget{Epsilon: 0.1, Delta: 1e-6}
+	l, _ := dp.NewLedger(budget)
+	res, err := Answer(ctx, e, dp.NewSeededSource(5), s, []*relational.Query{q}, Options{Budget: budget, Units: []string{"customer"}}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := 0
+	for _, r := range res {
+		if r.Value < 0 || r.LowerBound95 == nil || *r.LowerBound95 < 0 || *r.LowerBound95 > r.Value || r.Threshold == nil || r.NoiseBound95 == nil {
+			t.Fatalf("answer %+v: want 0 ≤ lower ≤ value, a noise bound and the threshold", r)
+		}
+		if r.Value == 0 {
+			zeros++
+		}
+	}
+	if zeros == 0 {
+		t.Fatal("no answer clamped at this seed: the test shows nothing")
+	}
+}

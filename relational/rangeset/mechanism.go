@@ -73,7 +73,8 @@ func Release(src dp.Source, counts []int64, sens int, eps float64) ([]int64, flo
 // Answer answers the set's queries with one Laplace mechanism of scale
 // S/ε, S from [Sensitivity]: the whole budget ε is charged to ledger once,
 // before any data is read, and the true counts are aggregate SQL through
-// db. Each [relational.Result] reports the whole ε (one release) and the
+// db. Each [relational.Result] reports the whole ε (one release), the
+// value clamped at 0, and the
 // 95% error bound ⌈b·ln 40⌉ of each answer, b = S/ε: for the discrete
 // Laplace P[|X| ≥ t] = 2e^{−t/b}/(1 + e^{−1/b}) < 2e^{−t/b}. The table must
 // be private.
@@ -107,10 +108,13 @@ func Answer(ctx context.Context, db relational.DB, src dp.Source, s *spec.Spec, 
 	out := make([]relational.Result, len(vals))
 	for i, v := range vals {
 		sc, b := scale, bound
-		out[i] = relational.Result{Query: set.Queries[i].Text, Value: v,
+		out[i] = relational.Result{Query: set.Queries[i].Text,
 			Mechanism:  fmt.Sprintf("Laplace on a range-query set (|Q| = %d, max depth %d, L1 sensitivity %d)", len(vals), depth, sens),
-			NoiseScale: &sc, ErrorBound95: &b, Epsilon: eps}
-		ledger.Publish(fmt.Sprintf("answer_%d", i), float64(v))
+			NoiseScale: &sc, NoiseBound95: &b, Epsilon: eps}
+		// A count is ≥ 0: clamped (post-processing); P[X ≥ b·ln 20] ≤ 0.05
+		// gives the one-sided lower bound.
+		out[i].SetValue(v, scale*math.Log(20), true)
+		ledger.Publish(fmt.Sprintf("answer_%d", i), float64(out[i].Value))
 	}
 	return out, nil
 }
