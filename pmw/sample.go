@@ -1,9 +1,9 @@
 package pmw
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
-	"sort"
 
 	"github.com/synth-dp/synth/dp"
 )
@@ -178,7 +178,7 @@ func (s *groupSet) emit(sizes []int, emit func(cell, count int64) error) error {
 		}
 		outs = append(outs, out{cell, n})
 	}
-	sort.Slice(outs, func(i, j int) bool { return outs[i].cell < outs[j].cell })
+	slices.SortFunc(outs, func(a, b out) int { return cmp.Compare(a.cell, b.cell) })
 	for i := 0; i < len(outs); {
 		j, n := i, int64(0)
 		for j < len(outs) && outs[j].cell == outs[i].cell {
