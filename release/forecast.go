@@ -296,7 +296,7 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 			return
 		}
 		seen[name] = true
-		f.Marginals = append(f.Marginals, MarginalForecast{Marginal: name, Cells: k, OneWay: len(cols) == 1, Spread: f.Sigma * spreadFactor(k)})
+		f.Marginals = append(f.Marginals, MarginalForecast{Marginal: name, Cells: k, OneWay: len(cols) == 1, Spread: f.Sigma * SpreadFactor(k)})
 	}
 	for i := range p.Sizes {
 		addM([]int{i})
@@ -307,11 +307,11 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 	return f, nil
 }
 
-// spreadFactor is √(q_k − (k − 1)) for a table of k cells: the true
+// SpreadFactor is √(q_k − (k − 1)) for a table of k cells: the true
 // spread, in units of σ, at which the measured spread reaches pmw's
 // shrinkage threshold q_k·σ² on average (q_k: the 1 − 10⁻⁴ quantile of
 // χ²_{k−1}, pmw's mwemShrinkNoise). 0 for one cell.
-func spreadFactor(k int) float64 {
+func SpreadFactor(k int) float64 {
 	if k < 2 {
 		return 0
 	}

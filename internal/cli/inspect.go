@@ -49,6 +49,9 @@ type inspectReport struct {
 	Model    string          `json:"pmw_model"`
 	Budget   budget          `json:"budget"`
 	Workload workloadSummary `json:"workload"`
+	// Forecast says, from public parameters only, which measured
+	// marginals can carry signal and what would help.
+	Forecast *signalForecast `json:"signal_forecast,omitempty"`
 	// Warnings are drawn from the spec alone (public).
 	Warnings      []string `json:"warnings"`
 	DataValidated bool     `json:"data_validated"`
@@ -181,7 +184,20 @@ func loadData(ctx context.Context, g *globalOptions, s *spec.Spec) (*hypergraph.
 }
 
 func runInspect(ctx context.Context, g *globalOptions, o *inspectOptions) error {
-	s, h, eng, err := loadAll(ctx, g, o.config)
+	s, err := spec.Load(o.config)
+	if err != nil {
+		return err
+	}
+	// What a release would refuse, inspect refuses, before reading data.
+	plan, err := refuseLikeRelease(s)
+	if err != nil {
+		return err
+	}
+	forecast, err := buildForecast(plan)
+	if err != nil {
+		return err
+	}
+	h, eng, err := loadData(ctx, g, s)
 	if err != nil {
 		return err
 	}
@@ -200,6 +216,13 @@ func runInspect(ctx context.Context, g *globalOptions, o *inspectOptions) error 
 	if rep.NonPrivate, err = buildCustodian(ctx, s, h, eng, sourceCounts()); err != nil {
 		return err
 	}
+	types, err := eng.KeyColumnTypes(ctx, s)
+	if err != nil {
+		return err
+	}
+	rep.NonPrivate.Warnings = append(rep.NonPrivate.Warnings, keyTypeWarnings(s, types)...)
+	rep.Forecast = forecast
+	rep.NonPrivate.Signal = buildCustodianSignal(s, forecast, rep.NonPrivate)
 	if o.format == "json" {
 		return writeJSON(g.stdout, rep)
 	}
@@ -342,6 +365,7 @@ func writeInspectText(w io.Writer, r inspectReport) error {
 		}
 		fmt.Fprintf(tw, "workload family:\t%s%s\n", f.Name, how)
 	}
+	writeForecastText(tw, r.Forecast)
 	for _, w := range r.Warnings {
 		fmt.Fprintf(tw, "warning:\t%s\n", w)
 	}
@@ -408,6 +432,7 @@ func writeCustodianText(tw io.Writer, c *custodianReport) {
 	for _, w := range c.Warnings {
 		fmt.Fprintf(tw, "NON-PRIVATE warning:\t%s\n", w)
 	}
+	writeCustodianSignal(tw, c.Signal)
 }
 
 // pmwModel says which PMW model a release of s would use and why (the
