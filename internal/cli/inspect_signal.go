@@ -131,8 +131,9 @@ type custodianSignal struct {
 type custodianVerdict struct {
 	Marginal string `json:"marginal"`
 	// Deviation is the RMS deviation of its cells from their mean, as a
-	// share of the mean cell, that it needs to carry signal.
-	Deviation float64 `json:"needed_deviation"`
+	// share of the mean cell, that it needs to carry signal (absent when
+	// no distribution of that many rows can).
+	Deviation float64 `json:"needed_deviation,omitempty"`
 	Verdict   string  `json:"verdict"`
 }
 
@@ -158,8 +159,9 @@ func buildCustodianSignal(s *spec.Spec, f *signalForecast, c *custodianReport) *
 	for _, m := range f.Marginals {
 		v := custodianVerdict{Marginal: m.Marginal, Deviation: m.f.Deviation(cs.Rows)}
 		switch {
-		case m.f.Hopeless(cs.Rows):
-			v.Verdict = fmt.Sprintf("no signal whatever the data: it would need at least %s rows", fmtRows(m.MinRows))
+		case m.f.Hopeless(cs.Rows) || math.IsInf(v.Deviation, 0):
+			v.Deviation = 0
+			v.Verdict = fmt.Sprintf("no signal expected whatever the data: at one measurement's noise it would need at least %s rows", fmtRows(m.MinRows))
 		case v.Deviation > 1:
 			v.Verdict = fmt.Sprintf("signal only if very skewed: its cells must be off their mean by %.0f%% (RMS) or more", 100*v.Deviation)
 		default:
