@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"math"
@@ -242,5 +243,64 @@ func TestEmptyJoinTPCH(t *testing.T) {
 	r, params := releaseParams(t, tpchSpec)
 	if strings.Contains(r.stdout, "MAY BE EMPTY") || params["rows_near_zero"] != nil {
 		t.Errorf("the unchanged TPC-H release warns of an empty join:\n%s", r.stdout)
+	}
+}
+
+// TestInspectKeyCauses (issue 28, item 2): inspect names the cause of an
+// empty or lossy join in its NON-PRIVATE section: key columns whose
+// source files type them differently (a Parquet DOUBLE against a BIGINT:
+// they still join, integral values comparing as integers) and an empty
+// table.
+func TestInspectKeyCauses(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`COPY (SELECT i::DOUBLE AS id, 'S' AS size FROM range(1, 4) t(i)) TO '` + filepath.Join(dir, "a.parquet") + `' (FORMAT parquet)`,
+		`COPY (SELECT i::BIGINT AS aid, 'M' AS size FROM range(1, 4) t(i)) TO '` + filepath.Join(dir, "b.parquet") + `' (FORMAT parquet)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := func(b string) string {
+		return `privacy: {epsilon: 1, delta: 1e-6}
+tables:
+  - name: a
+    source: a.parquet
+    primary_key: id
+    columns:
+      id: {type: key}
+      size: {type: categorical, values: [S, M]}
+  - name: b
+    source: ` + b + `
+    columns:
+      aid: {type: key}
+join: ["b.aid = a.id"]
+release:
+  method: join-as-one
+  columns: [size]
+`
+	}
+	for name, text := range map[string]string{"types.yaml": spec("b.parquet"), "empty.yaml": spec("b.csv"), "b.csv": "aid\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ config, want, not string }{
+		{"types.yaml", "join key file types differ across b.aid = a.id: b.aid is BIGINT in its source file and a.id is DOUBLE", "never match"},
+		{"empty.yaml", "table b is empty: its source has no row", "never match"},
+	} {
+		r := mustRun(t, "-q", "inspect", "--config", filepath.Join(dir, tc.config))
+		out := squash(r.stdout)
+		if !strings.Contains(out, "NON-PRIVATE warning: "+tc.want) {
+			t.Errorf("%s: no warning %q:\n%s", tc.config, tc.want, out)
+		}
+		if strings.Contains(out, tc.not) {
+			t.Errorf("%s: warns %q:\n%s", tc.config, tc.not, out)
+		}
 	}
 }
