@@ -125,14 +125,26 @@ join is acyclic and hierarchical, the folded join (public tables joined on
 their primary key folded into a private neighbour, whose keys it checks for
 uniqueness) with the algorithm a join-as-one release runs on it, the
 universe size of the released columns, the budget and the effective
-workload (the query families a release keeps accurate).
+workload (the query families a release keeps accurate). A spec a release
+would refuse before reading data (release.measures it cannot run, a
+budget too small for its samplers, a universe above the memory cap) is
+refused the same way, with the same exit code, before any data is read.
+
+A signal forecast, from public parameters only (the budget, the method's
+split of it, the sensitivity where it is public, the workload and the
+declared domain sizes; no data), gives the noise per cell of the
+release's measured marginals and, per marginal, how far from uniform its
+cells must be to carry signal rather than fall back to uniform, with what
+would help (more ε, fewer cells, a privacy unit).
 
 It ends with a NON-PRIVATE section for the data custodian: the rows of each
 source and of each loaded table, the rows each out_of_domain policy dropped
-or clamped, the true join size, and warnings about the data (an empty join,
-join keys that write one number differently, such as 01 and 1). These are
-true counts, not differentially private: never publish them. A release
-never contains them.`,
+or clamped, the true join size, warnings about the data (an empty join, an
+empty table, join keys that never match or write one number differently,
+such as 01 and 1, key columns stored or typed differently across a join
+edge) and the signal forecast held against the true sizes. These are true
+counts, not differentially private: never publish them. A release never
+contains them.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlag("config", o.config); err != nil {
