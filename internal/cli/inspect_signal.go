@@ -168,7 +168,11 @@ func buildCustodianSignal(s *spec.Spec, f *signalForecast, c *custodianReport) *
 			v.Verdict = fmt.Sprintf("signal if its cells are off their mean by %.0f%% (RMS) or more; nearer uniform, it falls back to uniform", 100*v.Deviation)
 		}
 		if !f.Known {
-			v.Verdict += " (at Δ̃ = 1, the best case: the run's Δ̃ multiplies the deviation needed)"
+			v.Verdict = "at Δ̃ = 1 (the best case; the run's Δ̃ multiplies the deviation needed): " + v.Verdict
+			if m.MinRows > 0 && cs.Rows >= m.MinRows {
+				v.Verdict += fmt.Sprintf("; above Δ̃ = %.0f no distribution of these rows carries signal here "+
+					"(`synth sensitivity`, NON-PRIVATE, prints the data's residual sensitivity)", math.Floor(cs.Rows/m.MinRows))
+			}
 		}
 		cs.Marginals = append(cs.Marginals, v)
 	}
