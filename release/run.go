@@ -356,6 +356,14 @@ func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, erro
 		return nil, err
 	}
 	r.o.progress(PhaseLoad, 1, 1)
+	// Key columns stored or typed differently across a join edge, for the
+	// custodian (the log only: the stored types depend on the data, and
+	// nothing here changes what is released).
+	if types, err := eng.KeyColumnTypes(ctx, s); err == nil {
+		for _, w := range engine.KeyTypeWarnings(s, types) {
+			log.Warn(w)
+		}
+	}
 	log.Info("computing join statistics and running PMW")
 	out, err := c.run.Run(ctx, r.src, eng)
 	if err != nil {

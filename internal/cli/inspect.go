@@ -232,7 +232,7 @@ func runInspect(ctx context.Context, g *globalOptions, o *inspectOptions) error 
 	if err != nil {
 		return err
 	}
-	rep.NonPrivate.Warnings = append(rep.NonPrivate.Warnings, keyTypeWarnings(s, types)...)
+	rep.NonPrivate.Warnings = append(rep.NonPrivate.Warnings, engine.KeyTypeWarnings(s, types)...)
 	rep.Forecast = forecast
 	rep.NonPrivate.Signal = buildCustodianSignal(s, forecast, rep.NonPrivate)
 	if o.format == "json" {

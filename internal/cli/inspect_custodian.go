@@ -125,43 +125,6 @@ type keyOverlap struct {
 	LeftExample, RightExample string
 }
 
-// keyTypeWarnings warns, for every join equality, when its two key
-// columns were stored with different types (BIGINT: every value a
-// canonical integer; text: some value is not) or have different types in
-// their source files, naming both columns and types.
-func keyTypeWarnings(s *spec.Spec, types []engine.KeyColumnType) []string {
-	of := map[spec.ColumnRef]engine.KeyColumnType{}
-	for _, t := range types {
-		of[spec.ColumnRef{Table: t.Table, Column: t.Column}] = t
-	}
-	var out []string
-	for _, eq := range s.Join {
-		l, lok := of[eq.Left]
-		r, rok := of[eq.Right]
-		if !lok || !rok {
-			continue
-		}
-		if l.Stored != r.Stored {
-			out = append(out, fmt.Sprintf("join key types differ across %s = %s: %s is stored as %s and %s as %s (%s): keys compare as text, "+
-				"so only values written the same way join", eq.Left, eq.Right, eq.Left, storedType(l.Stored), eq.Right, storedType(r.Stored),
-				"BIGINT when every value is an integer written canonically, text when some value is not, such as 07, 7.5 or C7"))
-		}
-		if l.Source != r.Source {
-			out = append(out, fmt.Sprintf("join key file types differ across %s = %s: %s is %s in its source file and %s is %s "+
-				"(integral numbers such as 7.0 join 7; any other spelling joins only itself)", eq.Left, eq.Right, eq.Left, l.Source, eq.Right, r.Source))
-		}
-	}
-	return out
-}
-
-// storedType names a stored key type for the custodian.
-func storedType(t string) string {
-	if t == "BIGINT" {
-		return "BIGINT"
-	}
-	return "text (" + t + ")"
-}
-
 // keySpellings finds, for every join attribute, pairs of relations that
 // hold one integer written differently ("01" in one, "1" in the other):
 // the join compares such values as text, so they do not join.

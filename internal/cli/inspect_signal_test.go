@@ -108,7 +108,7 @@ type released struct {
 func releaseParams(t *testing.T, config string) (released, map[string]any) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
-	r := released{mustRun(t, "-q", "--seed", "1", "release", "--config", config, "--out", out), out}
+	r := released{mustRun(t, "--log-level", "warn", "--seed", "1", "release", "--config", config, "--out", out), out}
 	b, err := os.ReadFile(filepath.Join(out, "privacy-report.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +189,8 @@ func TestInspectSignalForecastTPCH(t *testing.T) {
 // TestEmptyJoinTPCH (issue 28, item 2): the README's TPC-H release with
 // the customers' keys written 01, 02, … (orders say 1, 2, …): the release
 // says loudly that its DP row count is within noise of zero (stdout, both
-// reports), from DP outputs only, and inspect names the cause — the key
+// reports), from DP outputs only, its log warns of the key columns'
+// types across the edge, naming both, and inspect names the cause — the key
 // columns' types across the edge, keys that never match, written
 // differently. The unchanged release says nothing of the kind. The same
 // for a tuple-level join-as-one release of orders ⋈ lineitem.
@@ -210,6 +211,10 @@ func TestEmptyJoinTPCH(t *testing.T) {
 			r, params := releaseParams(t, config)
 			if !strings.Contains(r.stdout, "WARNING: THE JOIN MAY BE EMPTY") || !strings.Contains(r.stdout, "within noise of zero") {
 				t.Errorf("release stdout says nothing of an empty join:\n%s", r.stdout)
+			}
+			// The release's log (for the custodian) names the key types too.
+			if !strings.Contains(r.stderr, "join key types differ") || !strings.Contains(r.stderr, tc.left) || !strings.Contains(r.stderr, tc.right) {
+				t.Errorf("the release's log does not warn of the key types of %s and %s:\n%s", tc.left, tc.right, r.stderr)
 			}
 			if w, _ := params["rows_near_zero"].(string); w == "" || !(params["rows_noise_sd"].(float64) > 0) {
 				t.Errorf("report: rows_near_zero %q, rows_noise_sd %v", w, params["rows_noise_sd"])
