@@ -22,8 +22,9 @@ import (
 )
 
 type inspectOptions struct {
-	config string
-	format string
+	config    string
+	format    string
+	memCapMiB int64
 }
 
 // inspectReport is what `synth inspect` prints: the spec's public facts,
@@ -153,11 +154,15 @@ contains them.`,
 			if err := checkFormat(o.format); err != nil {
 				return err
 			}
+			if o.memCapMiB < 1 || o.memCapMiB > 1<<40 {
+				return usageErrorf("--memory-cap %d: want a number of MiB ≥ 1", o.memCapMiB)
+			}
 			return runInspect(cmd.Context(), g, o)
 		},
 	}
 	cmd.Flags().StringVar(&o.config, "config", "", "the spec file (YAML)")
 	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	cmd.Flags().Int64Var(&o.memCapMiB, "memory-cap", pmw.DefaultMemoryCap>>20, "the memory cap (MiB) of the release to check against, as release --memory-cap")
 	return cmd
 }
 
@@ -201,7 +206,7 @@ func runInspect(ctx context.Context, g *globalOptions, o *inspectOptions) error 
 		return err
 	}
 	// What a release would refuse, inspect refuses, before reading data.
-	plan, err := refuseLikeRelease(s)
+	plan, err := refuseLikeRelease(s, o.memCapMiB<<20)
 	if err != nil {
 		return err
 	}

@@ -14,13 +14,15 @@ import (
 // release would refuse before reading data — its method and checks, the
 // memory plan, release.measures and the budget split (release.Preflight),
 // and the samplers' ranges (checkSamplers) — with the release's own error
-// and exit code. It is the one place inspect asks the release what it
-// would refuse, and returns the release's plan for the signal forecast.
-func refuseLikeRelease(s *spec.Spec) (*release.Plan, error) {
+// and exit code, at the memory cap memCap (bytes) a release would run
+// with (release --memory-cap; its default is inspect's). It is the one
+// place inspect asks the release what it would refuse, and returns the
+// release's plan for the signal forecast.
+func refuseLikeRelease(s *spec.Spec, memCap int64) (*release.Plan, error) {
 	if err := checkSamplers(s); err != nil {
 		return nil, err
 	}
-	p, err := release.Preflight(s, 0)
+	p, err := release.Preflight(s, memCap)
 	if err != nil {
 		return nil, fmt.Errorf("a release of this spec would be refused before reading any data: %w", err)
 	}
