@@ -76,6 +76,10 @@ type Output struct {
 	// Signals says what each measured marginal carried, noise in rows (nil
 	// when the method does not say: the uniformized releases).
 	Signals []Signal
+	// RowsSD is the standard deviation, in rows, of the noise of the DP
+	// row count (public given the DP outputs it depends on, Δ̃ or the
+	// clip); 0 when the method does not say. See [NearZero].
+	RowsSD float64
 }
 
 // Signal is what one measured marginal carried (see pmw.Signal): DP
@@ -150,12 +154,23 @@ func (m joinAsOneMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, err
 	if err != nil {
 		return nil, err
 	}
-	return joinAsOneRun{plan: plan, h: p.Folded}, nil
+	return joinAsOneRun{plan: plan, h: p.Folded, p: p}, nil
 }
 
 type joinAsOneRun struct {
 	plan *joinasone.Plan
 	h    *hypergraph.Hypergraph
+	p    *Plan
+}
+
+// rowsSD is the noise of the mwem rounds' row estimate at the run's DP
+// Δ̃ (0 for the paper variant, whose row count is n̂).
+func (r joinAsOneRun) rowsSD(deltaTilde float64) float64 {
+	n, _, _, err := noisePlan(r.p, deltaTilde)
+	if err != nil || n == nil {
+		return 0
+	}
+	return n.rowsSD(r.p.Sizes)
 }
 
 func (r joinAsOneRun) Algorithm() string { return string(r.plan.Algorithm()) }
@@ -169,11 +184,11 @@ func (r joinAsOneRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine
 		return &Output{Algorithm: string(res.Algorithm) + " on a factored model", DeltaTilde: res.DeltaTilde, Rounds: f.Rounds,
 			Variant: "mwem (factored)", Counts: f.Counts, Signals: signals(f.Signals, 1),
 			Params: map[string]any{"pmw_model": "factored", "pmw_model_cliques": f.Cliques, "pmw_model_cells": f.ModelCells,
-				"pmw_rows_dp": f.Rows}}, nil
+				"pmw_rows_dp": f.Rows}, RowsSD: r.rowsSD(res.DeltaTilde)}, nil
 	}
 	return &Output{Algorithm: string(res.Algorithm), NHat: res.PMW.NHat, DeltaTilde: res.DeltaTilde, Eps0: res.PMW.Eps0,
 		Rounds: res.PMW.Rounds, Variant: string(res.PMW.Variant), Params: map[string]any{}, Counts: res.PMW.Counts,
-		Signals: signals(res.PMW.Signals, 1)}, nil
+		Signals: signals(res.PMW.Signals, 1), RowsSD: r.rowsSD(res.DeltaTilde)}, nil
 }
 
 // needDelta refuses δ = 0 for the methods whose padding needs δ > 0.
@@ -337,7 +352,7 @@ func (r unitRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*O
 		"row_count_clip":              res.Clip,
 		"row_count_noise_scale":       res.CountScale,
 		"bounded_share_of_row_weight": res.BoundedShare,
-	}}
+	}, RowsSD: laplaceSD(res.CountScale)}
 	if f := res.Factored; f != nil {
 		out.Algorithm += " on a factored model"
 		out.Rounds, out.Variant, out.Counts, out.Signals = f.Rounds, "mwem (factored)", f.Counts, signals(f.Signals, privacyunit.Grid)

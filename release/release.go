@@ -90,4 +90,7 @@ type Summary struct {
 	// Signals says what each measured marginal carried (nil when the
 	// method does not say); see [Headline].
 	Signals []Signal
+	// NearZero, when not empty, says that the DP row count is within noise
+	// of zero (see [NearZero]): the release must say so loudly.
+	NearZero string
 }

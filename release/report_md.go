@@ -178,6 +178,9 @@ func MarkdownReport(r dp.Report, f ReportFacts) []byte {
 		p("> demonstration. Anybody who knows the seed can recompute and remove the noise, so the\n")
 		p("> guarantee below does not hold. Do not publish it as a private release.\n\n")
 	}
+	if w, ok := r.Parameters["rows_near_zero"].(string); ok && w != "" {
+		p("> **WARNING: THE JOIN MAY BE EMPTY.** %s%s.\n\n", strings.ToUpper(w[:1]), w[1:])
+	}
 	p("| | |\n| --- | --- |\n")
 	p("| Status | %s |\n", cell(r.Privacy))
 	p("| Created | %s |\n", cell(orNone(r.CreatedAt, "not recorded")))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -365,6 +366,14 @@ func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, erro
 		return nil, err
 	}
 	r.o.progress(PhaseLoad, 1, 1)
+	// Key columns stored or typed differently across a join edge, for the
+	// custodian (the log only: the stored types depend on the data, and
+	// nothing here changes what is released).
+	if types, err := eng.KeyColumnTypes(ctx, s); err == nil {
+		for _, w := range engine.KeyTypeWarnings(s, types) {
+			log.Warn(w)
+		}
+	}
 	log.Info("computing join statistics and running PMW")
 	out, err := c.run.Run(ctx, r.src, eng)
 	if err != nil {
@@ -505,6 +514,15 @@ func (r *run) report(p *Plan, c *charged, out *Output, rp *rowPlan, started time
 		params["marginals_signal"] = out.Signals
 		params["signal_headline"] = Headline(out.Signals)
 	}
+	if out.RowsSD > 0 {
+		// Public given the DP outputs it depends on (Δ̃, the clip), rounded
+		// up to whole rows.
+		params["rows_noise_sd"] = math.Ceil(out.RowsSD)
+		if w := NearZero(rp.dpRows, out.RowsSD); w != "" {
+			params["rows_near_zero"] = w
+			r.log.Warn("the DP row count is within noise of zero", "rows_dp", rp.dpRows, "noise_sd", math.Ceil(out.RowsSD))
+		}
+	}
 	report := c.ledger.Report(dp.ReportMeta{
 		Neighbours:      p.Method.Neighbours(),
 		Mechanism:       out.Algorithm,
@@ -625,6 +643,9 @@ func (r *run) publish(stage *publish.Stage, c *charged, out *Output, report dp.R
 	sum := &Summary{
 		Dir: dir, Parquet: filepath.Join(dir, layout.ParquetName), Report: filepath.Join(dir, layout.ReportName), Rows: rows,
 		NHat: out.NHat, DeltaTilde: out.DeltaTilde, Privacy: report, Signals: out.Signals,
+	}
+	if w, ok := report.Parameters["rows_near_zero"].(string); ok {
+		sum.NearZero = w
 	}
 	if c.mplan != nil {
 		sum.Measures = c.mplan.summaries()

@@ -22,8 +22,9 @@ import (
 )
 
 type inspectOptions struct {
-	config string
-	format string
+	config    string
+	format    string
+	memCapMiB int64
 }
 
 // inspectReport is what `synth inspect` prints: the spec's public facts,
@@ -49,6 +50,9 @@ type inspectReport struct {
 	Model    string          `json:"pmw_model"`
 	Budget   budget          `json:"budget"`
 	Workload workloadSummary `json:"workload"`
+	// Forecast says, from public parameters only, which measured
+	// marginals can carry signal and what would help.
+	Forecast *signalForecast `json:"signal_forecast,omitempty"`
 	// Warnings are drawn from the spec alone (public).
 	Warnings      []string `json:"warnings"`
 	DataValidated bool     `json:"data_validated"`
@@ -122,14 +126,26 @@ join is acyclic and hierarchical, the folded join (public tables joined on
 their primary key folded into a private neighbour, whose keys it checks for
 uniqueness) with the algorithm a join-as-one release runs on it, the
 universe size of the released columns, the budget and the effective
-workload (the query families a release keeps accurate).
+workload (the query families a release keeps accurate). A spec a release
+would refuse before reading data (release.measures it cannot run, a
+budget too small for its samplers, a universe above the memory cap) is
+refused the same way, with the same exit code, before any data is read.
+
+A signal forecast, from public parameters only (the budget, the method's
+split of it, the sensitivity where it is public, the workload and the
+declared domain sizes; no data), gives the noise per cell of the
+release's measured marginals and, per marginal, how far from uniform its
+cells must be to carry signal rather than fall back to uniform, with what
+would help (more ε, fewer cells, a privacy unit).
 
 It ends with a NON-PRIVATE section for the data custodian: the rows of each
 source and of each loaded table, the rows each out_of_domain policy dropped
-or clamped, the true join size, and warnings about the data (an empty join,
-join keys that write one number differently, such as 01 and 1). These are
-true counts, not differentially private: never publish them. A release
-never contains them.`,
+or clamped, the true join size, warnings about the data (an empty join, an
+empty table, join keys that never match or write one number differently,
+such as 01 and 1, key columns stored or typed differently across a join
+edge) and the signal forecast held against the true sizes. These are true
+counts, not differentially private: never publish them. A release never
+contains them.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlag("config", o.config); err != nil {
@@ -138,11 +154,15 @@ never contains them.`,
 			if err := checkFormat(o.format); err != nil {
 				return err
 			}
+			if o.memCapMiB < 1 || o.memCapMiB > 1<<40 {
+				return usageErrorf("--memory-cap %d: want a number of MiB ≥ 1", o.memCapMiB)
+			}
 			return runInspect(cmd.Context(), g, o)
 		},
 	}
 	cmd.Flags().StringVar(&o.config, "config", "", "the spec file (YAML)")
 	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	cmd.Flags().Int64Var(&o.memCapMiB, "memory-cap", pmw.DefaultMemoryCap>>20, "the memory cap (MiB) of the release to check against, as release --memory-cap")
 	return cmd
 }
 
@@ -181,7 +201,20 @@ func loadData(ctx context.Context, g *globalOptions, s *spec.Spec) (*hypergraph.
 }
 
 func runInspect(ctx context.Context, g *globalOptions, o *inspectOptions) error {
-	s, h, eng, err := loadAll(ctx, g, o.config)
+	s, err := spec.Load(o.config)
+	if err != nil {
+		return err
+	}
+	// What a release would refuse, inspect refuses, before reading data.
+	plan, err := refuseLikeRelease(s, o.memCapMiB<<20)
+	if err != nil {
+		return err
+	}
+	forecast, err := buildForecast(plan)
+	if err != nil {
+		return err
+	}
+	h, eng, err := loadData(ctx, g, s)
 	if err != nil {
 		return err
 	}
@@ -200,6 +233,13 @@ func runInspect(ctx context.Context, g *globalOptions, o *inspectOptions) error 
 	if rep.NonPrivate, err = buildCustodian(ctx, s, h, eng, sourceCounts()); err != nil {
 		return err
 	}
+	types, err := eng.KeyColumnTypes(ctx, s)
+	if err != nil {
+		return err
+	}
+	rep.NonPrivate.Warnings = append(rep.NonPrivate.Warnings, engine.KeyTypeWarnings(s, types)...)
+	rep.Forecast = forecast
+	rep.NonPrivate.Signal = buildCustodianSignal(s, forecast, rep.NonPrivate)
 	if o.format == "json" {
 		return writeJSON(g.stdout, rep)
 	}
@@ -342,6 +382,7 @@ func writeInspectText(w io.Writer, r inspectReport) error {
 		}
 		fmt.Fprintf(tw, "workload family:\t%s%s\n", f.Name, how)
 	}
+	writeForecastText(tw, r.Forecast)
 	for _, w := range r.Warnings {
 		fmt.Fprintf(tw, "warning:\t%s\n", w)
 	}
@@ -408,6 +449,7 @@ func writeCustodianText(tw io.Writer, c *custodianReport) {
 	for _, w := range c.Warnings {
 		fmt.Fprintf(tw, "NON-PRIVATE warning:\t%s\n", w)
 	}
+	writeCustodianSignal(tw, c.Signal)
 }
 
 // pmwModel says which PMW model a release of s would use and why (the

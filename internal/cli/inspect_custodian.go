@@ -25,6 +25,8 @@ type custodianReport struct {
 	JoinSize int64             `json:"join_size"`
 	Warnings []string          `json:"warnings"`
 	Keys     []keySpellingNote `json:"key_spellings,omitempty"`
+	// Signal holds the public signal forecast against the true sizes.
+	Signal *custodianSignal `json:"signal_forecast,omitempty"`
 }
 
 // tableCounts are one table's true row counts.
@@ -91,35 +93,62 @@ func buildCustodian(ctx context.Context, s *spec.Spec, h *hypergraph.Hypergraph,
 	if c.JoinSize == 0 {
 		c.Warnings = append(c.Warnings, "the join is empty: no row of one table matches the others on the join keys (check the join equalities and the key values)")
 	}
-	if c.Keys, err = keySpellings(ctx, h, eng); err != nil {
+	for _, t := range tc {
+		switch {
+		case t.LoadedRows > 0:
+		case t.SourceRows == 0:
+			c.Warnings = append(c.Warnings, fmt.Sprintf("table %s is empty: its source has no row, so the join is empty", t.Table))
+		default:
+			c.Warnings = append(c.Warnings, fmt.Sprintf("table %s is empty after the load: its source has %d rows and the out_of_domain: drop columns removed them all, so the join is empty", t.Table, t.SourceRows))
+		}
+	}
+	var disjoint []keyOverlap
+	if c.Keys, disjoint, err = keySpellings(ctx, h, eng); err != nil {
 		return nil, err
 	}
 	for _, k := range c.Keys {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("join keys look like the same numbers written differently (%s vs %s): %s and %s write %d key value(s) differently, and those rows do not join",
 			k.Example[0], k.Example[1], k.Left, k.Right, k.Values))
 	}
+	for _, k := range disjoint {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("join keys never match: %s (%d distinct values, e.g. %s) and %s (%d distinct values, e.g. %s) share no value, so no row of one joins a row of the other (keys compare as text: 07 is not 7, C7 is not 7)",
+			k.Left, k.LeftValues, k.LeftExample, k.Right, k.RightValues, k.RightExample))
+	}
 	return c, nil
+}
+
+// keyOverlap is a pair of relations of one join attribute whose key
+// values are both non-empty and share no value.
+type keyOverlap struct {
+	Left, Right               string // table.column
+	LeftValues, RightValues   int    // distinct values
+	LeftExample, RightExample string
 }
 
 // keySpellings finds, for every join attribute, pairs of relations that
 // hold one integer written differently ("01" in one, "1" in the other):
 // the join compares such values as text, so they do not join.
-func keySpellings(ctx context.Context, h *hypergraph.Hypergraph, eng statsEngine) ([]keySpellingNote, error) {
+func keySpellings(ctx context.Context, h *hypergraph.Hypergraph, eng statsEngine) ([]keySpellingNote, []keyOverlap, error) {
 	var out []keySpellingNote
+	var disjoint []keyOverlap
 	for _, a := range h.Attributes() {
 		members := h.Atom(a).Members()
 		if len(members) < 2 {
 			continue
 		}
-		// spellings[k][n] is the set of texts relation members[k] writes the integer n as.
+		// spellings[k][n] is the set of texts relation members[k] writes the
+		// integer n as; values[k] is the set of its values.
 		spellings := make([]map[int64][]string, len(members))
+		values := make([]map[string]bool, len(members))
 		for k, i := range members {
 			dg, err := eng.Degrees(ctx, h, i, []string{a})
 			if err != nil {
-				return nil, fmt.Errorf("inspect: key values of %s: %w", h.Relation(i).Name, err)
+				return nil, nil, fmt.Errorf("inspect: key values of %s: %w", h.Relation(i).Name, err)
 			}
 			m := map[int64][]string{}
+			values[k] = map[string]bool{}
 			for _, d := range dg {
+				values[k][d.Values[0]] = true
 				n, err := strconv.ParseInt(strings.TrimSpace(d.Values[0]), 10, 64)
 				if err != nil {
 					continue
@@ -130,6 +159,11 @@ func keySpellings(ctx context.Context, h *hypergraph.Hypergraph, eng statsEngine
 		}
 		for x := 0; x < len(members); x++ {
 			for y := x + 1; y < len(members); y++ {
+				if o, ok := overlap(values[x], values[y]); !ok {
+					o.Left = h.Relation(members[x]).Name + "." + h.Relation(members[x]).Attrs[a]
+					o.Right = h.Relation(members[y]).Name + "." + h.Relation(members[y]).Attrs[a]
+					disjoint = append(disjoint, o)
+				}
 				note := keySpellingNote{Attribute: a,
 					Left:  h.Relation(members[x]).Name + "." + h.Relation(members[x]).Attrs[a],
 					Right: h.Relation(members[y]).Name + "." + h.Relation(members[y]).Attrs[a]}
@@ -173,7 +207,30 @@ func keySpellings(ctx context.Context, h *hypergraph.Hypergraph, eng statsEngine
 			}
 		}
 	}
-	return out, nil
+	return out, disjoint, nil
+}
+
+// overlap reports whether two non-empty value sets share a value (true
+// when either is empty: an empty table has its own warning), with each
+// side's size and smallest value as examples when they do not.
+func overlap(a, b map[string]bool) (keyOverlap, bool) {
+	if len(a) == 0 || len(b) == 0 {
+		return keyOverlap{}, true
+	}
+	for v := range a {
+		if b[v] {
+			return keyOverlap{}, true
+		}
+	}
+	first := func(m map[string]bool) string {
+		vs := make([]string, 0, len(m))
+		for v := range m {
+			vs = append(vs, v)
+		}
+		slices.Sort(vs)
+		return vs[0]
+	}
+	return keyOverlap{LeftValues: len(a), RightValues: len(b), LeftExample: first(a), RightExample: first(b)}, false
 }
 
 // sourceCounts is the [loadCounter] built on the engine's exported

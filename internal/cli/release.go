@@ -116,6 +116,9 @@ DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sa
 			if sum.Signals != nil {
 				fmt.Fprintf(g.stdout, "signal: %s\n", release.Headline(sum.Signals))
 			}
+			if sum.NearZero != "" {
+				fmt.Fprintf(g.stdout, "WARNING: THE JOIN MAY BE EMPTY: %s\n", sum.NearZero)
+			}
 			for _, m := range sum.Measures {
 				fmt.Fprintf(g.stdout, "measure %s: column %s, %d cell(s) of its grid; %d cell(s) without synthetic rows lose a DP sum of %.6g\n",
 					m.Column, m.OutputColumn, len(m.CellSums), m.CellsWithoutRows, m.LostSum)

@@ -1,0 +1,321 @@
+package cli
+
+import (
+	"database/sql"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tpchVariant copies the example spec specPath into a temporary folder,
+// with its sources made absolute and edit applied to its text, and for
+// every table in pad writes a copy of its CSV whose column pad[table] has
+// a "0" before every value (07 for 7: keys that never join the other
+// tables' integers). It returns the new spec's path.
+func tpchVariant(t *testing.T, specPath string, edit func(string) string, pad map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := filepath.Abs("../../testdata/tpch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "../../testdata/tpch/", data+"/")
+	for table, col := range pad {
+		in, err := os.Open(filepath.Join(data, table+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(in).ReadAll()
+		in.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := -1
+		for i, h := range recs[0] {
+			if h == col {
+				at = i
+			}
+		}
+		if at < 0 {
+			t.Fatalf("%s.csv has no column %s", table, col)
+		}
+		for _, r := range recs[1:] {
+			r[at] = "0" + r[at]
+		}
+		out := filepath.Join(dir, table+".csv")
+		f, err := os.Create(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := csv.NewWriter(f)
+		if err := w.WriteAll(recs); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		text = strings.ReplaceAll(text, data+"/"+table+".csv", out)
+	}
+	if edit != nil {
+		text = edit(text)
+	}
+	p := filepath.Join(dir, "synth.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// signalJSON is the part of inspect's JSON the signal tests read.
+type signalJSON struct {
+	Forecast *struct {
+		Basis       string  `json:"basis"`
+		Known       bool    `json:"noise_public"`
+		Sigma       float64 `json:"noise_per_cell_rows"`
+		Suggestions []string
+		Marginals   []struct {
+			Marginal string  `json:"marginal"`
+			Cells    int     `json:"cells"`
+			MinRows  float64 `json:"min_rows"`
+		} `json:"marginals"`
+	} `json:"signal_forecast"`
+	NonPrivate struct {
+		Warnings []string `json:"warnings"`
+		Signal   *struct {
+			Rows      float64 `json:"rows_bound"`
+			Marginals []struct {
+				Marginal string `json:"marginal"`
+				Verdict  string `json:"verdict"`
+			} `json:"marginals"`
+		} `json:"signal_forecast"`
+	} `json:"non_private"`
+}
+
+// released is a seeded release's result and folder.
+type released struct {
+	result
+	dir string
+}
+
+// releaseParams releases config with a fixed seed and returns the run and
+// the report's parameters.
+func releaseParams(t *testing.T, config string) (released, map[string]any) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	r := released{mustRun(t, "--log-level", "warn", "--seed", "1", "release", "--config", config, "--out", out), out}
+	b, err := os.ReadFile(filepath.Join(out, "privacy-report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Parameters map[string]any `json:"parameters"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return r, rep.Parameters
+}
+
+// TestInspectSignalForecastTPCH (issue 28, item 1): on the README's TPC-H
+// privacy-unit release, inspect forecasts from public parameters the noise
+// per cell a release's marginals get — the noise the release then
+// publishes for a marginal measured once, and an upper bound for every
+// other — and, at ε = 0.05, that no marginal can carry signal at the
+// unit table's size, which the release (seeded) then confirms.
+func TestInspectSignalForecastTPCH(t *testing.T) {
+	var rep signalJSON
+	r := mustRun(t, "-q", "inspect", "--config", tpchSpec, "--format", "json")
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Forecast == nil || !rep.Forecast.Known || !(rep.Forecast.Sigma > 0) {
+		t.Fatalf("no public signal forecast in inspect's JSON:\n%s", r.stdout)
+	}
+	if !strings.Contains(rep.Forecast.Basis, "Δ̃ = r = 1") || len(rep.Forecast.Marginals) != 8 || len(rep.Forecast.Suggestions) == 0 {
+		t.Errorf("forecast basis %q, %d marginals, suggestions %q", rep.Forecast.Basis, len(rep.Forecast.Marginals), rep.Forecast.Suggestions)
+	}
+	text := mustRun(t, "-q", "inspect", "--config", tpchSpec).stdout
+	for _, want := range []string{"signal forecast:", "public parameters only, no data", "would help:", "more ε", "NON-PRIVATE signal forecast:"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("inspect text lacks %q", want)
+		}
+	}
+	_, params := releaseParams(t, tpchSpec)
+	sigs, _ := params["marginals_signal"].([]any)
+	if len(sigs) == 0 {
+		t.Fatalf("the release published no signals: %v", params)
+	}
+	var most float64
+	for _, s := range sigs {
+		n := s.(map[string]any)["noise_per_cell_rows"].(float64)
+		if n > rep.Forecast.Sigma*(1+1e-9) {
+			t.Errorf("%v: noise %v above the forecast %v", s, n, rep.Forecast.Sigma)
+		}
+		most = math.Max(most, n)
+	}
+	if math.Abs(most-rep.Forecast.Sigma) > 1e-9*rep.Forecast.Sigma {
+		t.Errorf("forecast noise per cell %v, the release's once-measured marginal %v", rep.Forecast.Sigma, most)
+	}
+
+	small := tpchVariant(t, tpchSpec, func(s string) string { return strings.Replace(s, "epsilon: 1.0", "epsilon: 0.05", 1) }, nil)
+	r = mustRun(t, "-q", "inspect", "--config", small, "--format", "json")
+	rep = signalJSON{}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	cs := rep.NonPrivate.Signal
+	if cs == nil || cs.Rows != 1500 || len(cs.Marginals) != 8 {
+		t.Fatalf("NON-PRIVATE forecast %+v", cs)
+	}
+	for _, m := range cs.Marginals {
+		if !strings.HasPrefix(m.Verdict, "no signal expected whatever the data") {
+			t.Errorf("ε = 0.05: %s: %s", m.Marginal, m.Verdict)
+		}
+	}
+	_, params = releaseParams(t, small)
+	for _, s := range params["marginals_signal"].([]any) {
+		if k := s.(map[string]any)["kept"].(float64); k != 0 {
+			t.Errorf("ε = 0.05: %v kept %v of its spread, forecast none", s, k)
+		}
+	}
+}
+
+// TestEmptyJoinTPCH (issue 28, item 2): the README's TPC-H release with
+// the customers' keys written 01, 02, … (orders say 1, 2, …): the release
+// says loudly that its DP row count is within noise of zero (stdout, both
+// reports), from DP outputs only, its log warns of the key columns'
+// types across the edge, naming both, and inspect names the cause — the key
+// columns' types across the edge, keys that never match, written
+// differently. The unchanged release says nothing of the kind. The same
+// for a tuple-level join-as-one release of orders ⋈ lineitem.
+func TestEmptyJoinTPCH(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		edit       func(string) string
+		pad        map[string]string
+		left       string // the padded side, stored as text
+		right      string
+	}{
+		{"privacy unit", tpchSpec, nil, map[string]string{"customer": "c_custkey"}, "customer.c_custkey", "orders.o_custkey"},
+		{"join-as-one", "../../examples/tpch/orders_lineitem.yaml", func(s string) string { return strings.Replace(s, "method: auto", "method: join-as-one", 1) },
+			map[string]string{"orders": "o_orderkey"}, "orders.o_orderkey", "lineitem.l_orderkey"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			config := tpchVariant(t, tc.spec, tc.edit, tc.pad)
+			r, params := releaseParams(t, config)
+			if !strings.Contains(r.stdout, "WARNING: THE JOIN MAY BE EMPTY") || !strings.Contains(r.stdout, "within noise of zero") {
+				t.Errorf("release stdout says nothing of an empty join:\n%s", r.stdout)
+			}
+			// The release's log (for the custodian) names the key types too.
+			if !strings.Contains(r.stderr, "join key types differ") || !strings.Contains(r.stderr, tc.left) || !strings.Contains(r.stderr, tc.right) {
+				t.Errorf("the release's log does not warn of the key types of %s and %s:\n%s", tc.left, tc.right, r.stderr)
+			}
+			if w, _ := params["rows_near_zero"].(string); w == "" || !(params["rows_noise_sd"].(float64) > 0) {
+				t.Errorf("report: rows_near_zero %q, rows_noise_sd %v", w, params["rows_noise_sd"])
+			}
+			if tc.name == "join-as-one" {
+				// On an empty join mwem's row estimate falls below its own
+				// standard deviation and the file gets that many rows
+				// (stochastically rounded): the published noise scale,
+				// computed apart from pmw, must be the same number.
+				rows, sd := params["rows_dp"].(float64), params["rows_noise_sd"].(float64)
+				if math.Abs(rows-sd) > 1 {
+					t.Errorf("rows_dp %v (floored to mwem's own noise level), rows_noise_sd %v", rows, sd)
+				}
+			}
+			md, err := os.ReadFile(filepath.Join(r.dir, "privacy-report.md"))
+			if err != nil || !strings.Contains(string(md), "THE JOIN MAY BE EMPTY") {
+				t.Errorf("privacy-report.md lacks the warning (%v)", err)
+			}
+			var rep signalJSON
+			ir := mustRun(t, "-q", "inspect", "--config", config, "--format", "json")
+			if err := json.Unmarshal([]byte(ir.stdout), &rep); err != nil {
+				t.Fatal(err)
+			}
+			all := strings.Join(rep.NonPrivate.Warnings, "\n")
+			for _, want := range []string{"join keys never match", "written differently"} {
+				if !strings.Contains(all, want) {
+					t.Errorf("inspect's NON-PRIVATE warnings lack %q:\n%s", want, all)
+				}
+			}
+			typed := false
+			for _, w := range rep.NonPrivate.Warnings {
+				if strings.HasPrefix(w, "join key types differ") {
+					typed = strings.Contains(w, tc.left) && strings.Contains(w, tc.right) && strings.Contains(w, "BIGINT") && strings.Contains(w, "text (")
+				}
+			}
+			if !typed {
+				t.Errorf("no warning naming the key types of %s and %s:\n%s", tc.left, tc.right, all)
+			}
+		})
+	}
+	r, params := releaseParams(t, tpchSpec)
+	if strings.Contains(r.stdout, "MAY BE EMPTY") || params["rows_near_zero"] != nil {
+		t.Errorf("the unchanged TPC-H release warns of an empty join:\n%s", r.stdout)
+	}
+}
+
+// TestInspectKeyCauses (issue 28, item 2): inspect names the cause of an
+// empty or lossy join in its NON-PRIVATE section: key columns whose
+// source files type them differently (a Parquet DOUBLE against a BIGINT:
+// they still join, integral values comparing as integers) and an empty
+// table.
+func TestInspectKeyCauses(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`COPY (SELECT i::DOUBLE AS id, 'S' AS size FROM range(1, 4) t(i)) TO '` + filepath.Join(dir, "a.parquet") + `' (FORMAT parquet)`,
+		`COPY (SELECT i::BIGINT AS aid, 'M' AS size FROM range(1, 4) t(i)) TO '` + filepath.Join(dir, "b.parquet") + `' (FORMAT parquet)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := func(b string) string {
+		return `privacy: {epsilon: 1, delta: 1e-6}
+tables:
+  - name: a
+    source: a.parquet
+    primary_key: id
+    columns:
+      id: {type: key}
+      size: {type: categorical, values: [S, M]}
+  - name: b
+    source: ` + b + `
+    columns:
+      aid: {type: key}
+join: ["b.aid = a.id"]
+release:
+  method: join-as-one
+  columns: [size]
+`
+	}
+	for name, text := range map[string]string{"types.yaml": spec("b.parquet"), "empty.yaml": spec("b.csv"), "b.csv": "aid\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ config, want, not string }{
+		{"types.yaml", "join key file types differ across b.aid = a.id: b.aid is BIGINT in its source file and a.id is DOUBLE", "never match"},
+		{"empty.yaml", "table b is empty: its source has no row", "never match"},
+	} {
+		r := mustRun(t, "-q", "inspect", "--config", filepath.Join(dir, tc.config))
+		out := squash(r.stdout)
+		if !strings.Contains(out, "NON-PRIVATE warning: "+tc.want) {
+			t.Errorf("%s: no warning %q:\n%s", tc.config, tc.want, out)
+		}
+		if strings.Contains(out, tc.not) {
+			t.Errorf("%s: warns %q:\n%s", tc.config, tc.not, out)
+		}
+	}
+}

@@ -1,0 +1,346 @@
+package release
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/privacyunit"
+	"github.com/synth-dp/synth/spec"
+)
+
+// The public constants of pmw's mwem rounds that set its noise scales
+// (pmw/mwem.go: mwemSelFracGauss, mwemSelFracLaplace,
+// mwemRoundsPerCandidate, mwemMinRounds, mwemShrinkLevel). They are
+// repeated here so that a forecast can be made from the spec alone;
+// TestForecastMatchesRelease checks the forecast against the noise a
+// release publishes, so a change in pmw that is not made here fails it.
+const (
+	fcSelFracGauss   = 0.1
+	fcSelFracLaplace = 0.25
+	fcRoundsPerCand  = 2
+	fcMinRounds      = 8
+	fcShrinkLevel    = 1e-4
+)
+
+// SignalForecast is what a release of a spec can say, before any data is
+// read, about whether its measured marginals will carry signal (see
+// [Signal]): public parameters only — the budget and the method's split
+// of it, the sensitivity where it is public, the workload and the
+// declared domain sizes. The release decides per marginal from its DP
+// measurement: a marginal keeps signal when its measured spread around the
+// mean cell exceeds what noise alone produces (pmw's shrinkage); the
+// forecast says how large the true spread must be for that, in rows.
+type SignalForecast struct {
+	// Known reports that the noise is public: a privacy-unit release
+	// (Δ̃ = r, release.contribution_bound) or a join-as-one release on one
+	// relation after folding (Δ̃ = 1). Otherwise the noise is Δ̃ times
+	// Sigma, with Δ̃ ≥ 1 a DP estimate of the join's sensitivity that only
+	// the run learns: the forecast is then a best case.
+	Known bool
+	// Sensitivity is Δ̃ in rows when Known (else 1: Sigma is per unit of Δ̃).
+	Sensitivity float64
+	// Sigma is the per-cell standard deviation, in rows, of one
+	// measurement at the planned per-round budget: the noise of the
+	// initial 1-way marginals, and of any marginal measured once. Rounds
+	// that measure a marginal again, or spend more on it (annealing), only
+	// lower its noise.
+	Sigma float64
+	// SigmaMin is the lowest per-cell noise a marginal can reach: the whole
+	// rounds' budget spent on it.
+	SigmaMin float64
+	// Basis says in words what the forecast is computed from.
+	Basis string
+	// Marginals are the marginals the release may measure: every 1-way
+	// marginal, then the workload's other column sets.
+	Marginals []MarginalForecast
+	// Reason says why nothing is forecast when Marginals is empty.
+	Reason string
+}
+
+// MarginalForecast is the forecast for one marginal.
+type MarginalForecast struct {
+	// Marginal names it as a release's [Signal] does, e.g.
+	// "marginal(a,b)".
+	Marginal string
+	// Cells is its number of cells.
+	Cells int
+	// OneWay marks a 1-way marginal: measured by every release. The
+	// others are measured only if a round selects them.
+	OneWay bool
+	// Spread is the L2 distance from the uniform table of the same total,
+	// in rows (‖t − t̄‖₂ over its cells), that its true table must exceed
+	// for a measurement at Sigma to keep signal on average:
+	// Sigma·√(q_k − (k − 1)), q_k the χ²_{k−1} quantile pmw's shrinkage
+	// compares the measured spread with (a measured spread is the true one
+	// plus (k − 1)·σ² on average).
+	Spread float64
+}
+
+// MinRows is the fewest rows whose marginal can reach Spread: every row in
+// one cell (‖t − t̄‖₂ = N·√(1 − 1/k)). A smaller join carries no signal
+// here whatever its distribution.
+func (m MarginalForecast) MinRows() float64 {
+	if m.Cells < 2 {
+		return 0
+	}
+	return m.Spread / math.Sqrt(1-1/float64(m.Cells))
+}
+
+// Deviation is the root-mean-square deviation of the cells from their
+// mean, as a share of the mean cell, that a marginal of n rows needs to
+// carry signal: √k·Spread/n (1 means cells off their mean by 100% on
+// average; the largest possible is √(k − 1), all rows in one cell).
+func (m MarginalForecast) Deviation(n float64) float64 {
+	if !(n > 0) {
+		return math.Inf(1)
+	}
+	return math.Sqrt(float64(m.Cells)) * m.Spread / n
+}
+
+// Hopeless reports that a marginal of at most n rows cannot carry signal
+// whatever its distribution.
+func (m MarginalForecast) Hopeless(n float64) bool {
+	return m.Cells >= 2 && n < m.MinRows()
+}
+
+// mwemNoise is the public noise plan of a release's mwem rounds.
+type mwemNoise struct {
+	gauss      bool
+	sens       float64 // Δ̃ in histogram units (1 per unit of Δ̃ when not public)
+	perRow     float64 // histogram units per row
+	total      float64 // ρ (Gaussian) or ε (Laplace) of the initial marginals and rounds
+	unit, init float64 // one round's planned cost; the initial marginals' cost
+	d          int
+}
+
+// noisePlan returns the mwem noise plan of p (nil and a reason when the
+// release publishes no signals), with the sensitivity deltaTilde when it
+// is not public (0: per unit of Δ̃).
+func noisePlan(p *Plan, deltaTilde float64) (*mwemNoise, bool, string, error) {
+	s := p.Spec
+	switch {
+	case p.Method.Name() == spec.Uniformized:
+		return nil, false, "the uniformized release runs PMW on every bucket of a DP partition: its noise is not public", nil
+	case p.Variant == pmw.VariantPaper:
+		return nil, false, "pmw.variant paper measures single queries, not marginals", nil
+	}
+	n := &mwemNoise{gauss: pmw.Noise(s.PMW.Noise) != pmw.NoiseLaplace, sens: 1, perRow: 1, d: len(p.Sizes)}
+	b := p.RowsBudget
+	if b.Epsilon == 0 {
+		b = dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta}
+	}
+	share, known := 0.0, false
+	switch {
+	case p.Method.Name() == spec.PrivacyUnit:
+		// privacyunit.Prepare: the row count takes DefaultCountShare of ε,
+		// the marginals the rest with all of δ, at Δ̃ = ⌊Grid·r⌋ grid steps.
+		b.Epsilon -= privacyunit.DefaultCountShare * b.Epsilon
+		n.sens, n.perRow, known = math.Floor(privacyunit.Grid*s.Release.Bound()), privacyunit.Grid, true
+	default:
+		// joinasone.Prepare: one relation spends everything on PMW at
+		// Δ̃ = 1; more spend half on Δ̃.
+		if p.Folded.Len() > 1 {
+			b = dp.Budget{Epsilon: b.Epsilon / 2, Delta: b.Delta / 2}
+			if deltaTilde > 0 {
+				n.sens = deltaTilde
+			}
+		} else {
+			known = true
+		}
+		if !p.Factored {
+			share = s.PMW.NHatShare
+			if share == 0 {
+				share = pmw.DefaultNHatShare
+			}
+		}
+	}
+	epsR := (1 - share) * b.Epsilon
+	selFrac := fcSelFracLaplace
+	if n.gauss {
+		selFrac = fcSelFracGauss
+		rho, err := dp.RhoForBudget(dp.Budget{Epsilon: epsR, Delta: (1 - share) * b.Delta})
+		if err != nil {
+			return nil, false, "", fmt.Errorf("release: signal forecast: %w", err)
+		}
+		n.total = rho
+	} else {
+		n.total = epsR
+	}
+	t0 := p.Rounds
+	if t0 == 0 {
+		k := len(candidateSets(p))
+		if p.Factored {
+			k = len(p.Families)
+		}
+		t0 = max(fcMinRounds, fcRoundsPerCand*k)
+	}
+	meas := 1 - selFrac
+	n.unit = n.total / (float64(t0) + meas*float64(n.d))
+	n.init = meas * float64(n.d) * n.unit
+	return n, known, "", nil
+}
+
+// scale is the per-cell standard deviation, in rows, of a measurement of
+// cost c (pmw's noiseScale: σ = Δ̃/√(2·0.9c), or the discrete Laplace
+// Δ̃/(0.75c), whose variance is taken as 2b²).
+func (n *mwemNoise) scale(c float64) float64 {
+	meas := c
+	if n.gauss {
+		meas *= 1 - fcSelFracGauss
+		return dp.NoiseScale(n.sens, math.Sqrt(2*meas)) / n.perRow
+	}
+	meas *= 1 - fcSelFracLaplace
+	return math.Sqrt2 * dp.NoiseScale(n.sens, meas) / n.perRow
+}
+
+// rowsSD is the standard deviation, in rows, of mwem's estimate of the
+// join size from the initial 1-way marginals (pmw's nSD: σ₀/√(Σ_c 1/k_c)).
+func (n *mwemNoise) rowsSD(sizes []int) float64 {
+	var den float64
+	for _, k := range sizes {
+		den += 1 / float64(k)
+	}
+	return n.scale(n.unit) / math.Sqrt(den)
+}
+
+// candidateSets returns the column sets (positions in release order,
+// sorted) pmw's mwem rounds choose among: one per workload family,
+// deduplicated, in order of first appearance (a sum's family covers its
+// summed column and its conditions' columns); every 1-way set when there
+// is none.
+func candidateSets(p *Plan) [][]int {
+	s := p.Spec
+	var sets [][]int
+	add := func(cols []int) {
+		cols = slices.Clone(cols)
+		slices.Sort(cols)
+		cols = slices.Compact(cols)
+		for _, c := range sets {
+			if slices.Equal(c, cols) {
+				return
+			}
+		}
+		sets = append(sets, cols)
+	}
+	pos := map[spec.ColumnRef]int{}
+	for i, r := range s.Release.Columns {
+		pos[r] = i
+	}
+	for _, f := range p.Families {
+		if cols, ok := pmw.FamilyColumns(f); ok && len(cols) > 0 {
+			add(cols)
+		}
+	}
+	// Numeric sums are weighted families whose marginal is the summed
+	// column with the columns of its conditions (pmw.Weighted's union).
+	for _, q := range s.Workload.Numeric {
+		i, ok := pos[q.Sum]
+		if !ok {
+			continue // a measure's sum: not a PMW family
+		}
+		cols := []int{i}
+		for _, c := range q.Where {
+			cols = append(cols, pos[c.Column])
+		}
+		add(cols)
+	}
+	if len(sets) == 0 {
+		for i := range p.Sizes {
+			sets = append(sets, []int{i})
+		}
+	}
+	return sets
+}
+
+// ForecastSignal forecasts, from the plan alone (public parameters; no
+// data), the noise of the release's measured marginals and the spread each
+// needs to carry signal. p comes from [Preflight] (or [NewPlan]).
+func ForecastSignal(p *Plan) (*SignalForecast, error) {
+	n, known, reason, err := noisePlan(p, 0)
+	if err != nil || n == nil {
+		return &SignalForecast{Reason: reason}, err
+	}
+	f := &SignalForecast{Known: known, Sensitivity: 1, Sigma: n.scale(n.unit), SigmaMin: n.scale(n.total - n.init)}
+	if known && p.Method.Name() == spec.PrivacyUnit {
+		f.Sensitivity = p.Spec.Release.Bound()
+	}
+	basis := []string{fmt.Sprintf("ε = %s, δ = %s", fmtG(p.Spec.Privacy.Epsilon), fmtG(p.Spec.Privacy.Delta)), string(p.Method.Name()) + "'s budget split"}
+	switch {
+	case p.Method.Name() == spec.PrivacyUnit:
+		basis = append(basis, fmt.Sprintf("Δ̃ = r = %s row(s) (release.contribution_bound)", fmtG(f.Sensitivity)))
+	case known:
+		basis = append(basis, "Δ̃ = 1 (one relation after folding)")
+	default:
+		basis = append(basis, "Δ̃ = 1 as a best case (the run's Δ̃ is a DP estimate from the data, ≥ 1, and multiplies every σ)")
+	}
+	sets := candidateSets(p)
+	basis = append(basis, fmt.Sprintf("%d released columns, %d candidate marginals, the declared domain sizes", len(p.Sizes), len(sets)))
+	f.Basis = strings.Join(basis, "; ")
+	seen := map[string]bool{}
+	addM := func(cols []int) {
+		k := 1
+		names := make([]string, len(cols))
+		for i, c := range cols {
+			k *= p.Sizes[c]
+			names[i] = p.Names[c]
+		}
+		name := "marginal(" + strings.Join(names, ",") + ")"
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		f.Marginals = append(f.Marginals, MarginalForecast{Marginal: name, Cells: k, OneWay: len(cols) == 1, Spread: f.Sigma * SpreadFactor(k)})
+	}
+	for i := range p.Sizes {
+		addM([]int{i})
+	}
+	for _, c := range sets {
+		addM(c)
+	}
+	return f, nil
+}
+
+// SpreadFactor is √(q_k − (k − 1)) for a table of k cells: the true
+// spread, in units of σ, at which the measured spread reaches pmw's
+// shrinkage threshold q_k·σ² on average (q_k: the 1 − 10⁻⁴ quantile of
+// χ²_{k−1}, pmw's mwemShrinkNoise). 0 for one cell.
+func SpreadFactor(k int) float64 {
+	if k < 2 {
+		return 0
+	}
+	q := distuv.ChiSquared{K: float64(k - 1)}.Quantile(1 - fcShrinkLevel)
+	return math.Sqrt(math.Max(q-float64(k-1), 0))
+}
+
+func fmtG(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// laplaceSD is the standard deviation of the discrete Laplace noise of
+// scale b: √(2e^{−1/b})/(1 − e^{−1/b}).
+func laplaceSD(b float64) float64 {
+	if !(b > 0) {
+		return 0
+	}
+	r := math.Exp(-1 / b)
+	return math.Sqrt(2*r) / (1 - r)
+}
+
+// NearZero says, from DP outputs only, whether a DP row count rows is
+// within noise of zero — at most twice sd, the public standard deviation
+// of its noise — and if so why that matters: "" when it is not, or when sd
+// is unknown (0). Post-processing of DP values with a public rule.
+func NearZero(rows int64, sd float64) string {
+	if !(sd > 0) || float64(rows) > 2*sd {
+		return ""
+	}
+	return fmt.Sprintf("the DP row count of the join, %d, is within noise of zero (its noise has a standard deviation of about %s rows): "+
+		"the join may be empty — an empty table, join keys that never match (07 vs 7, C7 vs 7), a join equality on the wrong "+
+		"columns — and then every row of the file is noise; `synth inspect` (NON-PRIVATE, for the data custodian) names the cause",
+		rows, strconv.FormatFloat(math.Ceil(sd), 'f', 0, 64))
+}

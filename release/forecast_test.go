@@ -1,0 +1,106 @@
+package release
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/spec"
+)
+
+// TestForecastMatchesRelease: the signal forecast repeats pmw's noise
+// arithmetic from public parameters, so it must agree with what a release
+// then publishes: no measured marginal has more noise per cell than the
+// forecast σ (times the run's Δ̃ when Δ̃ is not public), and a marginal
+// measured once (an initial 1-way marginal no round measured again) has
+// exactly that noise. One case per noise plan: a privacy unit, one table
+// (Δ̃ = 1), three tables at tuple level (Δ̃ a DP output), the factored
+// model and Laplace noise. A pmw change to its budget split or constants
+// not made in forecast.go fails it. Seeded: deterministic.
+func TestForecastMatchesRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("five releases")
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*spec.Spec)
+		known bool
+	}{
+		{"tpch", nil, true},
+		{"adult", nil, true},
+		{"tpch" + tupleLevel, nil, false},
+		{"adult", func(s *spec.Spec) { s.PMW.Model = spec.PMWModelFactored }, true},
+		{"adult", func(s *spec.Spec) { s.PMW.Noise = spec.PMWNoiseLaplace }, true},
+	} {
+		s := exampleSpec(t, tc.name)
+		if tc.edit != nil {
+			tc.edit(s)
+		}
+		name := tc.name + "/" + s.PMW.Model + s.PMW.Noise
+		t.Run(name, func(t *testing.T) {
+			p, err := Preflight(s, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := ForecastSignal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Known != tc.known || !(f.Sigma > 0) || !(f.SigmaMin > 0 && f.SigmaMin < f.Sigma) || len(f.Marginals) < len(s.Release.Columns) {
+				t.Fatalf("forecast %+v", f)
+			}
+			sum, err := Run(context.Background(), Options{Spec: s, OutDir: t.TempDir(), Engine: "duckdb", Source: dp.NewSeededSource(1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sigma := f.Sigma
+			if !f.Known {
+				sigma *= sum.DeltaTilde
+			}
+			var most float64
+			for _, sg := range sum.Signals {
+				if sg.NoisePerCell > sigma*(1+1e-6) {
+					t.Errorf("%s: noise %v above the forecast %v", sg.Marginal, sg.NoisePerCell, sigma)
+				}
+				most = math.Max(most, sg.NoisePerCell)
+			}
+			if math.Abs(most-sigma) > 1e-6*sigma {
+				t.Errorf("forecast σ %v (Δ̃ = %v), the release's largest noise per cell %v", sigma, sum.DeltaTilde, most)
+			}
+		})
+	}
+}
+
+// TestNearZero: a DP row count at most twice its noise's standard
+// deviation is within noise of zero; above, or with no known noise, it is
+// not.
+func TestNearZero(t *testing.T) {
+	for _, tc := range []struct {
+		rows int64
+		sd   float64
+		warn bool
+	}{
+		{0, 10, true},
+		{20, 10, true},
+		{21, 10, false},
+		{60175, 2586, false},
+		{3, 0, false},
+	} {
+		w := NearZero(tc.rows, tc.sd)
+		if (w != "") != tc.warn {
+			t.Errorf("NearZero(%d, %v) = %q, want a warning: %v", tc.rows, tc.sd, w, tc.warn)
+		}
+		if w != "" && !strings.Contains(w, "within noise of zero") {
+			t.Errorf("NearZero(%d, %v) = %q", tc.rows, tc.sd, w)
+		}
+	}
+	// The discrete Laplace's standard deviation: √(2r)/(1 − r), r = e^{−1/b},
+	// → √2·b for a large scale.
+	for _, tc := range []struct{ b, want float64 }{{1, math.Sqrt(2/math.E) / (1 - 1/math.E)}, {1000, math.Sqrt2 * 1000}} {
+		if got := laplaceSD(tc.b); math.Abs(got-tc.want) > 1e-3*tc.want {
+			t.Errorf("laplaceSD(%v) = %v, want %v", tc.b, got, tc.want)
+		}
+	}
+}
