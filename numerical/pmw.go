@@ -57,6 +57,10 @@ type core struct {
 	z      float64
 	nhat   float64
 	meas   []measurement
+	// Scratch of apply: an item's non-zero value positions, values and
+	// update factors.
+	pos      []int64
+	val, fac []float64
 }
 
 // newCore computes the true answers from the data (private) and the
@@ -152,11 +156,38 @@ func (c *core) round(src dp.Source, eps0 float64, sweeps int) error {
 }
 
 // apply is one multiplicative-weights update towards measurement m.
+//
+// Cost: two passes over the item's support (|box| cells × the sign's
+// values), with one multiplication an element; the factors
+// exp(η·v/τ) depend on the value only, so they are computed once per
+// value, not once per element. Every number is the one the per-element
+// form computes (same expressions, same order of summation:
+// TestApplyMatchesReference checks it bit for bit).
 func (c *core) apply(m measurement) {
-	t := c.ev.tables[c.ev.items[m.item].t]
+	it := c.ev.items[m.item]
+	t := c.ev.tables[it.t]
+	u := c.ev.u
 	norm := t.norm()
+	nv := int64(len(u.vals))
+	off, n := int64(u.off[t.sign]), u.n[t.sign]
+	// The item's non-zero values on the sign's axis: positions and v.
+	if cap(c.pos) < n {
+		c.pos, c.val, c.fac = make([]int64, 0, n), make([]float64, 0, n), make([]float64, n)
+	}
+	pos, val := c.pos[:0], c.val[:0]
+	for j := range n {
+		if v := t.value(u.vals[off+int64(j)]); v != 0 {
+			pos, val = append(pos, off+int64(j)), append(val, v)
+		}
+	}
+	q := c.ev.qs[it.q]
 	var cur float64
-	c.ev.support(m.item, func(e int64, v float64) { cur += c.w[e] * v / norm })
+	q.eachCell(u.grid, func(cell int64) {
+		row := c.w[cell*nv : (cell+1)*nv]
+		for k, p := range pos {
+			cur += row[p] * val[k] / norm
+		}
+	})
 	cur *= c.nhat / c.z
 	target := math.Max(0, math.Min(c.nhat, m.value))
 	// The log-ratio step fits the measurement (exactly, for a counting
@@ -166,11 +197,18 @@ func (c *core) apply(m measurement) {
 	if eta == 0 {
 		return
 	}
+	fac := c.fac[:len(val)]
+	for k, v := range val {
+		fac[k] = math.Exp(eta * v / norm)
+	}
 	var dz float64
-	c.ev.support(m.item, func(e int64, v float64) {
-		old := c.w[e]
-		c.w[e] = old * math.Exp(eta*v/norm)
-		dz += c.w[e] - old
+	q.eachCell(u.grid, func(cell int64) {
+		row := c.w[cell*nv : (cell+1)*nv]
+		for k, p := range pos {
+			old := row[p]
+			row[p] = old * fac[k]
+			dz += row[p] - old
+		}
 	})
 	c.z += dz
 	if ratio := c.z / float64(len(c.w)); !(ratio > 1e-100 && ratio < 1e100) {
