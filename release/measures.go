@@ -294,7 +294,7 @@ func (m *measure) errorScale() MeasureErrorScale {
 	e.Text = fmt.Sprintf("a sum of %s at ε = %.3g carries noise of scale %.3g (95%%: ±%.3g; one neighbour moves a sum by up to %.3g = %.3g per tuple × Δ̃ %g); the DP total is %.3g",
 		m.ref, m.eps, e.NoiseScale, e.Noise95, e.SumSensitivity, e.SumSensitivity/d, d, e.DPTotal)
 	if !e.Signal {
-		e.Text += ": the noise is as large as the total, so the measure's sums carry no signal at this ε (more ε, a narrower declared domain, or a privacy unit would help)"
+		e.Text += ": the noise is as large as the total, so the measure's sums carry no signal at this ε (more ε or release.measures_share, a narrower declared domain, or a join whose Δ̃ is smaller would help)"
 	}
 	return e
 }
