@@ -57,9 +57,7 @@ type core struct {
 	z      float64
 	nhat   float64
 	meas   []measurement
-	// Scratch of apply: an item's non-zero value positions, values and
-	// update factors.
-	pos      []int64
+	// Scratch of apply: an item's non-zero values and update factors.
 	val, fac []float64
 }
 
@@ -158,34 +156,46 @@ func (c *core) round(src dp.Source, eps0 float64, sweeps int) error {
 // apply is one multiplicative-weights update towards measurement m.
 //
 // Cost: two passes over the item's support (|box| cells × the sign's
-// values), with one multiplication an element; the factors
-// exp(η·v/τ) depend on the value only, so they are computed once per
-// value, not once per element. Every number is the one the per-element
-// form computes (same expressions, same order of summation:
-// TestApplyMatchesReference checks it bit for bit).
+// values above τ, a contiguous run of each cell's row), with one
+// multiplication an element; the factors exp(η·v/τ) depend on the value
+// only, so they are computed once per value, not once per element (and
+// once in all for a counting item, whose v is 1). Every number is the one
+// the per-element form computes (same expressions — x·1/1 is x exactly —
+// and the same order of summation: TestApplyMatchesReference checks it
+// bit for bit).
 func (c *core) apply(m measurement) {
 	it := c.ev.items[m.item]
 	t := c.ev.tables[it.t]
 	u := c.ev.u
 	norm := t.norm()
 	nv := int64(len(u.vals))
-	off, n := int64(u.off[t.sign]), u.n[t.sign]
-	// The item's non-zero values on the sign's axis: positions and v.
-	if cap(c.pos) < n {
-		c.pos, c.val, c.fac = make([]int64, 0, n), make([]float64, 0, n), make([]float64, n)
+	off, n := int64(u.off[t.sign]), int64(u.n[t.sign])
+	// The item is non-zero exactly on the values above τ (counting) or on
+	// every value (linear; all are ≥ 1): the run [lo, hi) of each row.
+	lo, hi := off, off+n
+	for lo < hi && t.value(u.vals[lo]) == 0 {
+		lo++
 	}
-	pos, val := c.pos[:0], c.val[:0]
-	for j := range n {
-		if v := t.value(u.vals[off+int64(j)]); v != 0 {
-			pos, val = append(pos, off+int64(j)), append(val, v)
-		}
+	if cap(c.val) < int(n) {
+		c.val, c.fac = make([]float64, n), make([]float64, n)
 	}
+	val, fac := c.val[:hi-lo], c.fac[:hi-lo]
+	for k := range val {
+		val[k] = t.value(u.vals[lo+int64(k)])
+	}
+	counting := t.kind == countKind // v = 1 and norm = 1
 	q := c.ev.qs[it.q]
 	var cur float64
 	q.eachCell(u.grid, func(cell int64) {
-		row := c.w[cell*nv : (cell+1)*nv]
-		for k, p := range pos {
-			cur += row[p] * val[k] / norm
+		row := c.w[cell*nv+lo : cell*nv+hi]
+		if counting {
+			for _, x := range row {
+				cur += x
+			}
+			return
+		}
+		for k, x := range row {
+			cur += x * val[k] / norm
 		}
 	})
 	cur *= c.nhat / c.z
@@ -197,17 +207,26 @@ func (c *core) apply(m measurement) {
 	if eta == 0 {
 		return
 	}
-	fac := c.fac[:len(val)]
 	for k, v := range val {
 		fac[k] = math.Exp(eta * v / norm)
 	}
 	var dz float64
 	q.eachCell(u.grid, func(cell int64) {
-		row := c.w[cell*nv : (cell+1)*nv]
-		for k, p := range pos {
-			old := row[p]
-			row[p] = old * fac[k]
-			dz += row[p] - old
+		row := c.w[cell*nv+lo : cell*nv+hi]
+		if len(row) == 0 {
+			return // no value above τ
+		}
+		if counting {
+			f := fac[0]
+			for k, old := range row {
+				row[k] = old * f
+				dz += row[k] - old
+			}
+			return
+		}
+		for k, old := range row {
+			row[k] = old * fac[k]
+			dz += row[k] - old
 		}
 	})
 	c.z += dz
