@@ -96,3 +96,41 @@ func TestApplyMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkApply times one multiplicative update of a full-range linear
+// item and of a counting item on the release's Adult measure universe
+// (age bins × education, 128 cells × 4,356 values = 557,568 elements, the
+// full universe), and the per-element reference it replaced; a run makes
+// about 1,100 of them.
+func BenchmarkApply(b *testing.B) {
+	g := Grid{Sizes: []int{8, 16}}
+	u, err := NewUniverse(g, Measure{Min: 0, Max: 4356}, UniverseOptions{Reduction: ReduceNever, MemoryCap: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev, err := newEvaluator(u, []Query{{Name: "total"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lin := ev.addItem(0, table{kind: linearKind, tau: 4356})
+	cnt := ev.addItem(0, table{kind: countKind, tau: 0})
+	c, _, err := newCore(ev, nil, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range c.w {
+		c.w[i] = 1
+	}
+	c.start(1000)
+	for _, bc := range []struct {
+		name  string
+		item  int
+		apply func(measurement)
+	}{{"linear", lin, c.apply}, {"counting", cnt, c.apply}, {"linear/reference", lin, c.applyReference}, {"counting/reference", cnt, c.applyReference}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				bc.apply(measurement{item: bc.item, value: float64(500 + i%2*1000)})
+			}
+		})
+	}
+}
