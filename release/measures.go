@@ -532,8 +532,9 @@ func writeMeasuresMarkdown(b *bytes.Buffer, v any) {
 // factored model, a measure is not an integer or numeric column, its
 // grid or universe is too large, release.measures_share is out of range
 // or an output name is taken — and nil when the spec has no measure or a
-// release would accept them. memCap is the release's memory cap in bytes
-// (Options.MemoryCap; 0 for the defaults). It reads the spec only and
+// release would accept them. memCap is the release's memory cap in bytes,
+// as [Options.MemoryCap] (the CLI's release passes --memory-cap, default
+// pmw.DefaultMemoryCap; 0 means the libraries' defaults, as for Run). It reads the spec only and
 // charges nothing. A refusal of the spec that does not come from its
 // measures is left to the release (nil here).
 func CheckMeasures(s *spec.Spec, memCap int64) error {
