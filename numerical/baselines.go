@@ -108,7 +108,7 @@ func normalised(ctx context.Context, src dp.Source, u *Universe, qs []Query, dat
 	if err != nil {
 		return nil, err
 	}
-	if err := pl.run(ctx, src, c, cfg.sweeps()); err != nil {
+	if err := pl.run(ctx, src, c, cfg.sweeps(), cfg.Progress); err != nil {
 		return nil, err
 	}
 	res := &Result{Answers: make([]float64, len(qs)), Thresholds: make([][2]float64, len(qs)), NHat: int64(c.nhat),

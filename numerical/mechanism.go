@@ -51,6 +51,10 @@ type Config struct {
 	// Ledger, when not nil, is charged for the whole split before any data
 	// is read and receives the published integers (n̂, α̃).
 	Ledger *dp.Ledger
+	// Progress, when not nil, is called with t of T after every PMW round
+	// (t and T are public: T is the configured number of rounds). It is
+	// called from the run's goroutine and must return quickly.
+	Progress func(t, total int)
 
 	// Mutation knobs and lenses for the privacy audits; unexported so that
 	// no production path sets them.
@@ -310,13 +314,16 @@ func (p pmwPlan) start(src dp.Source, ev *evaluator, data []Point, dt int64, l *
 	return c, nil
 }
 
-func (p pmwPlan) run(ctx context.Context, src dp.Source, c *core, sweeps int) error {
+func (p pmwPlan) run(ctx context.Context, src dp.Source, c *core, sweeps int, progress func(t, total int)) error {
 	for t := range p.rounds {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("numerical: stopped before round %d: %w", t+1, err)
 		}
 		if err := c.round(src, p.eps0, sweeps); err != nil {
 			return err
+		}
+		if progress != nil {
+			progress(t+1, p.rounds)
 		}
 	}
 	c.answers()
@@ -440,7 +447,7 @@ func Run(ctx context.Context, src dp.Source, u *Universe, qs []Query, data []Poi
 			c.z = 1
 		}
 		c.answers()
-	} else if err := pl.run(ctx, src, c, cfg.sweeps()); err != nil {
+	} else if err := pl.run(ctx, src, c, cfg.sweeps(), cfg.Progress); err != nil {
 		return nil, err
 	}
 	var alpha float64

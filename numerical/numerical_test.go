@@ -235,6 +235,17 @@ func TestUniverse(t *testing.T) {
 	if err != nil || u.Reduced() || u.Size() != 1600*4396 || u.GroupFactor() != 1 {
 		t.Fatalf("with a 1 GiB cap: %v, %v; want the full universe", u, err)
 	}
+	// MaxFullElements reduces a full universe that fits the memory but not
+	// the time budget; one element fewer than it keeps the full one.
+	for _, c := range []struct {
+		max     int64
+		reduced bool
+	}{{1600*4396 - 1, true}, {1600 * 4396, false}, {0, false}} {
+		u, err = NewUniverse(g, Measure{Min: 0, Max: 4396}, UniverseOptions{MemoryCap: 1 << 30, MaxFullElements: c.max})
+		if err != nil || u.Reduced() != c.reduced {
+			t.Errorf("MaxFullElements %d: %v, %v; want reduced %v", c.max, u, err, c.reduced)
+		}
+	}
 	if _, err := NewUniverse(g, Measure{Min: 0, Max: 4396}, UniverseOptions{Reduction: ReduceNever}); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("full universe above the cap: err = %v, want ErrTooLarge", err)
 	}

@@ -57,6 +57,8 @@ type core struct {
 	z      float64
 	nhat   float64
 	meas   []measurement
+	// Scratch of apply: an item's non-zero values and update factors.
+	val, fac []float64
 }
 
 // newCore computes the true answers from the data (private) and the
@@ -152,11 +154,50 @@ func (c *core) round(src dp.Source, eps0 float64, sweeps int) error {
 }
 
 // apply is one multiplicative-weights update towards measurement m.
+//
+// Cost: two passes over the item's support (|box| cells × the sign's
+// values above τ, a contiguous run of each cell's row), with one
+// multiplication an element; the factors exp(η·v/τ) depend on the value
+// only, so they are computed once per value, not once per element (and
+// once in all for a counting item, whose v is 1). Every number is the one
+// the per-element form computes (same expressions — x·1/1 is x exactly —
+// and the same order of summation: TestApplyMatchesReference checks it
+// bit for bit).
 func (c *core) apply(m measurement) {
-	t := c.ev.tables[c.ev.items[m.item].t]
+	it := c.ev.items[m.item]
+	t := c.ev.tables[it.t]
+	u := c.ev.u
 	norm := t.norm()
+	nv := int64(len(u.vals))
+	off, n := int64(u.off[t.sign]), int64(u.n[t.sign])
+	// The item is non-zero exactly on the values above τ (counting) or on
+	// every value (linear; all are ≥ 1): the run [lo, hi) of each row.
+	lo, hi := off, off+n
+	for lo < hi && t.value(u.vals[lo]) == 0 {
+		lo++
+	}
+	if cap(c.val) < int(n) {
+		c.val, c.fac = make([]float64, n), make([]float64, n)
+	}
+	val, fac := c.val[:hi-lo], c.fac[:hi-lo]
+	for k := range val {
+		val[k] = t.value(u.vals[lo+int64(k)])
+	}
+	counting := t.kind == countKind // v = 1 and norm = 1
+	q := c.ev.qs[it.q]
 	var cur float64
-	c.ev.support(m.item, func(e int64, v float64) { cur += c.w[e] * v / norm })
+	q.eachCell(u.grid, func(cell int64) {
+		row := c.w[cell*nv+lo : cell*nv+hi]
+		if counting {
+			for _, x := range row {
+				cur += x
+			}
+			return
+		}
+		for k, x := range row {
+			cur += x * val[k] / norm
+		}
+	})
 	cur *= c.nhat / c.z
 	target := math.Max(0, math.Min(c.nhat, m.value))
 	// The log-ratio step fits the measurement (exactly, for a counting
@@ -166,11 +207,27 @@ func (c *core) apply(m measurement) {
 	if eta == 0 {
 		return
 	}
+	for k, v := range val {
+		fac[k] = math.Exp(eta * v / norm)
+	}
 	var dz float64
-	c.ev.support(m.item, func(e int64, v float64) {
-		old := c.w[e]
-		c.w[e] = old * math.Exp(eta*v/norm)
-		dz += c.w[e] - old
+	q.eachCell(u.grid, func(cell int64) {
+		row := c.w[cell*nv+lo : cell*nv+hi]
+		if len(row) == 0 {
+			return // no value above τ
+		}
+		if counting {
+			f := fac[0]
+			for k, old := range row {
+				row[k] = old * f
+				dz += row[k] - old
+			}
+			return
+		}
+		for k, old := range row {
+			row[k] = old * fac[k]
+			dz += row[k] - old
+		}
 	})
 	c.z += dz
 	if ratio := c.z / float64(len(c.w)); !(ratio > 1e-100 && ratio < 1e100) {

@@ -84,7 +84,7 @@ type Reduction int
 
 const (
 	// ReduceAuto (the default) reduces when the full universe would exceed
-	// the memory cap.
+	// the memory cap or [UniverseOptions.MaxFullElements].
 	ReduceAuto Reduction = iota
 	// ReduceNever keeps the full universe (refused above the cap).
 	ReduceNever
@@ -98,6 +98,12 @@ type UniverseOptions struct {
 	MemoryCap int64
 	// Reduction chooses full or reduced; the zero value is [ReduceAuto].
 	Reduction Reduction
+	// MaxFullElements, when > 0, is the most elements a full universe may
+	// have under [ReduceAuto]: a larger one is reduced. It bounds time
+	// where the memory cap bounds memory: every multiplicative update of
+	// a run is a pass over its item's support, and [Run] makes about
+	// 20·T·(T+1)/2 of them (1,100 at T = 10). A public parameter.
+	MaxFullElements int64
 }
 
 // Universe is the universe PMW runs on: X/R × V where the value axis V
@@ -186,7 +192,8 @@ func NewUniverse(g Grid, m Measure, opt UniverseOptions) (*Universe, error) {
 			return nil, fmt.Errorf("%w: full universe %d cells × %d values needs %.0f bytes, cap %d", ErrTooLarge, u.cells, fullLen, fullBytes, memCap)
 		}
 	default:
-		u.reduced = fullBytes > float64(memCap)
+		u.reduced = fullBytes > float64(memCap) ||
+			(opt.MaxFullElements > 0 && float64(u.cells)*float64(fullLen) > float64(opt.MaxFullElements))
 	}
 	for s := range 2 {
 		u.off[s] = len(u.vals)
@@ -349,4 +356,16 @@ func (u *Universe) CellSums(h []float64) []float64 {
 		out[cell] = s * u.b
 	}
 	return out
+}
+
+// SumNoiseScale returns b·Δ·⌈Δ̃⌉/ε in the measure's units, Δ = max(Δ₊, Δ₋)
+// in units of b: the scale of the Laplace noise that one sum of the
+// measure over any set of cells needs at ε when one neighbour moves up to
+// ⌈Δ̃⌉ tuples (sensitivity 0 means 1), each by at most b·Δ. It is the
+// error scale of a sum of the measure at this budget, the order of
+// magnitude below which no sum released with ε alone can be trusted; a
+// public parameter when ε is public and Δ̃ public or a DP output.
+func (u *Universe) SumNoiseScale(eps, sensitivity float64) float64 {
+	d := math.Ceil(math.Max(sensitivity, 1))
+	return u.b * float64(max(u.bound[0], u.bound[1])) * d / eps
 }

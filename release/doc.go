@@ -62,8 +62,11 @@
 // TestReleaseMeasureAdult) per-cell Alg. 2 answers gave every workload sum
 // as 0 (median relative error 1.0, also at ε = 4), D̃'s cell sums with
 // per-cell queries 0.64, and D̃'s cell sums with the workload's boxes as
-// the queries 0.37 (0.11 at ε = 4). Alg. 2's direct answers to the
-// workload's boxes are in [MeasureSummary.WorkloadAnswers].
+// the queries 0.37 (0.11 at ε = 4), when the encoding was chosen;
+// docs/measures.md has today's per-box errors of examples/adult/
+// measures.yaml. Alg. 2's direct answers to the workload's boxes are in
+// [MeasureSummary.WorkloadAnswers]; each measure's error scale
+// ([MeasureErrorScale]) is in the summary and both reports.
 //
 // Budget: release.measures_share s (default [spec.DefaultMeasuresShare])
 // of ε goes to the measures, as (s·ε, 0), before any data is read; each of

@@ -24,6 +24,9 @@ const (
 	// PhasePMW is PMW's round t of T (per bucket under the uniformized
 	// method); T is a cap the adaptive mwem variant may stop short of.
 	PhasePMW Phase = "PMW rounds"
+	// PhaseMeasures counts the release.measures' PMW rounds: measure i of
+	// M at round t of T is i·T + t of M·T (all public).
+	PhaseMeasures Phase = "measures"
 	// PhaseWrite counts the synthetic rows written.
 	PhaseWrite Phase = "writing rows"
 )

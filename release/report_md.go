@@ -259,6 +259,7 @@ func MarkdownReport(r dp.Report, f ReportFacts) []byte {
 		}
 		p("\n")
 	}
+	writeMeasuresMarkdown(&b, r.Parameters["measures"])
 	p("## Published DP outputs\n\n")
 	if len(r.Outputs) == 0 {
 		p("None besides the synthetic rows.\n\n")

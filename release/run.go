@@ -382,7 +382,7 @@ func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, erro
 	log.Info("mechanism done", "algorithm", out.Algorithm, "delta_tilde", out.DeltaTilde, "n_hat", out.NHat,
 		"pmw_variant", out.Variant, "pmw_rounds", out.Rounds)
 	if c.mplan != nil {
-		if err := c.mplan.run(ctx, r.src, eng, p.Folded, s, p.Folding, out.DeltaTilde); err != nil {
+		if err := c.mplan.run(ctx, r.src, eng, p.Folded, s, p.Folding, out.DeltaTilde, r.o.progress, log); err != nil {
 			return nil, err
 		}
 		if err := c.mplan.finite(); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synth-dp/synth/internal/progress"
 	"github.com/synth-dp/synth/internal/report"
+	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/workload"
 )
@@ -28,7 +29,9 @@ func newEvaluateCmd(g *globalOptions) *cobra.Command {
 		Short: "Compare the workload's answers on a synthetic file with the true data (internal)",
 		Long: `evaluate answers the spec's workload (every cell of every marginal, every
 range) on the true join and on a synthetic Parquet file and prints the
-absolute and relative errors (max, median, 90th percentile).
+absolute and relative errors (max, median, 90th percentile). The workload's
+sums of release.measures columns are scored too ("measure sum(…)" rows):
+the true sum over the join against SELECT SUM(…) on the file.
 
 --report DIR also writes a utility report to read at a glance: DIR/index.html
 (one self-contained page: figures embedded as PNG, no JavaScript, nothing
@@ -80,6 +83,13 @@ not differentially private. Do not publish it.`,
 			if err != nil {
 				return err
 			}
+			// The workload's sums of release.measures columns: true sums
+			// against the file's SQL sums.
+			msums, err := release.MeasureAnswers(cmd.Context(), s, eng, o.synthetic)
+			if err != nil {
+				return err
+			}
+			ans.Families = append(ans.Families, msums...)
 			bars.Done()
 			ev := ans.Evaluation()
 			var reportPath string

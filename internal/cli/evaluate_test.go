@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"database/sql"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,5 +94,87 @@ func TestEvaluateReportRefused(t *testing.T) {
 	}
 	if b, err := os.ReadFile(mine); err != nil || string(b) != "mine" {
 		t.Errorf("the refused folder changed: %q %v", b, err)
+	}
+}
+
+// TestEvaluateMeasureSums: evaluate scores the workload's sums of a
+// release.measures column (which the workload's own families skip): one
+// "measure sum(…)" family per such query whose true value is the sum over
+// the data (computed here from the generated rows) and whose synthetic
+// value is the file's SQL SUM under the query's conditions (run here with
+// DuckDB on the file).
+func TestEvaluateMeasureSums(t *testing.T) {
+	dir := t.TempDir()
+	var data strings.Builder
+	data.WriteString("kind,spend\n")
+	want := map[string]float64{}
+	for i := range 400 {
+		k := []string{"x", "y"}[i%2]
+		fmt.Fprintf(&data, "%s,%d\n", k, i%50)
+		want[k] += float64(i % 50)
+	}
+	spec := `privacy: {epsilon: 2, delta: 1e-6}
+tables:
+  - name: t
+    source: t.csv
+    columns:
+      kind: {type: categorical, values: [x, y]}
+      spend: {type: integer, min: 0, max: 60, bins: 6}
+release:
+  columns: [kind]
+  measures: [spend]
+workload:
+  marginals: [[kind]]
+  numeric: [{sum: spend, where: {kind: [y]}}, {sum: spend}]
+`
+	for name, text := range map[string]string{"synth.yaml": spec, "t.csv": data.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config, out := filepath.Join(dir, "synth.yaml"), filepath.Join(dir, "out")
+	mustRun(t, "-q", "--seed", "3", "release", "--config", config, "--out", out)
+	pq := filepath.Join(out, "synthetic.parquet")
+	r := mustRun(t, "-q", "evaluate", "--config", config, "--synthetic", pq, "--format", "json")
+	var ev struct {
+		Families []struct {
+			Name     string
+			Queries  int
+			Absolute struct{ Max float64 }
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &ev); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, c := range []struct{ name, where string }{
+		{"measure sum(spend) where kind [workload.numeric[0]]", " WHERE kind = 'y'"},
+		{"measure sum(spend) [workload.numeric[1]]", ""},
+	} {
+		var file float64
+		if err := db.QueryRow("SELECT SUM(spend) FROM read_parquet('" + pq + "')" + c.where).Scan(&file); err != nil {
+			t.Fatal(err)
+		}
+		truth := want["y"]
+		if c.where == "" {
+			truth += want["x"]
+		}
+		found := false
+		for _, f := range ev.Families {
+			if f.Name != c.name {
+				continue
+			}
+			found = true
+			if got, exp := f.Absolute.Max, math.Abs(file-truth); f.Queries != 1 || math.Abs(got-exp) > 1e-6*math.Max(1, exp) {
+				t.Errorf("%s: %d queries, |error| %v; want 1 query, |file %v − true %v| = %v", c.name, f.Queries, got, file, truth, exp)
+			}
+		}
+		if !found {
+			t.Errorf("no family %q in %+v", c.name, ev.Families)
+		}
 	}
 }

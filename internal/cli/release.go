@@ -122,6 +122,7 @@ DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sa
 			for _, m := range sum.Measures {
 				fmt.Fprintf(g.stdout, "measure %s: column %s, %d cell(s) of its grid; %d cell(s) without synthetic rows lose a DP sum of %.6g\n",
 					m.Column, m.OutputColumn, len(m.CellSums), m.CellsWithoutRows, m.LostSum)
+				fmt.Fprintf(g.stdout, "measure %s error scale: %s\n", m.Column, m.ErrorScale.Text)
 			}
 			countSQL, sumSQL := release.ExampleSQL(s, sum.Parquet)
 			fmt.Fprintf(g.stdout, "example count (DuckDB): %s\n", countSQL)
