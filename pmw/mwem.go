@@ -171,6 +171,11 @@ func rhoForBudget(b dp.Budget) (float64, error) {
 // marginals: public.
 func autoRoundsMWEM(k int) int { return max(mwemMinRounds, mwemRoundsPerCandidate*k) }
 
+// PlannedMWEMRounds is T₀, the planned number of rounds of an adaptive
+// [VariantMWEM] run (dense or factored) over k candidates, which sets its
+// initial per-round budget: public, for forecasts made from a spec.
+func PlannedMWEMRounds(k int) int { return autoRoundsMWEM(k) }
+
 func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, error) {
 	bound, err := bindRun(src, u, fams, cfg)
 	if err != nil {

@@ -16,16 +16,14 @@ import (
 )
 
 // The public constants of pmw's mwem rounds that set its noise scales
-// (pmw/mwem.go: mwemSelFracGauss, mwemSelFracLaplace,
-// mwemRoundsPerCandidate, mwemMinRounds, mwemShrinkLevel). They are
+// (pmw/mwem.go: mwemSelFracGauss, mwemSelFracLaplace, mwemShrinkLevel;
+// the planned rounds come from pmw.PlannedMWEMRounds). They are
 // repeated here so that a forecast can be made from the spec alone;
 // TestForecastMatchesRelease checks the forecast against the noise a
 // release publishes, so a change in pmw that is not made here fails it.
 const (
 	fcSelFracGauss   = 0.1
 	fcSelFracLaplace = 0.25
-	fcRoundsPerCand  = 2
-	fcMinRounds      = 8
 	fcShrinkLevel    = 1e-4
 )
 
@@ -179,7 +177,7 @@ func noisePlan(p *Plan, deltaTilde float64) (*mwemNoise, bool, string, error) {
 		if p.Factored {
 			k = len(p.Families)
 		}
-		t0 = max(fcMinRounds, fcRoundsPerCand*k)
+		t0 = pmw.PlannedMWEMRounds(k)
 	}
 	meas := 1 - selFrac
 	n.unit = n.total / (float64(t0) + meas*float64(n.d))

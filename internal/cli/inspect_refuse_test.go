@@ -50,7 +50,7 @@ workload:
 	}
 	for _, tc := range []struct{ name, config, want string }{
 		{"measure under a unit", unitMeasure, "release.measures with privacy.unit"},
-		{"measure grid too large", grid, "measure t.spend: its grid"},
+		{"measure grid too large", grid, "release.measures: t.spend: its grid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rel := run(t, "release", "--config", tc.config, "--out", filepath.Join(t.TempDir(), "out"))
