@@ -273,10 +273,16 @@ func runAnswer(cmd *cobra.Command, g *globalOptions, s *spec.Spec, texts []strin
 	if err := chargeLedger(cmd, g, s, "answer", mech, budget); err != nil {
 		return err
 	}
-	for _, t := range s.Tables {
-		g.logger.Info("loading table", "table", t.Name, "source", t.Source)
+	// Only the tables and columns the queries read are loaded and checked.
+	tables, cols := relational.Reads(qs)
+	load, err := engine.Project(s, tables, cols)
+	if err != nil {
+		return err
 	}
-	if err := eng.Load(ctx, s); err != nil {
+	for _, t := range load.Tables {
+		g.logger.Info("loading table", "table", t.Name, "source", t.Source, "columns", len(t.Columns))
+	}
+	if err := eng.Load(ctx, load); err != nil {
 		return err
 	}
 	ledger, err := dp.NewLedger(budget)
