@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -42,6 +43,10 @@ type Engine struct {
 	// [Engine.loadScanned]); loads numbers the loads, naming their tables.
 	data  map[string]string
 	loads int64
+	// copyParquet makes Load store Parquet sources in data tables as it
+	// does CSV ones, instead of reading them straight from the files (see
+	// [Engine.direct]).
+	copyParquet bool
 	// scratch is an embedded engine's temporary folder, removed by Close;
 	// tempDB is set when the database file is in it.
 	scratch *duckDBScratch
@@ -164,7 +169,7 @@ func Open(ctx context.Context, dsn string) (*Engine, error) {
 	liveSchemas.m[schema] = true
 	liveSchemas.Unlock()
 	e := &Engine{db: db, d: d, schema: schema, tables: map[string]map[string]string{}, sizes: map[string]map[string]int{},
-		scratch: scratch, tempDB: scratch != nil && path == scratch.database()}
+		scratch: scratch, tempDB: scratch != nil && path == scratch.database(), copyParquet: os.Getenv("SYNTH_LOAD_COPY") != ""}
 	fail := func(err error) (*Engine, error) {
 		e.Close()
 		return nil, fmt.Errorf("engine: open %q: %w", dsn, err)
