@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -43,10 +42,9 @@ type Engine struct {
 	// [Engine.loadScanned]); loads numbers the loads, naming their tables.
 	data  map[string]string
 	loads int64
-	// copyParquet makes Load store Parquet sources in data tables as it
-	// does CSV ones, instead of reading them straight from the files (see
-	// [Engine.direct]).
-	copyParquet bool
+	// inPlace makes Load read Parquet sources straight from the files
+	// instead of storing them in data tables (see [Engine.ReadInPlace]).
+	inPlace bool
 	// scratch is an embedded engine's temporary folder, removed by Close;
 	// tempDB is set when the database file is in it.
 	scratch *duckDBScratch
@@ -169,7 +167,7 @@ func Open(ctx context.Context, dsn string) (*Engine, error) {
 	liveSchemas.m[schema] = true
 	liveSchemas.Unlock()
 	e := &Engine{db: db, d: d, schema: schema, tables: map[string]map[string]string{}, sizes: map[string]map[string]int{},
-		scratch: scratch, tempDB: scratch != nil && path == scratch.database(), copyParquet: os.Getenv("SYNTH_LOAD_COPY") != ""}
+		scratch: scratch, tempDB: scratch != nil && path == scratch.database()}
 	fail := func(err error) (*Engine, error) {
 		e.Close()
 		return nil, fmt.Errorf("engine: open %q: %w", dsn, err)

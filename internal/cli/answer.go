@@ -273,8 +273,10 @@ func runAnswer(cmd *cobra.Command, g *globalOptions, s *spec.Spec, texts []strin
 	if err := chargeLedger(cmd, g, s, "answer", mech, budget); err != nil {
 		return err
 	}
-	// Only the tables and columns the queries read are loaded and checked.
+	// Only the tables and columns the queries read are loaded and checked,
+	// Parquet files in place: a few queries read them once or twice.
 	tables, cols := relational.Reads(qs)
+	eng.ReadInPlace(true)
 	load, err := engine.Project(s, tables, cols)
 	if err != nil {
 		return err
