@@ -36,8 +36,8 @@ type CSVError struct {
 	Fix string
 
 	// undeclared is set when the problem is a record too long for the
-	// engine because of a value in a column the spec does not declare:
-	// [Engine.Load] then reads a copy of the file without that column.
+	// engine that fits without the columns the spec does not declare:
+	// [Engine.Load] then reads a copy of the file without them.
 	undeclared bool
 }
 
@@ -217,11 +217,15 @@ func scanLong(file string, header []string, read []bool, limit int) *CSVError {
 		field, fieldLen     int
 		recLen              int
 		longField, longSize = -1, 0
+		longRead            = 0 // the longest value of a column read
 		header1             = true
 	)
 	endField := func() {
 		if fieldLen > longSize {
 			longField, longSize = field, fieldLen
+		}
+		if field < len(read) && read[field] && fieldLen > longRead {
+			longRead = fieldLen
 		}
 		field++
 		fieldLen = 0
@@ -231,12 +235,13 @@ func scanLong(file string, header []string, read []bool, limit int) *CSVError {
 		if longField < len(header) {
 			name = fmt.Sprintf("column %q", header[longField])
 		}
-		e := &CSVError{File: file, Line: recLine}
+		// Without the columns not read the record fits, unless a value
+		// read is itself too long.
+		e := &CSVError{File: file, Line: recLine, undeclared: longRead <= limit}
 		if longField < len(read) && read[longField] {
 			e.Problem = fmt.Sprintf("a record of more than %d bytes: %s holds a value of %d bytes", limit, name, longSize)
 			e.Fix = "synth reads records of at most " + strconv.Itoa(limit) + " bytes; a declared column's values are short (categories, numbers, dates, keys): check the quoting"
 		} else {
-			e.undeclared = true
 			e.Problem = fmt.Sprintf("a record of more than %d bytes: %s, which the spec does not declare, holds a value of %d bytes", limit, name, longSize)
 			e.Fix = "drop that column from the file (e.g. keep only the declared columns with DuckDB: COPY (SELECT ... FROM 'in.csv') TO 'out.csv'), or check the quoting"
 		}
@@ -250,7 +255,7 @@ func scanLong(file string, header []string, read []bool, limit int) *CSVError {
 			return report()
 		}
 		line++
-		recLine, field, recLen, longField, longSize, header1 = line, 0, 0, -1, 0, false
+		recLine, field, recLen, longField, longSize, longRead, header1 = line, 0, 0, -1, 0, 0, false
 		return nil
 	}
 	for {
