@@ -191,6 +191,10 @@ func csvHeader(t *spec.Table) ([]string, error) {
 // reported by [scanLong] with its line, column and length.
 const MaxRecordBytes = 32 << 20
 
+// recordLimit is the limit the engine applies, [MaxRecordBytes]; tests
+// lower it to exercise long records with small files.
+var recordLimit = MaxRecordBytes
+
 // scanLong streams a CSV source and returns a [*CSVError] for the first
 // record longer than limit bytes, naming its line and its longest field's
 // column and length, and saying whether synth reads that column; nil when
@@ -408,7 +412,7 @@ func csvReadError(file string, header, cols []string, err error) error {
 	}
 	// A record too long for the engine first: encoding/csv would hold it
 	// whole in memory (gigabytes for one long value).
-	if e := scanLong(file, header, read, MaxRecordBytes); e != nil {
+	if e := scanLong(file, header, read, recordLimit); e != nil {
 		return e
 	}
 	if e := scanCSV(file, len(header), read); e != nil {

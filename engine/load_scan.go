@@ -661,7 +661,7 @@ func (e *Engine) scanTableLong(ctx context.Context, conn *sql.Conn, s *spec.Spec
 	if err2 != nil {
 		return "", "", fmt.Errorf("engine: load: table %s: %w", t.Name, err2)
 	}
-	perr := projectCSV(t.Source, header, keep, f, MaxRecordBytes)
+	perr := projectCSV(t.Source, header, keep, f, recordLimit)
 	if cerr := f.Close(); perr == nil {
 		perr = cerr
 	}
