@@ -34,6 +34,11 @@ type CSVError struct {
 	Problem string
 	// Fix says what to do, e.g. "check quoting or the delimiter".
 	Fix string
+
+	// undeclared is set when the problem is a record too long for the
+	// engine that fits without the columns the spec does not declare:
+	// [Engine.Load] then reads a copy of the file without them.
+	undeclared bool
 }
 
 // Error renders the error on one line as
@@ -186,6 +191,10 @@ func csvHeader(t *spec.Table) ([]string, error) {
 // reported by [scanLong] with its line, column and length.
 const MaxRecordBytes = 32 << 20
 
+// recordLimit is the limit the engine applies, [MaxRecordBytes]; tests
+// lower it to exercise long records with small files.
+var recordLimit = MaxRecordBytes
+
 // scanLong streams a CSV source and returns a [*CSVError] for the first
 // record longer than limit bytes, naming its line and its longest field's
 // column and length, and saying whether synth reads that column; nil when
@@ -212,11 +221,15 @@ func scanLong(file string, header []string, read []bool, limit int) *CSVError {
 		field, fieldLen     int
 		recLen              int
 		longField, longSize = -1, 0
+		longRead            = 0 // the longest value of a column read
 		header1             = true
 	)
 	endField := func() {
 		if fieldLen > longSize {
 			longField, longSize = field, fieldLen
+		}
+		if field < len(read) && read[field] && fieldLen > longRead {
+			longRead = fieldLen
 		}
 		field++
 		fieldLen = 0
@@ -226,7 +239,9 @@ func scanLong(file string, header []string, read []bool, limit int) *CSVError {
 		if longField < len(header) {
 			name = fmt.Sprintf("column %q", header[longField])
 		}
-		e := &CSVError{File: file, Line: recLine}
+		// Without the columns not read the record fits, unless a value
+		// read is itself too long.
+		e := &CSVError{File: file, Line: recLine, undeclared: longRead <= limit}
 		if longField < len(read) && read[longField] {
 			e.Problem = fmt.Sprintf("a record of more than %d bytes: %s holds a value of %d bytes", limit, name, longSize)
 			e.Fix = "synth reads records of at most " + strconv.Itoa(limit) + " bytes; a declared column's values are short (categories, numbers, dates, keys): check the quoting"
@@ -244,7 +259,7 @@ func scanLong(file string, header []string, read []bool, limit int) *CSVError {
 			return report()
 		}
 		line++
-		recLine, field, recLen, longField, longSize, header1 = line, 0, 0, -1, 0, false
+		recLine, field, recLen, longField, longSize, longRead, header1 = line, 0, 0, -1, 0, 0, false
 		return nil
 	}
 	for {
@@ -397,7 +412,7 @@ func csvReadError(file string, header, cols []string, err error) error {
 	}
 	// A record too long for the engine first: encoding/csv would hold it
 	// whole in memory (gigabytes for one long value).
-	if e := scanLong(file, header, read, MaxRecordBytes); e != nil {
+	if e := scanLong(file, header, read, recordLimit); e != nil {
 		return e
 	}
 	if e := scanCSV(file, len(header), read); e != nil {
@@ -423,3 +438,160 @@ func csvReadError(file string, header, cols []string, err error) error {
 	}
 	return e
 }
+
+// projectCSV writes to dst the columns of the CSV source file named by
+// keep (header positions) in their order, record for record, so that a
+// record's data row is the same in both files. It streams, holding one
+// declared field at a time: a value of a column not kept is skipped
+// whatever its length, a kept value longer than limit bytes is a
+// [*CSVError] naming the file, line, column and length. A field is written
+// quoted when it was quoted in the source, its quotes doubled. It returns
+// errNotProjected when the file does not follow synth's dialect (a
+// record with another number of fields than the header, a malformed
+// quote): the caller reports the source's own error instead.
+func projectCSV(file string, header []string, keep []int, dst io.Writer, limit int) error {
+	f, err := openCSV(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriterSize(dst, 1<<20)
+	out := make([]int, len(header)) // position in the output, -1 when skipped
+	for i := range out {
+		out[i] = -1
+	}
+	for k, i := range keep {
+		out[i] = k
+	}
+	const (
+		start  = iota // at the start of a field
+		plain         // in an unquoted field
+		quoted        // in a quoted field
+		quote         // after a " in a quoted field
+	)
+	var (
+		state         = start
+		line, recLine = int64(1), int64(1)
+		field         int
+		val           []byte // the kept field's value
+		wasQuoted     bool
+		rec           = make([][]byte, len(keep))
+		recQuoted     = make([]bool, len(keep))
+		empty         = true // nothing of the record read yet
+	)
+	endField := func() error {
+		if field < len(out) && out[field] >= 0 {
+			rec[out[field]] = append(rec[out[field]][:0], val...)
+			recQuoted[out[field]] = wasQuoted
+		}
+		field++
+		val, wasQuoted = val[:0], false
+		return nil
+	}
+	endRecord := func() error {
+		endField()
+		if field != len(header) {
+			return errNotProjected
+		}
+		for k := range rec {
+			if k > 0 {
+				w.WriteByte(',')
+			}
+			if recQuoted[k] {
+				w.WriteByte('"')
+				w.Write(bytes.ReplaceAll(rec[k], []byte{'"'}, []byte{'"', '"'}))
+				w.WriteByte('"')
+			} else {
+				w.Write(rec[k])
+			}
+		}
+		w.WriteByte('\n')
+		line++
+		recLine, field, empty = line, 0, true
+		return nil
+	}
+	kept := func() bool { return field < len(out) && out[field] >= 0 }
+	add := func(b []byte) error {
+		if !kept() {
+			return nil
+		}
+		if len(val)+len(b) > limit {
+			return &CSVError{File: file, Line: recLine,
+				Problem: fmt.Sprintf("a value of more than %d bytes in column %q", limit, header[field]),
+				Fix:     "synth reads values of at most " + strconv.Itoa(limit) + " bytes in a declared column; a declared column's values are short (categories, numbers, dates, keys): check the quoting"}
+		}
+		val = append(val, b...)
+		return nil
+	}
+	buf := make([]byte, 1<<20)
+	for {
+		n, rerr := f.Read(buf)
+		b := buf[:n]
+		for i := 0; i < len(b); i++ {
+			if state == quoted {
+				j := bytes.IndexByte(b[i:], '"')
+				end := len(b)
+				if j >= 0 {
+					end = i + j
+					state = quote
+				}
+				line += int64(bytes.Count(b[i:end], []byte{'\n'}))
+				if err := add(b[i:end]); err != nil {
+					return err
+				}
+				i = end
+				if j < 0 {
+					i--
+				}
+				continue
+			}
+			empty = false
+			switch c := b[i]; {
+			case c == '"' && state == start:
+				state, wasQuoted = quoted, true
+			case c == '"' && state == quote:
+				if err := add(b[i : i+1]); err != nil { // an escaped quote
+					return err
+				}
+				state = quoted
+			case state == quote && c != ',' && c != '\n' && c != '\r':
+				return errNotProjected // text after a closing quote
+			case c == ',':
+				endField()
+				state = start
+			case c == '\n':
+				if err := endRecord(); err != nil {
+					return err
+				}
+				state = start
+			case c == '\r':
+				// part of a line end
+			default:
+				if err := add(b[i : i+1]); err != nil {
+					return err
+				}
+				if state == start {
+					state = plain
+				}
+			}
+		}
+		if rerr == io.EOF {
+			if state == quoted {
+				return errNotProjected
+			}
+			if !empty {
+				if err := endRecord(); err != nil {
+					return err
+				}
+			}
+			return w.Flush()
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// errNotProjected is [projectCSV]'s report of a file outside synth's CSV
+// dialect.
+var errNotProjected = errors.New("engine: the CSV source does not follow the dialect")

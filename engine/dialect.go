@@ -142,7 +142,7 @@ func (d duckDB) reader(t *spec.Table, header []string, rowNumbers bool) string {
 		", auto_detect = false, header = true, skip = 0, columns = {" + strings.Join(cols, ", ") + "}" +
 		", delim = ',', quote = '\"', escape = '\"', comment = '', strict_mode = true, null_padding = false" +
 		", compression = '" + csvCompression(t.Source) + "'" +
-		fmt.Sprintf(", max_line_size = %d, buffer_size = %d)", MaxRecordBytes, MaxRecordBytes)
+		fmt.Sprintf(", max_line_size = %d, buffer_size = %d)", recordLimit, recordLimit)
 }
 
 func (d duckDB) source(t *spec.Table, header, cols []string, kind map[string]string) (string, string) {

@@ -68,6 +68,23 @@
 // the error. The PostgreSQL dialect stages every source as text first (see
 // below) and builds its tables from the staging tables.
 //
+// With [Engine.ReadInPlace] (what `synth answer` uses) a Parquet source is
+// not stored: the engine table is a view of the file, the same scan with
+// the same checks, typing and cells. The load runs the checks as one
+// aggregate over the file — the number of failing values and the key
+// checks — and looks for the first failing row only when that number is
+// not zero; every statistic then reads the file again. A release re-reads
+// its tables many times and stores them (measured faster).
+//
+// Only declared columns are read. A run that reads fewer loads a
+// projection of the spec ([Project]): `synth answer` loads the tables and
+// columns its queries name, checked exactly as a whole load checks them.
+// A CSV record longer than [MaxRecordBytes] because of a value in a
+// column the spec does not declare is loaded from a streamed copy of the
+// declared columns (memory stays bounded whatever the value's length); a
+// declared value that long is a [*CSVError] naming the line, column and
+// length.
+//
 // # Memory
 //
 // An embedded DuckDB engine's buffers are bounded by DuckDB's memory_limit:

@@ -42,6 +42,9 @@ type Engine struct {
 	// [Engine.loadScanned]); loads numbers the loads, naming their tables.
 	data  map[string]string
 	loads int64
+	// inPlace makes Load read Parquet sources straight from the files
+	// instead of storing them in data tables (see [Engine.ReadInPlace]).
+	inPlace bool
 	// scratch is an embedded engine's temporary folder, removed by Close;
 	// tempDB is set when the database file is in it.
 	scratch *duckDBScratch

@@ -75,3 +75,19 @@ func loadTest(t testing.TB, s *spec.Spec) (*Engine, *hypergraph.Hypergraph) {
 	}
 	return e, h
 }
+
+// openInPlaceTest opens the default engine reading Parquet sources in
+// place ([Engine.ReadInPlace]).
+func openInPlaceTest(t testing.TB) *Engine {
+	t.Helper()
+	e := openDSNTest(t, "")
+	e.ReadInPlace(true)
+	return e
+}
+
+// forEachOpenerInPlace is [forEachOpener] and the DuckDB engine reading
+// Parquet sources in place, for the tests of Parquet loads.
+func forEachOpenerInPlace(t *testing.T, f func(t *testing.T, open func(testing.TB) *Engine)) {
+	forEachOpener(t, f)
+	t.Run("duckdb in place", func(t *testing.T) { f(t, openInPlaceTest) })
+}

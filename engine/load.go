@@ -830,11 +830,13 @@ func (e *Engine) loadScanned(ctx context.Context, conn *sql.Conn, s *spec.Spec) 
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("engine: load: %w", err)
 		}
+		// The data table is dropped on error whether or not it was created.
 		data[i] = fmt.Sprintf("%s%d_%d", dataPrefix, seq, i)
-		view, err := e.scanTable(ctx, conn, s, i, data[i])
+		view, stored, err := e.scanTableLong(ctx, conn, s, i, data[i])
 		if err != nil {
 			return err
 		}
+		data[i] = stored // "" for a view of the file itself
 		views[i] = d.replaceView(s.Tables[i].Name, view)
 	}
 	if err := e.commitTables(ctx, conn, s, views); err != nil {
@@ -852,7 +854,11 @@ func (e *Engine) loadScanned(ctx context.Context, conn *sql.Conn, s *spec.Spec) 
 		if prev, ok := e.data[k]; ok {
 			old = append(old, prev)
 		}
-		e.data[k] = data[i]
+		if data[i] == "" {
+			delete(e.data, k) // a view of the file itself
+		} else {
+			e.data[k] = data[i]
+		}
 	}
 	e.mu.Unlock()
 	// The load is committed: a table that cannot be dropped now is only
@@ -866,7 +872,7 @@ func (e *Engine) loadScanned(ctx context.Context, conn *sql.Conn, s *spec.Spec) 
 }
 
 // domainError reports the value failing the load that the scan found in
-// the given data row. It is the error path and may be slow: the source is
+// the given data row (0: a row it did not locate). It is the error path and may be slow: the source is
 // read again into a staging table of text, whose first failing value
 // [Engine.checkDomains] reports with the file, row, column, value and
 // domain.
@@ -882,6 +888,9 @@ func (e *Engine) domainError(ctx context.Context, conn *sql.Conn, t *spec.Table,
 	}
 	if err := e.checkDomains(ctx, conn, t, stage, r); err != nil {
 		return err
+	}
+	if row <= 0 {
+		return fmt.Errorf("engine: table %s: a row failed a domain check that names no column", t.Name)
 	}
 	return fmt.Errorf("engine: table %s: row %d failed a domain check that names no column", t.Name, row)
 }

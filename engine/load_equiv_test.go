@@ -28,7 +28,8 @@ const loadFuzzEnv = "SYNTH_LOAD_FUZZ_N"
 // runs (the source as text in a staging table, [Engine.checkDomains],
 // [Engine.keyTypes], [Engine.buildTable]: regular expressions on the text)
 // on the same engine, and requires the same error or the same table:
-// column types, and every value as text in row order.
+// column types, and every value as text in row order. Half the Parquet
+// tables are read in place ([Engine.ReadInPlace]).
 func TestLoadScanMatchesStaged(t *testing.T) {
 	n := 120
 	if testing.Short() {
@@ -67,12 +68,15 @@ func TestLoadScanMatchesStaged(t *testing.T) {
 			}
 			tb.Source = pq
 		}
+		// Half the loads read a Parquet file in place ([Engine.ReadInPlace]).
+		inPlace := rng.IntN(2) == 0
+		e.ReadInPlace(inPlace)
 		s := &spec.Spec{Tables: []spec.Table{tb}, Join: join}
 		got, gotErr := loadedRows(ctx, t, e, s, func() error { return e.Load(ctx, s) }, tb.Name)
 		ref := tb
 		ref.Name = "ref_" + tb.Name
 		want, wantErr := loadedRows(ctx, t, e, s, func() error { return stagedLoad(ctx, e, &ref) }, ref.Name)
-		where := fmt.Sprintf("table %d (%s, columns %v, types %v)", i, filepath.Base(tb.Source), tb.Columns, types)
+		where := fmt.Sprintf("table %d (%s, in place %v, columns %v, types %v)", i, filepath.Base(tb.Source), inPlace, tb.Columns, types)
 		switch {
 		case (gotErr == nil) != (wantErr == nil):
 			t.Errorf("%s: Load error %v, staged %v", where, gotErr, wantErr)

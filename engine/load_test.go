@@ -299,7 +299,7 @@ func testLoadDrop(t *testing.T, openTest func(testing.TB) *Engine) {
 
 // TestLoadRowNumbers checks the row of an error deep in a file large enough
 // for DuckDB to read it in parallel, in CSV and in Parquet.
-func TestLoadRowNumbers(t *testing.T) { forEachOpener(t, testLoadRowNumbers) }
+func TestLoadRowNumbers(t *testing.T) { forEachOpenerInPlace(t, testLoadRowNumbers) }
 
 func testLoadRowNumbers(t *testing.T, openTest func(testing.TB) *Engine) {
 	ctx := context.Background()
@@ -401,7 +401,7 @@ func TestLoadInvalidSpec(t *testing.T) {
 
 // TestLoadParquetTyped loads a Parquet file with typed columns: they are
 // cast to text and checked like CSV values.
-func TestLoadParquetTyped(t *testing.T) { forEachOpener(t, testLoadParquetTyped) }
+func TestLoadParquetTyped(t *testing.T) { forEachOpenerInPlace(t, testLoadParquetTyped) }
 
 func testLoadParquetTyped(t *testing.T, openTest func(testing.TB) *Engine) {
 	ctx := context.Background()
@@ -559,12 +559,13 @@ func TestLoadParquetRowOrder(t *testing.T) {
 	if _, err := duckTest(t).Exec(fmt.Sprintf(`COPY (SELECT i AS k, i %% 7 AS v FROM range(1, %d) t(i)) TO '%s' (FORMAT parquet, ROW_GROUP_SIZE 2048)`, n+1, pq)); err != nil {
 		t.Fatal(err)
 	}
-	for _, dsn := range []string{"", "duckdb::memory:"} {
-		e, err := Open(ctx, dsn)
+	for _, dsn := range []string{"", "duckdb::memory:", "in place"} {
+		e, err := Open(ctx, strings.TrimSuffix(dsn, "in place"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer e.Close()
+		e.ReadInPlace(dsn == "in place")
 		s := &spec.Spec{Tables: []spec.Table{{Name: "g", Source: pq, Columns: []spec.Column{
 			{Name: "k", Type: spec.Key}, {Name: "v", Type: spec.Integer, Min: 0, Max: 6}}}}}
 		if err := e.Load(ctx, s); err != nil {

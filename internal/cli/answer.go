@@ -392,10 +392,18 @@ func runAnswer(cmd *cobra.Command, g *globalOptions, s *spec.Spec, texts []strin
 	if err := chargeLedger(cmd, g, s, "answer", plan.report, budget); err != nil {
 		return err
 	}
-	for _, t := range s.Tables {
-		g.logger.Info("loading table", "table", t.Name, "source", t.Source)
+	// Only the tables and columns the queries read are loaded and checked,
+	// Parquet files in place: a few queries read them once or twice.
+	tables, cols := relational.Reads(qs)
+	eng.ReadInPlace(true)
+	load, err := engine.Project(s, tables, cols)
+	if err != nil {
+		return err
 	}
-	if err := eng.Load(ctx, s); err != nil {
+	for _, t := range load.Tables {
+		g.logger.Info("loading table", "table", t.Name, "source", t.Source, "columns", len(t.Columns))
+	}
+	if err := eng.Load(ctx, load); err != nil {
 		return err
 	}
 	ledger, err := dp.NewLedger(budget)
