@@ -182,3 +182,33 @@ func mustSynthetic(t testing.TB, s *spec.Spec, path string) *score.Table {
 	}
 	return syn
 }
+
+// TestAdultAtAIM: releases of the Adult examples at ε = 1 (δ = 1e-6),
+// scored by the independent scorer, match AIM's figures on the same
+// domains, workload and scorer (issue 26: private-pgm's AIM on this
+// machine, 3 runs): a mean TVD of the workload marginals over 3 runs with
+// fresh noise of at most 0.0024 on the 8-column example and 0.0039 on the
+// 12-column one. Measured over 15 single runs each (factored model, the
+// auto choice): 8 columns mean 0.00167, sd 0.00014, max 0.0019; 12
+// columns mean 0.00307, sd 0.00017, max 0.0033. A 3-run mean has an sd
+// near 0.0001, so each bound is some 7–9 standard deviations away and a
+// false failure is not a practical concern.
+func TestAdultAtAIM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("six Adult releases; skipped under -short")
+	}
+	for _, tc := range []struct {
+		name string
+		aim  float64
+	}{{"adult", 0.0024}, {"adult/wide", 0.0039}} {
+		var mean float64
+		for range 3 {
+			r, _ := scoredRelease(t, tc.name, 1, dp.NewSource(), nil)
+			mean += r.MeanTVD / 3
+		}
+		t.Logf("%s at ε = 1: mean TVD %.5f over 3 runs (AIM %.4f)", tc.name, mean, tc.aim)
+		if mean > tc.aim {
+			t.Errorf("%s at ε = 1: mean TVD %.5f over 3 runs, want ≤ AIM's %.4f", tc.name, mean, tc.aim)
+		}
+	}
+}
