@@ -236,6 +236,40 @@ type FactoredResult struct {
 // σ_t = Δ̃/√(2·0.9·ρ_t). Which sets are eligible depends on public sizes
 // and the budget spent only. Fitting and sampling are post-processing.
 func RunFactored(ctx context.Context, src dp.Source, names []string, sizes []int, fams []Family, truth Truth, cfg Config) (*FactoredResult, error) {
+	f, err := startFactored(ctx, src, names, sizes, fams, truth, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for !f.done {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("pmw: stopped before round %d: %w", f.t+1, err)
+		}
+		if err := f.round(); err != nil {
+			return nil, err
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(f.t, f.maxRounds)
+		}
+	}
+	f.fit(factoredFinalIters)
+	res := f.result()
+	if l := cfg.Ledger; l != nil {
+		// As the dense mwem run publishes them; the caller publishes the
+		// rows (NoNHat).
+		floored := 0.0
+		if res.RowsFloored {
+			floored = 1
+		}
+		l.Publish("pmw_rows_floored", floored)
+		l.Publish("pmw_rounds", float64(res.Rounds))
+	}
+	return res, nil
+}
+
+// startFactored is RunFactored up to its first round: the checks, the
+// budget split (charged), the true marginals of the candidates and the
+// initial 1-way measurements and fit.
+func startFactored(ctx context.Context, src dp.Source, names []string, sizes []int, fams []Family, truth Truth, cfg Config) (*factored, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -345,30 +379,7 @@ func RunFactored(ctx context.Context, src dp.Source, names []string, sizes []int
 	if err := f.init(); err != nil {
 		return nil, err
 	}
-	for !f.done {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("pmw: stopped before round %d: %w", f.t+1, err)
-		}
-		if err := f.round(); err != nil {
-			return nil, err
-		}
-		if cfg.Progress != nil {
-			cfg.Progress(f.t, f.maxRounds)
-		}
-	}
-	f.fit(factoredFinalIters)
-	res := f.result()
-	if l := cfg.Ledger; l != nil {
-		// As the dense mwem run publishes them; the caller publishes the
-		// rows (NoNHat).
-		floored := 0.0
-		if res.RowsFloored {
-			floored = 1
-		}
-		l.Publish("pmw_rows_floored", floored)
-		l.Publish("pmw_rounds", float64(res.Rounds))
-	}
-	return res, nil
+	return f, nil
 }
 
 func (f *factored) noiseScale(c float64) float64 {
