@@ -3,6 +3,8 @@ package release
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"math"
 
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/joinasone"
@@ -22,8 +24,15 @@ const (
 	// only once the partition is drawn).
 	PhasePartitions Phase = "partitions"
 	// PhasePMW is PMW's round t of T (per bucket under the uniformized
-	// method); T is a cap the adaptive mwem variant may stop short of.
+	// method). The adaptive mwem variant's T is its plan: the rounds its
+	// remaining budget pays at the current cost (at most its cap), which
+	// may shrink as it anneals, and t once it stops (pmw.Config.Progress).
 	PhasePMW Phase = "PMW rounds"
+	// PhaseMeasures is the measures stage (release.measures): done of
+	// total units of its work, e.g. the measures or their threshold
+	// steps, total −1 when not known in advance. Its numbers must be
+	// public parameters or DP outputs, as every phase's.
+	PhaseMeasures Phase = "measures"
 	// PhaseWrite counts the synthetic rows written.
 	PhaseWrite Phase = "writing rows"
 )
@@ -35,11 +44,28 @@ const (
 // counts, bucket counts, rows written), so showing it leaks nothing.
 type ProgressFunc func(phase Phase, done, total int64)
 
-// progress reports to o.Progress when it is set.
+// progress reports to o.Progress when it is set, and to o.Logger at the
+// debug level: every update but the writer's (every 4,096 rows), whose
+// start and end only are logged. The numbers are public or DP (see
+// [ProgressFunc]).
 func (o *Options) progress(phase Phase, done, total int64) {
 	if o.Progress != nil {
 		o.Progress(phase, done, total)
 	}
+	if o.Logger != nil && (phase != PhaseWrite || done == 0 || done == total) {
+		o.Logger.Debug("progress", "phase", string(phase), "done", done, "total", total)
+	}
+}
+
+// countValue is a count or other integral DP value held in a float64 (n̂, Δ̃,
+// rows) as a log attribute value: an int64 when it is an integer within
+// ±2⁵³, so that logs print 6547108 rather than 6.547108e+06; the float
+// otherwise.
+func countValue(v float64) slog.Value {
+	if v == math.Trunc(v) && math.Abs(v) <= 1<<53 {
+		return slog.Int64Value(int64(v))
+	}
+	return slog.Float64Value(v)
 }
 
 // partitionProgress wraps the uniformized method's data access to report
