@@ -1,14 +1,8 @@
 package release
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
 	"math"
-
-	"github.com/synth-dp/synth/hypergraph"
-	"github.com/synth-dp/synth/joinasone"
-	"github.com/synth-dp/synth/uniformize"
 )
 
 // Phase names a phase of a release run reported to [Options.Progress].
@@ -19,9 +13,9 @@ const (
 	// PhaseLoad is loading and checking the tables: 0 of 1 when it starts,
 	// 1 of 1 when it ends.
 	PhaseLoad Phase = "loading tables"
-	// PhasePartitions counts the uniformized method's buckets as their
-	// mechanism starts (total −1: the number that run is a DP output known
-	// only once the partition is drawn).
+	// PhasePartitions counts the uniformized method's buckets or
+	// sub-instances as their mechanism starts, of the number that run (a
+	// DP output, known once the partition is drawn).
 	PhasePartitions Phase = "partitions"
 	// PhasePMW is PMW's round t of T (per bucket under the uniformized
 	// method). The adaptive mwem variant's T is its plan: the rounds its
@@ -66,21 +60,4 @@ func countValue(v float64) slog.Value {
 		return slog.Int64Value(int64(v))
 	}
 	return slog.Float64Value(v)
-}
-
-// partitionProgress wraps the uniformized method's data access to report
-// [PhasePartitions] as each bucket's sub-instance is read.
-type partitionProgress struct {
-	uniformize.TwoTableData
-	hooks Hooks
-	n     int
-}
-
-// Bucket reports the bucket, then reads its sub-instance.
-func (p *partitionProgress) Bucket(ctx context.Context, i int) (*hypergraph.Hypergraph, joinasone.Stats, error) {
-	p.n++
-	if p.hooks.Partition != nil {
-		p.hooks.Partition(p.n, -1, fmt.Sprintf("bucket %d", i))
-	}
-	return p.TwoTableData.Bucket(ctx, i)
 }

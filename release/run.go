@@ -307,7 +307,7 @@ func (r *run) charge(p *Plan) (*charged, error) {
 			}
 		},
 		Partition: func(k, n int, config string) {
-			r.o.progress(PhasePartitions, int64(k), -1)
+			r.o.progress(PhasePartitions, int64(k), int64(n)) // n = −1: not known in advance
 			if n >= 0 {
 				r.log.Info("sub-instance", "sub_instance", k, "of", n, "configuration", config)
 			}
