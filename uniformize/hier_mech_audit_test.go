@@ -33,7 +33,8 @@ import (
 // the bucket of its A-values' degrees while R and V, in no condition's
 // atom, lie whole in every sub-instance: with L levels K = L (R's tuples
 // sit in up to L sub-instances, S's in one). S has one value of A in each
-// bucket 1..L, so all L sub-instances run.
+// bucket 1..L, so all L sub-instances run (at L = 32 its degrees reach
+// λ·2³¹ tuples: the instance is held as counts, see starData).
 //
 // The probe is one more R tuple with A = a*, a value that V holds m times
 // and S never: it joins nothing, the partition's degrees (of S) do not see
