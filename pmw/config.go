@@ -108,8 +108,9 @@ type Config struct {
 	// [VariantMWEM] the row count and the number of rounds).
 	Ledger *dp.Ledger
 	// Progress, when not nil, is called after every round with the round
-	// number t and T ([VariantMWEM]: the cap, since T is adaptive). It
-	// sees public values only.
+	// number t and T ([VariantMWEM], whose T is adaptive: the rounds the
+	// remaining budget pays at the current cost, at most the cap, and t
+	// after the last round). It sees public values only.
 	Progress func(round, rounds int)
 	// Workers is the number of goroutines of the dense pass; 0 means
 	// [DefaultWorkers].

@@ -248,7 +248,7 @@ func RunFactored(ctx context.Context, src dp.Source, names []string, sizes []int
 			return nil, err
 		}
 		if cfg.Progress != nil {
-			cfg.Progress(f.t, f.maxRounds)
+			cfg.Progress(f.t, plannedRounds(f.done, f.fixed, f.t, f.t0, f.maxRounds, f.roundsBudget-f.used, f.cost))
 		}
 	}
 	f.fit(factoredFinalIters)

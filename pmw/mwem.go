@@ -869,6 +869,31 @@ func roundCost(fixed bool, t, t0, maxRounds int, rem, cost float64) (float64, bo
 	return cost, false
 }
 
+// plannedRounds is the number of rounds the mwem rounds (dense or
+// factored) will run if the cost stays as it is after round t: t when
+// done, else t plus the rounds roundCost grants the remaining budget rem,
+// at most maxRounds. It is what a progress bar shows as its total (the
+// cap is only an upper bound of the adaptive schedule); annealing may
+// lower it later. Public: a function of public parameters and past DP
+// decisions.
+func plannedRounds(done, fixed bool, t, t0, maxRounds int, rem, cost float64) int {
+	switch {
+	case done:
+		return t
+	case fixed:
+		return t0
+	}
+	n := t
+	for {
+		n++
+		c, last := roundCost(false, n, t0, maxRounds, rem, cost)
+		if last {
+			return n
+		}
+		rem -= c
+	}
+}
+
 // round runs one round: budget, selection, measurement, fit, annealing.
 func (m *mwem) round(maxSweeps int) {
 	m.t++
@@ -1136,7 +1161,7 @@ func runMWEM(ctx context.Context, src dp.Source, u *Universe, fams []Family, his
 		}
 		m.round(cmp.Or(cfg.expRoundSweeps, mwemRoundSweeps))
 		if cfg.Progress != nil {
-			cfg.Progress(m.t, m.maxRounds)
+			cfg.Progress(m.t, plannedRounds(m.done, m.fixed, m.t, m.t0, m.maxRounds, m.roundsBudget-m.used, m.cost))
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -217,10 +217,14 @@ func (uniformizedMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, err
 	h, jcfg := p.Folded, p.joinConfig(hk)
 	// Two relations: Alg. 4 + 5; more, when hierarchical: Alg. 4 with
 	// Alg. 6 + 7 (the choice reads the folded join, the spec alone).
-	uplan, err := uniformize.PrepareTwoTable(h, uniformize.TwoTableConfig{Config: jcfg}, l)
+	uplan, err := uniformize.PrepareTwoTable(h, uniformize.TwoTableConfig{Config: jcfg, OnBucket: func(k, n, b int) {
+		if hk.Partition != nil {
+			hk.Partition(k, n, fmt.Sprintf("bucket %d", b))
+		}
+	}}, l)
 	switch {
 	case err == nil:
-		return twoTableRun{plan: uplan, hooks: hk}, nil
+		return twoTableRun{plan: uplan}, nil
 	case errors.Is(err, uniformize.ErrNotTwoTable) && h.Len() < 3:
 		return nil, fmt.Errorf("%w: release method uniformized on %d relations after folding: %v (use join-as-one)", ErrUnsupported, h.Len(), err)
 	case !errors.Is(err, uniformize.ErrNotTwoTable):
@@ -242,15 +246,13 @@ func (uniformizedMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, err
 }
 
 type twoTableRun struct {
-	plan  *uniformize.TwoTablePlan
-	hooks Hooks
+	plan *uniformize.TwoTablePlan
 }
 
 func (twoTableRun) Algorithm() string { return uniformize.TwoTableAlgorithm }
 
 func (r twoTableRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*Output, error) {
-	data := &partitionProgress{TwoTableData: uniformize.TwoTableEngine(eng), hooks: r.hooks}
-	res, err := r.plan.Run(ctx, src, data)
+	res, err := r.plan.Run(ctx, src, uniformize.TwoTableEngine(eng))
 	if err != nil {
 		return nil, err
 	}

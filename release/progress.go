@@ -1,12 +1,8 @@
 package release
 
 import (
-	"context"
-	"fmt"
-
-	"github.com/synth-dp/synth/hypergraph"
-	"github.com/synth-dp/synth/joinasone"
-	"github.com/synth-dp/synth/uniformize"
+	"log/slog"
+	"math"
 )
 
 // Phase names a phase of a release run reported to [Options.Progress].
@@ -17,12 +13,14 @@ const (
 	// PhaseLoad is loading and checking the tables: 0 of 1 when it starts,
 	// 1 of 1 when it ends.
 	PhaseLoad Phase = "loading tables"
-	// PhasePartitions counts the uniformized method's buckets as their
-	// mechanism starts (total −1: the number that run is a DP output known
-	// only once the partition is drawn).
+	// PhasePartitions counts the uniformized method's buckets or
+	// sub-instances as their mechanism starts, of the number that run (a
+	// DP output, known once the partition is drawn).
 	PhasePartitions Phase = "partitions"
 	// PhasePMW is PMW's round t of T (per bucket under the uniformized
-	// method); T is a cap the adaptive mwem variant may stop short of.
+	// method). The adaptive mwem variant's T is its plan: the rounds its
+	// remaining budget pays at the current cost (at most its cap), which
+	// may shrink as it anneals, and t once it stops (pmw.Config.Progress).
 	PhasePMW Phase = "PMW rounds"
 	// PhaseMeasures counts the release.measures' PMW rounds: measure i of
 	// M at round t of T is i·T + t of M·T (all public).
@@ -38,26 +36,26 @@ const (
 // counts, bucket counts, rows written), so showing it leaks nothing.
 type ProgressFunc func(phase Phase, done, total int64)
 
-// progress reports to o.Progress when it is set.
+// progress reports to o.Progress when it is set, and to o.Logger at the
+// debug level: every update but the writer's (every 4,096 rows), whose
+// start and end only are logged. The numbers are public or DP (see
+// [ProgressFunc]).
 func (o *Options) progress(phase Phase, done, total int64) {
 	if o.Progress != nil {
 		o.Progress(phase, done, total)
 	}
-}
-
-// partitionProgress wraps the uniformized method's data access to report
-// [PhasePartitions] as each bucket's sub-instance is read.
-type partitionProgress struct {
-	uniformize.TwoTableData
-	hooks Hooks
-	n     int
-}
-
-// Bucket reports the bucket, then reads its sub-instance.
-func (p *partitionProgress) Bucket(ctx context.Context, i int) (*hypergraph.Hypergraph, joinasone.Stats, error) {
-	p.n++
-	if p.hooks.Partition != nil {
-		p.hooks.Partition(p.n, -1, fmt.Sprintf("bucket %d", i))
+	if o.Logger != nil && (phase != PhaseWrite || done == 0 || done == total) {
+		o.Logger.Debug("progress", "phase", string(phase), "done", done, "total", total)
 	}
-	return p.TwoTableData.Bucket(ctx, i)
+}
+
+// countValue is a count or other integral DP value held in a float64 (n̂, Δ̃,
+// rows) as a log attribute value: an int64 when it is an integer within
+// ±2⁵³, so that logs print 6547108 rather than 6.547108e+06; the float
+// otherwise.
+func countValue(v float64) slog.Value {
+	if v == math.Trunc(v) && math.Abs(v) <= 1<<53 {
+		return slog.Int64Value(int64(v))
+	}
+	return slog.Float64Value(v)
 }

@@ -318,7 +318,7 @@ func (r *run) charge(p *Plan) (*charged, error) {
 			}
 		},
 		Partition: func(k, n int, config string) {
-			r.o.progress(PhasePartitions, int64(k), -1)
+			r.o.progress(PhasePartitions, int64(k), int64(n)) // n = −1: not known in advance
 			if n >= 0 {
 				r.log.Info("sub-instance", "sub_instance", k, "of", n, "configuration", config)
 			}
@@ -379,7 +379,7 @@ func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, erro
 	if err != nil {
 		return nil, err
 	}
-	log.Info("mechanism done", "algorithm", out.Algorithm, "delta_tilde", out.DeltaTilde, "n_hat", out.NHat,
+	log.Info("mechanism done", "algorithm", out.Algorithm, "delta_tilde", countValue(out.DeltaTilde), "n_hat", countValue(out.NHat),
 		"pmw_variant", out.Variant, "pmw_rounds", out.Rounds)
 	if c.mplan != nil {
 		if err := c.mplan.run(ctx, r.src, eng, p.Folded, s, p.Folding, out.DeltaTilde, r.o.progress, log); err != nil {
@@ -388,7 +388,7 @@ func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, erro
 		if err := c.mplan.finite(); err != nil {
 			return nil, err
 		}
-		log.Info("measures done", "measures", len(c.mplan.ms), "delta_tilde", out.DeltaTilde)
+		log.Info("measures done", "measures", len(c.mplan.ms), "delta_tilde", countValue(out.DeltaTilde))
 	}
 	// The engine is closed now, so that its buffers go back before the
 	// rows are written (the deferred Close then does nothing). A failure

@@ -131,6 +131,9 @@ func PrepareHier(h *hypergraph.Hypergraph, cfg HierConfig, ledger *dp.Ledger) (*
 	if p.sub, err = HierBudget(half.Epsilon, half.Delta, tree, levels); err != nil {
 		return nil, err
 	}
+	if cfg.mut == hierNoMultiplicity {
+		p.sub = HierSplit{Eps: half.Epsilon, Delta: half.Delta, K: 1} // planted bug (audit tests only)
+	}
 	noise, err := dp.NewTruncatedDiscreteLaplace(p.deg.Eps, p.deg.Delta, 1)
 	if err != nil {
 		return nil, fmt.Errorf("uniformize: degree noise: %w", err)

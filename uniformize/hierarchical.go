@@ -179,6 +179,11 @@ const (
 	// hierSkipEmpty materialises only the buckets that hold a present
 	// value, dropping bucket 1 when no present value lies in it.
 	hierSkipEmpty
+	// hierNoMultiplicity runs every sub-instance of [Hier] with the whole
+	// (ε/2, δ/2) of the sub-instances, as if they were disjoint (K taken as
+	// 1): the budget is not divided by the multiplicity K of Lemma 4.10.
+	// The partition is honest.
+	hierNoMultiplicity
 )
 
 // ErrHierParams is wrapped by errors about bad [HierParams] or budgets.

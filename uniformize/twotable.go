@@ -23,6 +23,11 @@ const TwoTableAlgorithm = "Ghazi et al. Alg. 4 + Alg. 5 (uniformized two-table p
 // bucket's join-as-one run, with NoRowsFloor set.
 type TwoTableConfig struct {
 	joinasone.Config
+	// OnBucket, when set, is called before the k-th of the n buckets that
+	// run (k from 1) reads its sub-instance, with the bucket's index: DP
+	// outputs and public parameters only (the buckets that run are the
+	// partition's published output).
+	OnBucket func(k, n, bucket int)
 
 	// mut plants a known privacy bug for the audits' ttMutation tests.
 	// Unexported: no production path sets it.
@@ -287,6 +292,9 @@ func (p *TwoTablePlan) Run(ctx context.Context, src dp.Source, data TwoTableData
 	split := subSplit{"join-as-one on every bucket", rule, map[string]any{"buckets": run}}
 	in := subSource{
 		open: func(ctx context.Context, k int, l *dp.Ledger) (*hypergraph.Hypergraph, joinasone.Stats, error) {
+			if p.cfg.OnBucket != nil {
+				p.cfg.OnBucket(k+1, len(run), run[k])
+			}
 			sub, stats, err := data.Bucket(ctx, run[k])
 			if err != nil {
 				return nil, nil, err

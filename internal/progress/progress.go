@@ -52,13 +52,19 @@ func (r *Reporter) Visible() bool { return r != nil && r.visible }
 // (a spinner with a count). A phase other than the current one, or the
 // current one starting over (done going back, as PMW's rounds do in every
 // bucket of the uniformized method), finishes the current bar and starts a
-// new one. A nil or invisible Reporter does nothing.
+// new one. A known total that changes (an adaptive plan refined as it
+// runs, such as PMW's rounds) moves the current bar's end instead. A nil
+// or invisible Reporter does nothing.
 func (r *Reporter) Update(phase string, done, total int64) {
 	if !r.Visible() {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.bar != nil && phase == r.phase && done >= r.last && total != r.total && total >= 0 && r.total >= 0 {
+		r.bar.ChangeMax64(total)
+		r.total = total
+	}
 	if r.bar == nil || phase != r.phase || total != r.total || done < r.last {
 		r.finish()
 		max := total

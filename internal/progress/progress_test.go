@@ -55,3 +55,26 @@ func TestVisibleDraws(t *testing.T) {
 		}
 	}
 }
+
+// TestTotalRefined: a phase whose known total changes (PMW's adaptive
+// rounds: the plan shrinks as the budget anneals) keeps its bar and ends
+// at the new total; a phase starting over, or a new phase, gets a new bar.
+func TestTotalRefined(t *testing.T) {
+	var buf bytes.Buffer
+	r := newReporter(&buf, true)
+	r.Update("PMW rounds", 1, 12)
+	first := r.bar
+	r.Update("PMW rounds", 2, 9)
+	r.Update("PMW rounds", 7, 7)
+	if r.bar != first || r.total != 7 || r.last != 7 {
+		t.Errorf("refined total: same bar %v, total %d, last %d", r.bar == first, r.total, r.last)
+	}
+	if got := r.bar.GetMax64(); got != 7 {
+		t.Errorf("bar max %d, want 7", got)
+	}
+	r.Update("PMW rounds", 1, 9) // the next sub-instance
+	if r.bar == first {
+		t.Error("a phase starting over kept its bar")
+	}
+	r.Done()
+}
