@@ -45,6 +45,8 @@ type Engine struct {
 	// inPlace makes Load read Parquet sources straight from the files
 	// instead of storing them in data tables (see [Engine.ReadInPlace]).
 	inPlace bool
+	// onTable hears of each table loaded (see [Engine.OnTableLoaded]).
+	onTable func(k, n int)
 	// scratch is an embedded engine's temporary folder, removed by Close;
 	// tempDB is set when the database file is in it.
 	scratch *duckDBScratch

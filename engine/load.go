@@ -191,6 +191,7 @@ func (e *Engine) loadStaged(ctx context.Context, conn *sql.Conn, s *spec.Spec) e
 		if builds[i], err = e.stageTable(ctx, conn, &s.Tables[i], stageName(i)); err != nil {
 			return err
 		}
+		e.tableLoaded(i+1, len(s.Tables))
 	}
 	return e.commitTables(ctx, conn, s, builds)
 }
@@ -838,6 +839,7 @@ func (e *Engine) loadScanned(ctx context.Context, conn *sql.Conn, s *spec.Spec) 
 		}
 		data[i] = stored // "" for a view of the file itself
 		views[i] = d.replaceView(s.Tables[i].Name, view)
+		e.tableLoaded(i+1, len(s.Tables))
 	}
 	if err := e.commitTables(ctx, conn, s, views); err != nil {
 		return err

@@ -704,3 +704,23 @@ func renameSource(err error, from, to string) error {
 	}
 	return err
 }
+
+// OnTableLoaded sets a function that [Engine.Load] calls after each table
+// is read and checked, with k of n tables done (public: the spec's table
+// count), for progress reports; nil (the default) calls nothing. It runs
+// on Load's goroutine.
+func (e *Engine) OnTableLoaded(f func(k, n int)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.onTable = f
+}
+
+// tableLoaded reports k of n tables loaded to the OnTableLoaded function.
+func (e *Engine) tableLoaded(k, n int) {
+	e.mu.Lock()
+	f := e.onTable
+	e.mu.Unlock()
+	if f != nil {
+		f(k, n)
+	}
+}

@@ -10,8 +10,9 @@ type Phase string
 
 // The stages of a run, in the order they happen.
 const (
-	// PhaseLoad is loading and checking the tables: 0 of 1 when it starts,
-	// 1 of 1 when it ends.
+	// PhaseLoad is loading and checking the tables: k of n + 1 as the
+	// spec's n tables are loaded, n + 1 of n + 1 once the public lookups
+	// are folded.
 	PhaseLoad Phase = "loading tables"
 	// PhasePartitions counts the uniformized method's buckets or
 	// sub-instances as their mechanism starts, of the number that run (a

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,8 +46,19 @@ func TestProgressPhases(t *testing.T) {
 				}
 				last[c.phase] = c
 			}
-			if l := last[PhaseLoad]; l.done != 1 || l.total != 1 {
-				t.Errorf("load ends at %+v", l)
+			// The load bar counts the tables one by one, then the folding.
+			n := int64(len(s.Tables)) + 1
+			var loads []int64
+			for _, c := range calls {
+				if c.phase == PhaseLoad {
+					if c.total != n {
+						t.Errorf("load step %+v, want a total of %d (tables + folding)", c, n)
+					}
+					loads = append(loads, c.done)
+				}
+			}
+			if want := seqTo(n); !slices.Equal(loads, want) {
+				t.Errorf("load steps %v, want %v", loads, want)
 			}
 			// The adaptive variant's bar ends full at the rounds it ran,
 			// not at its cap (DefaultMWEMMaxRounds).
@@ -117,4 +129,13 @@ func TestCountValue(t *testing.T) {
 			t.Errorf("%v logs as %q, want …%s", tc.v, got, tc.want)
 		}
 	}
+}
+
+// seqTo returns 0, 1, …, n.
+func seqTo(n int64) []int64 {
+	out := make([]int64, 0, n+1)
+	for i := int64(0); i <= n; i++ {
+		out = append(out, i)
+	}
+	return out
 }

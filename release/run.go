@@ -351,12 +351,16 @@ func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, erro
 	}()
 	defer func() { <-hashed }()
 	log.Info("loading tables", "engine", engine.Redact(r.o.Engine))
-	r.o.progress(PhaseLoad, 0, 1)
+	// The load bar counts the tables, then the folding of public lookups
+	// as one more step (public: the spec's table count).
+	steps := int64(len(s.Tables)) + 1
+	r.o.progress(PhaseLoad, 0, steps)
 	eng, err := engine.Open(ctx, r.o.Engine)
 	if err != nil {
 		return nil, err
 	}
 	defer eng.Close()
+	eng.OnTableLoaded(func(k, _ int) { r.o.progress(PhaseLoad, int64(k), steps) })
 	if err := eng.Load(ctx, s); err != nil {
 		return nil, err
 	}
@@ -365,7 +369,7 @@ func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, erro
 	if err := eng.Fold(ctx, p.Folding); err != nil {
 		return nil, err
 	}
-	r.o.progress(PhaseLoad, 1, 1)
+	r.o.progress(PhaseLoad, steps, steps)
 	// Key columns stored or typed differently across a join edge, for the
 	// custodian (the log only: the stored types depend on the data, and
 	// nothing here changes what is released).
