@@ -90,6 +90,9 @@ type Summary struct {
 	// Signals says what each measured marginal carried (nil when the
 	// method does not say); see [Headline].
 	Signals []Signal
+	// Headline is [Headline]'s sentence for this release ("" without
+	// Signals), as its report states it.
+	Headline string
 	// NearZero, when not empty, says that the DP row count is within noise
 	// of zero (see [NearZero]): the release must say so loudly.
 	NearZero string

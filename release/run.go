@@ -516,7 +516,7 @@ func (r *run) report(p *Plan, c *charged, out *Output, rp *rowPlan, started time
 	}
 	if out.Signals != nil {
 		params["marginals_signal"] = out.Signals
-		params["signal_headline"] = Headline(out.Signals)
+		params["signal_headline"] = Headline(out.Signals, p.Method.Name() == spec.PrivacyUnit)
 	}
 	if out.RowsSD > 0 {
 		// Public given the DP outputs it depends on (Δ̃, the clip), rounded
@@ -651,6 +651,9 @@ func (r *run) publish(stage *publish.Stage, c *charged, out *Output, report dp.R
 	if w, ok := report.Parameters["rows_near_zero"].(string); ok {
 		sum.NearZero = w
 	}
+	if h, ok := report.Parameters["signal_headline"].(string); ok {
+		sum.Headline = h
+	}
 	if c.mplan != nil {
 		sum.Measures = c.mplan.summaries()
 	}
@@ -660,7 +663,11 @@ func (r *run) publish(stage *publish.Stage, c *charged, out *Output, report dp.R
 // Headline says in one sentence how many measured marginals carried
 // signal: "all 9 measured marginals carry signal" or "7 of 9 measured
 // marginals carry no signal at this ε (they fell back to uniform): …".
-func Headline(ss []Signal) string {
+//
+// The suggestions name a privacy.unit only when unit is false (a release
+// that already bounds each person's contribution is told of ε, bins and
+// columns).
+func Headline(ss []Signal, unit bool) string {
 	var none []string
 	for _, s := range ss {
 		if s.Kept == 0 {
@@ -673,7 +680,10 @@ func Headline(ss []Signal) string {
 	case len(none) == 0:
 		return fmt.Sprintf("all %d measured marginals carry signal", len(ss))
 	}
+	help := "more ε, coarser bins, fewer columns or, for a join, a privacy.unit would help"
+	if unit {
+		help = "more ε, coarser bins or fewer columns would help"
+	}
 	return fmt.Sprintf("%d of %d measured marginals carry no signal at this ε: their measured spread was within their noise, so they "+
-		"fell back to uniform (the data may be near-uniform there, or the noise swamps it; more ε, coarser bins, fewer columns or, "+
-		"for a join, a privacy.unit would help): %s", len(none), len(ss), strings.Join(none, ", "))
+		"fell back to uniform (the data may be near-uniform there, or the noise swamps it; %s): %s", len(none), len(ss), help, strings.Join(none, ", "))
 }

@@ -17,6 +17,14 @@ import (
 // noise has probability ≤ 10⁻⁴ per marginal. Adult at ε = 1 (Δ̃ = 1,
 // marginals far from uniform) keeps all of them.
 func TestSignalHeadline(t *testing.T) {
+	// A release with a unit is not told to declare one.
+	ss := []Signal{{Marginal: "a", Kept: 0}, {Marginal: "b", Kept: 1}}
+	if h := Headline(ss, true); strings.Contains(h, "privacy.unit") || !strings.Contains(h, "1 of 2") {
+		t.Errorf("headline with a unit: %q", h)
+	}
+	if h := Headline(ss, false); !strings.Contains(h, "privacy.unit would help") {
+		t.Errorf("headline without a unit: %q", h)
+	}
 	if testing.Short() {
 		t.Skip("two releases")
 	}
@@ -41,7 +49,10 @@ func TestSignalHeadline(t *testing.T) {
 					t.Errorf("%s: noise per cell %v", s.Marginal, s.NoisePerCell)
 				}
 			}
-			h := Headline(sum.Signals)
+			h := sum.Headline
+			if h != Headline(sum.Signals, false) {
+				t.Errorf("summary headline %q, want %q (a tuple-level release)", h, Headline(sum.Signals, false))
+			}
 			switch {
 			case tc.noneOf && none != len(sum.Signals):
 				t.Errorf("%d of %d marginals fell back, want all: %s", none, len(sum.Signals), h)

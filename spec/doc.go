@@ -93,9 +93,12 @@
 // is nothing to protect.
 //
 // unit (optional) names a private table whose rows are the individuals
-// (user-level DP): synth answer's R2T then protects everything a unit's
-// row is referenced by through foreign keys. Releases ignore it: they are
-// tuple-level DP.
+// (user-level DP): a unit's row and everything that references it through
+// foreign keys change together between neighbours. A release with a unit
+// runs the privacy-unit method (each unit's contribution bounded to
+// release.contribution_bound rows; package privacyunit), and synth answer
+// runs R2T or multi-query SJA under the same relation; without one, both
+// are tuple-level DP.
 //
 // # workload
 //

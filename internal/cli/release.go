@@ -113,8 +113,8 @@ DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sa
 			}
 			fmt.Fprintf(g.stdout, "wrote %d synthetic rows to %s\nprivacy report: %s and %s (%s)\n",
 				sum.Rows, sum.Parquet, sum.Report, filepath.Join(sum.Dir, layout.MarkdownName), sum.Privacy.Privacy)
-			if sum.Signals != nil {
-				fmt.Fprintf(g.stdout, "signal: %s\n", release.Headline(sum.Signals))
+			if sum.Headline != "" {
+				fmt.Fprintf(g.stdout, "signal: %s\n", sum.Headline)
 			}
 			if sum.NearZero != "" {
 				fmt.Fprintf(g.stdout, "WARNING: THE JOIN MAY BE EMPTY: %s\n", sum.NearZero)
