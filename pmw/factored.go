@@ -254,14 +254,8 @@ func RunFactored(ctx context.Context, src dp.Source, names []string, sizes []int
 	f.fit(factoredFinalIters)
 	res := f.result()
 	if l := cfg.Ledger; l != nil {
-		// As the dense mwem run publishes them; the caller publishes the
-		// rows (NoNHat).
-		floored := 0.0
-		if res.RowsFloored {
-			floored = 1
-		}
-		l.Publish("pmw_rows_floored", floored)
-		l.Publish("pmw_rounds", float64(res.Rounds))
+		// The caller publishes the rows (NoNHat).
+		publishRun(l, res.RowsFloored, res.Rounds)
 	}
 	return res, nil
 }

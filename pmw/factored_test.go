@@ -24,21 +24,8 @@ import (
 func TestFactoredSamplingMatchesModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(stattest.Seed(t), 5))
 	for inst := range 30 {
-		d := 3 + r.IntN(3)
-		sizes := make([]int, d)
-		for i := range sizes {
-			sizes[i] = 2 + r.IntN(3)
-		}
-		g, err := newGraphical(sizes, randomSets(r, d))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for f := range g.theta {
-			for k := range g.theta[f] {
-				g.theta[f][k] = r.NormFloat64()
-			}
-		}
-		g.calibrate()
+		g, _ := randomModel(t, r, 5, 4, 1)
+		sizes, d := g.sizes, len(g.sizes)
 		const n = 20000
 		res := &FactoredResult{Rows: n, model: g}
 		full := make([]float64, cellsOf(sizes, seqInts(d)))

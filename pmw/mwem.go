@@ -171,6 +171,21 @@ func rhoForBudget(b dp.Budget) (float64, error) {
 // marginals: public.
 func autoRoundsMWEM(k int) int { return max(mwemMinRounds, mwemRoundsPerCandidate*k) }
 
+// SelectionShare is the share of a [VariantMWEM] round's budget spent on
+// its selection (the rest measures) for the given noise ("" is
+// [NoiseGaussian]): public, for forecasts made from a spec.
+func SelectionShare(n Noise) float64 {
+	if n == NoiseLaplace {
+		return mwemSelFracLaplace
+	}
+	return mwemSelFracGauss
+}
+
+// ShrinkQuantile is q_k of the shrinkage toward uniform for a table of
+// k ≥ 2 cells: the spread, in noise variances, that pure noise exceeds
+// with probability 10⁻⁴ (see mwemMeas.shrink). Public.
+func ShrinkQuantile(k int) float64 { return mwemShrinkNoise(float64(k)) }
+
 // PlannedMWEMRounds is T₀, the planned number of rounds of an adaptive
 // [VariantMWEM] run (dense or factored) over k candidates, which sets its
 // initial per-round budget: public, for forecasts made from a spec.
@@ -1175,14 +1190,21 @@ func runMWEM(ctx context.Context, src dp.Source, u *Universe, fams []Family, his
 			// histogram's units): it publishes them.
 			l.Publish("pmw_rows", float64(res.Rows))
 		}
-		floored := 0.0
-		if res.RowsFloored {
-			floored = 1
-		}
-		l.Publish("pmw_rows_floored", floored)
-		l.Publish("pmw_rounds", float64(res.Rounds))
+		publishRun(l, res.RowsFloored, res.Rounds)
 	}
 	return res, nil
+}
+
+// publishRun records in the ledger what every mwem run (dense or
+// factored) publishes besides its rows: whether the row estimate was
+// raised to its standard deviation, and the number of rounds.
+func publishRun(l *dp.Ledger, floored bool, rounds int) {
+	f := 0.0
+	if floored {
+		f = 1
+	}
+	l.Publish("pmw_rows_floored", f)
+	l.Publish("pmw_rounds", float64(rounds))
 }
 
 // mwemMinBlock is the smallest inner block of the scaled pass: the

@@ -7,24 +7,10 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/privacyunit"
 	"github.com/synth-dp/synth/spec"
-)
-
-// The public constants of pmw's mwem rounds that set its noise scales
-// (pmw/mwem.go: mwemSelFracGauss, mwemSelFracLaplace, mwemShrinkLevel;
-// the planned rounds come from pmw.PlannedMWEMRounds). They are
-// repeated here so that a forecast can be made from the spec alone;
-// TestForecastMatchesRelease checks the forecast against the noise a
-// release publishes, so a change in pmw that is not made here fails it.
-const (
-	fcSelFracGauss   = 0.1
-	fcSelFracLaplace = 0.25
-	fcShrinkLevel    = 1e-4
 )
 
 // SignalForecast is what a release of a spec can say, before any data is
@@ -160,9 +146,9 @@ func noisePlan(p *Plan, deltaTilde float64) (*mwemNoise, bool, string, error) {
 		}
 	}
 	epsR := (1 - share) * b.Epsilon
-	selFrac := fcSelFracLaplace
+	selFrac := pmw.SelectionShare(pmw.NoiseLaplace)
 	if n.gauss {
-		selFrac = fcSelFracGauss
+		selFrac = pmw.SelectionShare(pmw.NoiseGaussian)
 		rho, err := dp.RhoForBudget(dp.Budget{Epsilon: epsR, Delta: (1 - share) * b.Delta})
 		if err != nil {
 			return nil, false, "", fmt.Errorf("release: signal forecast: %w", err)
@@ -191,10 +177,10 @@ func noisePlan(p *Plan, deltaTilde float64) (*mwemNoise, bool, string, error) {
 func (n *mwemNoise) scale(c float64) float64 {
 	meas := c
 	if n.gauss {
-		meas *= 1 - fcSelFracGauss
+		meas *= 1 - pmw.SelectionShare(pmw.NoiseGaussian)
 		return dp.NoiseScale(n.sens, math.Sqrt(2*meas)) / n.perRow
 	}
-	meas *= 1 - fcSelFracLaplace
+	meas *= 1 - pmw.SelectionShare(pmw.NoiseLaplace)
 	return math.Sqrt2 * dp.NoiseScale(n.sens, meas) / n.perRow
 }
 
@@ -308,12 +294,12 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 // SpreadFactor is √(q_k − (k − 1)) for a table of k cells: the true
 // spread, in units of σ, at which the measured spread reaches pmw's
 // shrinkage threshold q_k·σ² on average (q_k: the 1 − 10⁻⁴ quantile of
-// χ²_{k−1}, pmw's mwemShrinkNoise). 0 for one cell.
+// χ²_{k−1}, pmw.ShrinkQuantile). 0 for one cell.
 func SpreadFactor(k int) float64 {
 	if k < 2 {
 		return 0
 	}
-	q := distuv.ChiSquared{K: float64(k - 1)}.Quantile(1 - fcShrinkLevel)
+	q := pmw.ShrinkQuantile(k)
 	return math.Sqrt(math.Max(q-float64(k-1), 0))
 }
 
