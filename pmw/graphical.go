@@ -225,6 +225,33 @@ func projectCells(sizes []int, cols, sub []int) []int32 {
 // distribution) on the factors sets, which must cover every column (the
 // 1-way sets at least).
 func newGraphical(sizes []int, sets [][]int) (*graphical, error) {
+	g, err := newTree(sizes, sets)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range g.sets {
+		home := -1
+		for i, c := range g.cliques {
+			if subset(s, c) && (home < 0 || g.cells[i] < g.cells[home]) {
+				home = i
+			}
+		}
+		if home < 0 {
+			return nil, fmt.Errorf("pmw: factor %v is in no clique", s)
+		}
+		g.home = append(g.home, home)
+		g.theta = append(g.theta, make([]float64, cellsOf(sizes, s)))
+		g.factorProj = append(g.factorProj, projectCells(sizes, g.cliques[home], s))
+	}
+	g.calibrate()
+	return g, nil
+}
+
+// newTree is the structure of [newGraphical]'s model without its factors:
+// the sets, the junction tree's cliques, tree order, separators and their
+// projections, and room for the beliefs (not computed). For callers that
+// set the beliefs themselves (drawing rows from a dense model).
+func newTree(sizes []int, sets [][]int) (*graphical, error) {
 	g := &graphical{sizes: slices.Clone(sizes)}
 	for _, s := range sets {
 		c := slices.Clone(s)
@@ -287,20 +314,6 @@ func newGraphical(sizes []int, sets [][]int) (*graphical, error) {
 	if len(g.order) != len(g.cliques) {
 		return nil, fmt.Errorf("pmw: junction tree: %d of %d cliques reached", len(g.order), len(g.cliques))
 	}
-	for _, s := range g.sets {
-		home := -1
-		for i, c := range g.cliques {
-			if subset(s, c) && (home < 0 || g.cells[i] < g.cells[home]) {
-				home = i
-			}
-		}
-		if home < 0 {
-			return nil, fmt.Errorf("pmw: factor %v is in no clique", s)
-		}
-		g.home = append(g.home, home)
-		g.theta = append(g.theta, make([]float64, cellsOf(sizes, s)))
-		g.factorProj = append(g.factorProj, projectCells(sizes, g.cliques[home], s))
-	}
 	g.sepProj = make([][]int32, len(g.cliques))
 	g.parentSep = make([][]int32, len(g.cliques))
 	for c, p := range g.parent {
@@ -311,7 +324,6 @@ func newGraphical(sizes []int, sets [][]int) (*graphical, error) {
 		g.parentSep[c] = projectCells(sizes, g.cliques[p], g.sep[c])
 	}
 	g.belief = make([][]float64, len(g.cliques))
-	g.calibrate()
 	return g, nil
 }
 

@@ -230,39 +230,44 @@ func denseModel(res *Result) (g *graphical, ok bool) {
 	if JunctionTreeSize(u.sizes, sets) > int64(u.size) {
 		return nil, false
 	}
-	g, err := newGraphical(u.sizes, sets)
+	g, err := newTree(u.sizes, sets)
 	if err != nil {
 		return nil, false
 	}
-	// Clique marginals of the weights: one pass over the universe per
-	// clique, with an odometer over the cell's bins.
+	// Clique marginals of the weights: one pass over the universe, with an
+	// odometer over the cell's bins, then one normalisation.
+	for ci := range g.cliques {
+		g.belief[ci] = make([]float64, g.cells[ci])
+	}
+	d := len(u.sizes)
+	x := make([]int, d)
 	var tot float64
 	for _, v := range res.Weights {
-		tot += max(v, 0)
+		if v > 0 {
+			tot += v
+			for ci, cols := range g.cliques {
+				k := 0
+				for _, col := range cols {
+					k = k*u.sizes[col] + x[col]
+				}
+				g.belief[ci][k] += v
+			}
+		}
+		for i := d - 1; i >= 0; i-- {
+			x[i]++
+			if x[i] < u.sizes[i] {
+				break
+			}
+			x[i] = 0
+		}
 	}
 	if !(tot > 0) {
 		return nil, false
 	}
-	d := len(u.sizes)
-	x := make([]int, d)
-	for ci, cols := range g.cliques {
-		b := make([]float64, g.cells[ci])
-		clear(x)
-		for _, v := range res.Weights {
-			k := 0
-			for _, col := range cols {
-				k = k*u.sizes[col] + x[col]
-			}
-			b[k] += max(v, 0) / tot
-			for i := d - 1; i >= 0; i-- {
-				x[i]++
-				if x[i] < u.sizes[i] {
-					break
-				}
-				x[i] = 0
-			}
+	for _, b := range g.belief {
+		for k := range b {
+			b[k] /= tot
 		}
-		g.belief[ci] = b
 	}
 	return g, true
 }
