@@ -361,12 +361,19 @@ func startFactored(ctx context.Context, src dp.Source, names []string, sizes []i
 		if len(tab) != cellsOf(sizes, s) {
 			return nil, fmt.Errorf("%w: marginal %v has %d cells, want %d", ErrInvalidInput, s, len(tab), cellsOf(sizes, s))
 		}
-		var tot int64
-		for _, v := range tab {
-			if v < 0 || tot > 1<<53-v {
-				return nil, fmt.Errorf("%w: marginal %v: a negative count or a total beyond 2⁵³", ErrInvalidInput, s)
+		// Each count is saturated at a public cap, 2⁵³ over the table's
+		// cells, so that every table's total stays within 2⁵³ (counts and
+		// their float sums exact) without a branch on the data after the
+		// charge: min(·, C) is 1-Lipschitz per cell, so every sensitivity
+		// argument holds on the saturated tables. Counts are never
+		// negative (an aggregate's COUNT or bounded weights): a negative
+		// one is a caller's bug.
+		cellCap := int64(1<<53) / int64(len(tab))
+		for c, v := range tab {
+			if v < 0 {
+				return nil, fmt.Errorf("%w: marginal %v: a negative count", ErrInvalidInput, s)
 			}
-			tot += v
+			tab[c] = min(v, cellCap)
 		}
 		f.truth[i] = tab
 	}
