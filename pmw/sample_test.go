@@ -257,3 +257,31 @@ func TestDrawCountsIndependentAcrossCliques(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDrawCounts draws 2 M rows through the junction tree of a
+// 13-column model (a chain of 2-way sets plus two 3-way ones, 4–25 bins a
+// column: the shape of examples/tpch/wide.yaml); B/op is the sampler's
+// memory.
+func BenchmarkDrawCounts(b *testing.B) {
+	sizes := []int{25, 5, 10, 16, 7, 4, 3, 12, 9, 24, 6, 8, 11}
+	sets := [][]int{{0, 1, 2}, {2, 3}, {3, 4}, {4, 5, 6}, {6, 7}, {7, 8}, {8, 9}, {9, 10}, {10, 11}, {11, 12}}
+	g, err := newGraphical(sizes, sets)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for f := range g.theta {
+		for k := range g.theta[f] {
+			g.theta[f][k] = r.NormFloat64()
+		}
+	}
+	g.calibrate()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		var cells int
+		if err := g.drawCounts(dp.NewSeededSource(uint64(i)), 2_000_000, func(_, _ int64) error { cells++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(cells), "cells")
+	}
+}
