@@ -15,9 +15,12 @@ package score
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
+	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2" // the DuckDB driver
 
@@ -42,19 +45,24 @@ func readerFor(path string) string {
 
 func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
-// bin reads the text rows of q (one column per released column) and bins
-// them with spec.Column.Bin; a value that does not bin is an error naming
-// it. NULLs (e.g. a row a drop policy would remove) are skipped with the
-// row.
-func bin(ctx context.Context, db *sql.DB, q string, cols []*spec.Column) (*Table, error) {
+// bin reads the text rows of q (one column per released column, then one
+// per column of drop) and bins them with spec.Column.Bin; a value that does
+// not bin is an error naming it. NULLs in a released column are skipped
+// with the row. With policies (the true join), the columns' out_of_domain
+// policies apply as the load applies them: a row whose drop column (a
+// released one, or one of drop) is empty or outside its domain is skipped,
+// and a clamp column's number or date outside its range goes to the
+// nearest end's bin. Synthetic files are read without policies: every
+// value must bin.
+func bin(ctx context.Context, db *sql.DB, q string, cols, drop []*spec.Column, policies bool) (*Table, error) {
 	rows, err := db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("score: %w\n%s", err, q)
 	}
 	defer rows.Close()
 	out := &Table{}
-	raw := make([]sql.NullString, len(cols))
-	dst := make([]any, len(cols))
+	raw := make([]sql.NullString, len(cols)+len(drop))
+	dst := make([]any, len(raw))
 	for i := range raw {
 		dst[i] = &raw[i]
 	}
@@ -63,12 +71,29 @@ next:
 		if err := rows.Scan(dst...); err != nil {
 			return nil, fmt.Errorf("score: %w", err)
 		}
+		for j, c := range drop {
+			v := raw[len(cols)+j]
+			if !v.Valid || v.String == "" {
+				continue next
+			}
+			if _, err := c.Bin(v.String); err != nil {
+				continue next
+			}
+		}
 		r := make([]int, len(cols))
 		for j, c := range cols {
 			if !raw[j].Valid {
 				continue next
 			}
 			b, err := c.Bin(raw[j].String)
+			if err != nil && policies && errors.Is(err, spec.ErrOutOfDomain) {
+				switch c.OutOfDomain {
+				case spec.OutOfDomainDrop:
+					continue next
+				case spec.OutOfDomainClamp:
+					b, err = clamped(c, raw[j].String, err)
+				}
+			}
 			if err != nil {
 				return nil, fmt.Errorf("score: column %s: value %q: %w", c.Name, raw[j].String, err)
 			}
@@ -77,6 +102,35 @@ next:
 		out.Rows = append(out.Rows, r)
 	}
 	return out, rows.Err()
+}
+
+// clamped is the bin of a clamp column's value outside its range: the
+// first bin below the range, the last above it. A value that is not a
+// number or date (or lies inside the range and still does not bin, e.g. a
+// fraction in an integer column) keeps err.
+func clamped(c *spec.Column, raw string, err error) (int, error) {
+	below, above := false, false
+	switch c.Type {
+	case spec.Integer, spec.Numeric:
+		x, perr := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if perr != nil || math.IsNaN(x) {
+			return 0, err
+		}
+		below, above = x < c.Min, x > c.Max
+	case spec.Date:
+		d, perr := time.Parse(time.DateOnly, strings.TrimSpace(raw))
+		if perr != nil {
+			return 0, err
+		}
+		below, above = d.Before(c.DateMin), d.After(c.DateMax)
+	}
+	switch {
+	case below:
+		return 0, nil
+	case above:
+		return c.Size() - 1, nil
+	}
+	return 0, err
 }
 
 func open() (*sql.DB, error) {
@@ -88,8 +142,9 @@ func open() (*sql.DB, error) {
 }
 
 // Truth reads the true join of the spec's tables over the released columns
-// from the raw source files. Values outside their domain under an
-// out_of_domain policy are an error (the examples have none).
+// from the raw source files, with every column's out_of_domain policy
+// applied in Go (see bin): a join row survives only if every drop column
+// of its tables holds a value of its domain, and clamp columns clamp.
 func Truth(ctx context.Context, s *spec.Spec) (*Table, error) {
 	db, err := open()
 	if err != nil {
@@ -108,11 +163,28 @@ func Truth(ctx context.Context, s *spec.Spec) (*Table, error) {
 	for _, r := range s.Release.Columns {
 		sel = append(sel, "CAST("+ident(r.Table)+"."+ident(r.Column)+" AS VARCHAR)")
 	}
+	// Every drop column outside the released ones: dropping a tuple
+	// removes every join row it is part of, which is what skipping those
+	// join rows does.
+	released := map[spec.ColumnRef]bool{}
+	for _, r := range s.Release.Columns {
+		released[r] = true
+	}
+	var drop []*spec.Column
+	for _, t := range s.Tables {
+		for i := range t.Columns {
+			c := &t.Columns[i]
+			if c.Type != spec.Key && c.OutOfDomain == spec.OutOfDomainDrop && !released[spec.ColumnRef{Table: t.Name, Column: c.Name}] {
+				drop = append(drop, c)
+				sel = append(sel, "CAST("+ident(t.Name)+"."+ident(c.Name)+" AS VARCHAR)")
+			}
+		}
+	}
 	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + strings.Join(from, ", ")
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	return bin(ctx, db, q, s.ReleaseColumns())
+	return bin(ctx, db, q, s.ReleaseColumns(), drop, true)
 }
 
 // Synthetic reads a synthetic file (Parquet, or CSV with a header) whose
@@ -130,7 +202,7 @@ func Synthetic(ctx context.Context, s *spec.Spec, path string, names []string) (
 	for _, n := range names {
 		sel = append(sel, "CAST("+ident(n)+" AS VARCHAR)")
 	}
-	return bin(ctx, db, "SELECT "+strings.Join(sel, ", ")+" FROM "+readerFor(path), s.ReleaseColumns())
+	return bin(ctx, db, "SELECT "+strings.Join(sel, ", ")+" FROM "+readerFor(path), s.ReleaseColumns(), nil, false)
 }
 
 // Marginal returns the normalised marginal table of t over the released

@@ -3,6 +3,7 @@ package score
 import (
 	"context"
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -51,46 +52,104 @@ func TestTruthMatchesEngine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx := context.Background()
-			truth, err := Truth(ctx, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			eng, err := engine.Open(ctx, "duckdb")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer eng.Close()
-			if err := eng.Load(ctx, s); err != nil {
-				t.Fatal(err)
-			}
-			h, err := s.Hypergraph()
-			if err != nil {
-				t.Fatal(err)
-			}
-			sizes := s.ReleaseSizes()
-			cells, err := eng.Histogram(ctx, h, s.Release.Columns, sizes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mine := map[int64]int64{}
-			for _, r := range truth.Rows {
-				k := int64(0)
-				for j, b := range r {
-					k = k*int64(sizes[j]) + int64(b)
-				}
-				mine[k]++
-			}
-			var n int64
-			for _, c := range cells {
-				n += c.Count
-				if mine[c.Index] != c.Count {
-					t.Fatalf("cell %d: engine %d, scorer %d", c.Index, c.Count, mine[c.Index])
-				}
-			}
-			if n != int64(len(truth.Rows)) {
-				t.Fatalf("engine join size %d, scorer %d", n, len(truth.Rows))
-			}
+			truthMatchesEngine(t, s)
 		})
 	}
+}
+
+// TestTruthPolicies: the scorer applies out_of_domain clamp and drop as the
+// engine's load does, on a join where a dropped parent row takes its
+// children's join rows with it, a dropped column is not released, and
+// clamped numbers and dates fall below and above their ranges. Scoring
+// this spec before the policies were applied in the scorer failed (an
+// out-of-domain error on the clamped values; with those removed, the
+// dropped rows' join rows were counted).
+func TestTruthPolicies(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("p.csv", "id,a,b,d\n1,0.5,x,2020-03-01\n2,-7,y,2019-01-01\n3,99,zz,2020-06-01\n4,1.5,,2020-01-01\n5,2.5,x,2031-01-01\n")
+	write("c.csv", "pid,q,w\n1,3,u\n1,11,v\n2,4,u\n2,5,u\n3,1,u\n4,2,v\n5,12,u\n5,3,bad\n1,,u\n5,7,u\n")
+	write("synth.yaml", `privacy: {epsilon: 1.0, delta: 1e-6}
+tables:
+  - name: p
+    source: p.csv
+    primary_key: id
+    columns:
+      id: {type: key}
+      a: {type: numeric, min: 0, max: 3, bins: 3, out_of_domain: clamp}
+      b: {type: categorical, values: [x, y], out_of_domain: drop}
+      d: {type: date, min: 2020-01-01, max: 2020-12-31, granularity: month, out_of_domain: clamp}
+  - name: c
+    source: c.csv
+    columns:
+      pid: {type: key}
+      q: {type: integer, min: 1, max: 10, bins: 5, out_of_domain: drop}
+      w: {type: categorical, values: [u, v], out_of_domain: drop}
+join:
+  - c.pid = p.id
+release:
+  columns: [a, d, q]
+`)
+	s, err := spec.Load(filepath.Join(dir, "synth.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := truthMatchesEngine(t, s)
+	// p rows 3 (b = zz) and 4 (b empty) drop with their children; c rows
+	// with q = 11, q = 12, q empty and w = bad drop: 4 join rows remain,
+	// two of them with a clamped a or d.
+	if n != 4 {
+		t.Fatalf("join size %d, want 4", n)
+	}
+}
+
+// truthMatchesEngine requires the scorer's true join of s to have the
+// engine's histogram of the loaded tables, and returns its size.
+func truthMatchesEngine(t *testing.T, s *spec.Spec) int64 {
+	t.Helper()
+	ctx := context.Background()
+	truth, err := Truth(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.Open(ctx, "duckdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if err := eng.Load(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Hypergraph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := s.ReleaseSizes()
+	cells, err := eng.Histogram(ctx, h, s.Release.Columns, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := map[int64]int64{}
+	for _, r := range truth.Rows {
+		k := int64(0)
+		for j, b := range r {
+			k = k*int64(sizes[j]) + int64(b)
+		}
+		mine[k]++
+	}
+	var n int64
+	for _, c := range cells {
+		n += c.Count
+		if mine[c.Index] != c.Count {
+			t.Fatalf("cell %d: engine %d, scorer %d", c.Index, c.Count, mine[c.Index])
+		}
+	}
+	if n != int64(len(truth.Rows)) {
+		t.Fatalf("engine join size %d, scorer %d", n, len(truth.Rows))
+	}
+	return n
 }
