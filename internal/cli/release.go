@@ -38,9 +38,16 @@ func newReleaseCmd(g *globalOptions) *cobra.Command {
 		Short: "Release DP synthetic data: DIR/synthetic.parquet and DIR/privacy-report.json",
 		Long: `release runs the whole job: it loads the tables into the engine, checks every
 value against its declared domain, computes the join statistics, runs the
-join-as-one mechanism (Ghazi et al. Alg. 1 for two tables, Alg. 3 for more)
-and writes DIR/synthetic.parquet with the privacy report in its key-value
-metadata (synth.privacy) and beside it as DIR/privacy-report.json.
+spec's release method and writes DIR/synthetic.parquet with the privacy
+report in its key-value metadata (synth.privacy) and beside it as
+DIR/privacy-report.json. The method (synth inspect names it and why):
+
+  privacy-unit  when privacy.unit is set: user-level DP, each unit's rows
+                bounded (release.contribution_bound) and measured by PMW
+  join-as-one   the tuple-level default without a unit: the join measured
+                as one table, noise scaled to its residual sensitivity
+  uniformized   opt-in (release.method): degree-uniformized partitions
+                (Ghazi et al. Alg. 1 for two tables, Alg. 3 for more)
 
 The whole run is (ε, δ)-DP with the spec's budget, or with --epsilon and
 --delta when given (they replace the spec's privacy section, for sweeps).
