@@ -77,15 +77,18 @@ func TestRetailUnitRelease(t *testing.T) {
 	}
 }
 
-// boundingBias scores, without any noise, what contribution bounding alone
-// does to the spec's workload marginals: the true join weighted as the
-// privacy-unit release weighs it (each row of a unit with n_u rows by
-// min(1, r/n_u)) against the unweighted join, mean TVD over the workload
-// marginals, and the share of the join's rows the weights remove. The join
-// is read from the raw files with DuckDB (as internal/score reads it, plus
-// the unit's key) and binned by spec.Column.Bin. Test-only: it reads the
-// private data.
-func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64) {
+// unitJoinRow is one row of a spec's join: its unit's id and the bin of
+// every released column.
+type unitJoinRow struct {
+	unit string
+	bins []int
+}
+
+// unitJoinRows reads a spec's join from the raw files with DuckDB (as
+// internal/score reads it, plus the unit's key), binned by
+// spec.Column.Bin, and every unit's number of join rows. Test-only: it
+// reads the private data.
+func unitJoinRows(t testing.TB, s *spec.Spec) ([]unitJoinRow, map[string]float64) {
 	t.Helper()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
@@ -115,11 +118,7 @@ func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64)
 	}
 	defer rows.Close()
 	cols := s.ReleaseColumns()
-	type row struct {
-		unit string
-		bins []int
-	}
-	var join []row
+	var join []unitJoinRow
 	n := map[string]float64{}
 	raw := make([]string, len(sel))
 	dst := make([]any, len(sel))
@@ -130,7 +129,7 @@ func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64)
 		if err := rows.Scan(dst...); err != nil {
 			t.Fatal(err)
 		}
-		rw := row{unit: raw[0], bins: make([]int, len(cols))}
+		rw := unitJoinRow{unit: raw[0], bins: make([]int, len(cols))}
 		for i, c := range cols {
 			if rw.bins[i], err = c.Bin(raw[i+1]); err != nil {
 				t.Fatal(err)
@@ -142,6 +141,20 @@ func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64)
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+	return join, n
+}
+
+// boundingBias scores, without any noise, what contribution bounding alone
+// does to the spec's workload marginals: the true join weighted as the
+// privacy-unit release weighs it (each row of a unit with n_u rows by
+// min(1, r/n_u)) against the unweighted join, mean TVD over the workload
+// marginals, and the share of the join's rows the weights remove. The join
+// is read from the raw files with DuckDB (as internal/score reads it, plus
+// the unit's key) and binned by spec.Column.Bin. Test-only: it reads the
+// private data.
+func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64) {
+	t.Helper()
+	join, n := unitJoinRows(t, s)
 	ms, err := score.WorkloadMarginals(s)
 	if err != nil {
 		t.Fatal(err)
