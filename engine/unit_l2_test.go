@@ -46,12 +46,13 @@ func unitL2Oracle(sh unitShape, rows map[string][]map[string]string, set []int, 
 // a Go enumeration on random instances (the shapes of
 // TestUnitHistogramOracle: chains, stars, public lookups, NULL and dangling
 // references, text ids, units without rows), a random marginal of the
-// tables' columns and a random grid and bound each.
+// tables' columns and a random grid and bound each: 200 instances, 40
+// with -short.
 func TestUnitMarginalL2Oracle(t *testing.T) {
 	r := rand.New(rand.NewPCG(stattest.Seed(t), 12))
 	ctx := context.Background()
 	e := openDSNTest(t, "duckdb::memory:")
-	n := 240
+	n := 200
 	if testing.Short() {
 		n = 40
 	}
