@@ -46,6 +46,8 @@ type UnitDegree struct {
 // bound). Every weight is an integer: the sums are exact, and integer
 // noise added to them stays on the integers.
 //
+// With no cols it returns no cell and runs only the degrees' query.
+//
 // It also returns the histogram of n_u ([UnitDegree], sorted by Rows),
 // from which the row count and its clipping are computed. Both are
 // aggregates computed by the engine: one row per cell and one per distinct
@@ -63,14 +65,16 @@ func (e *Engine) UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, ke
 		return nil, nil, err
 	}
 	var cells []Cell
-	if err := e.scanPairs(ctx, q, "unit histogram", func(a, b int64) error {
-		if a < 0 {
-			return fmt.Errorf("%w: unit histogram: a cell lies outside the sizes %v", ErrInvalid, sizes)
+	if q != "" { // no columns: the degrees only
+		if err := e.scanPairs(ctx, q, "unit histogram", func(a, b int64) error {
+			if a < 0 {
+				return fmt.Errorf("%w: unit histogram: a cell lies outside the sizes %v", ErrInvalid, sizes)
+			}
+			cells = append(cells, Cell{Index: a, Count: b})
+			return nil
+		}); err != nil {
+			return nil, nil, err
 		}
-		cells = append(cells, Cell{Index: a, Count: b})
-		return nil
-	}); err != nil {
-		return nil, nil, err
 	}
 	var degs []UnitDegree
 	if err := e.scanPairs(ctx, nq, "unit degrees", func(a, b int64) error {

@@ -119,22 +119,24 @@ func unitInstance(t *testing.T, r *rand.Rand, sh unitShape, dir string) (*spec.S
 	return s, rows
 }
 
-// unitOracle enumerates the join of the instance in Go and returns the
-// bounded cells and the degree histogram of [Engine.UnitHistogram].
-func unitOracle(sh unitShape, rows map[string][]map[string]string, grid, bound int64) (map[int64]int64, map[int64]int64) {
-	type jrow struct {
-		unit string
-		cell int64
-	}
-	var out []jrow
+// unitJoinRow is one row of an instance's join: its unit's id and the
+// index of every table's cat value (in sh.tables order).
+type unitJoinRow struct {
+	unit string
+	cats []int
+}
+
+// unitJoin enumerates the join of the instance in Go.
+func unitJoin(sh unitShape, rows map[string][]map[string]string) []unitJoinRow {
+	var out []unitJoinRow
 	var walk func(i int, cur map[string]map[string]string)
 	walk = func(i int, cur map[string]map[string]string) {
 		if i == len(sh.tables) {
-			var cell int64
+			var cats []int
 			for _, tb := range sh.tables {
-				cell = cell*3 + int64(slices.Index(catValues, cur[tb][tb+"_cat"]))
+				cats = append(cats, slices.Index(catValues, cur[tb][tb+"_cat"]))
 			}
-			out = append(out, jrow{unit: cur["u"]["u_id"], cell: cell})
+			out = append(out, unitJoinRow{unit: cur["u"]["u_id"], cats: cats})
 			return
 		}
 		tb := sh.tables[i]
@@ -151,13 +153,24 @@ func unitOracle(sh unitShape, rows map[string][]map[string]string, grid, bound i
 		}
 	}
 	walk(0, map[string]map[string]string{})
+	return out
+}
+
+// unitOracle enumerates the join of the instance in Go and returns the
+// bounded cells and the degree histogram of [Engine.UnitHistogram].
+func unitOracle(sh unitShape, rows map[string][]map[string]string, grid, bound int64) (map[int64]int64, map[int64]int64) {
+	out := unitJoin(sh, rows)
 	n := map[string]int64{}
 	for _, j := range out {
 		n[j.unit]++
 	}
 	cells := map[int64]int64{}
 	for _, j := range out {
-		cells[j.cell] += min(grid, bound/n[j.unit])
+		var cell int64
+		for _, c := range j.cats {
+			cell = cell*3 + int64(c)
+		}
+		cells[cell] += min(grid, bound/n[j.unit])
 	}
 	degs := map[int64]int64{}
 	for _, c := range n {

@@ -111,11 +111,21 @@ release: {columns: [o_cat]}
 // auditOut is what a run publishes that the events look at: the file's
 // rows, the count's clip and the model's share of c0.
 type auditOut struct {
-	rows, clip int64
-	c0         float64
+	rows, clip, bound int64
+	c0                float64
 }
 
 func auditMech(t testing.TB, mut mutation, tipping, withX, factored bool) audit.Mechanism[auditOut] {
+	return auditMechWith(t, mut, tipping, false, withX, factored)
+}
+
+// auditMechWith is auditMech, or with quantile the automatic-bound pair:
+// the release chooses r privately (Config.AutoBound) on 1 unit of one row,
+// 5 of two rows and 14 of ten rows (all in c1), and X of one row in c0. At
+// ε = 2 the quantile is q = 4/20, and the true scores
+// −|16·#{n_u ≤ r} − 4·#{n_u > r}| put the best r at 2 without X
+// (−40 against −60 for r = 1) and at 1 with X (−44 against −56).
+func auditMechWith(t testing.TB, mut mutation, tipping, quantile, withX, factored bool) audit.Mechanism[auditOut] {
 	s, f := auditSpec(t)
 	u, err := pmw.NewUniverse([]string{"o_cat"}, []int{2}, 0)
 	if err != nil {
@@ -132,11 +142,21 @@ func auditMech(t testing.TB, mut mutation, tipping, withX, factored bool) audit.
 		}
 		x = [2]int64{2, 0}
 	}
+	if quantile {
+		st.units = [][2]int64{{0, 1}}
+		for range 5 {
+			st.units = append(st.units, [2]int64{0, 2})
+		}
+		for range 14 {
+			st.units = append(st.units, [2]int64{0, 10})
+		}
+		x = [2]int64{1, 0}
+	}
 	if withX {
 		st.units = append(st.units, x)
 	}
 	cfg := Config{Epsilon: auditEps, Delta: auditDelta, Columns: spec.FoldColumns(f, s.Release.Columns), Universe: u,
-		Families: []pmw.Family{pmw.Marginal([]int{0})}, Bound: auditBound, Rounds: 2, mutation: mut}
+		Families: []pmw.Family{pmw.Marginal([]int{0})}, Bound: auditBound, AutoBound: quantile, Rounds: 2, mutation: mut}
 	if factored {
 		cfg.Universe, cfg.Factored, cfg.Names, cfg.Sizes = nil, true, []string{"o_cat"}, []int{2}
 	}
@@ -157,10 +177,10 @@ func auditMech(t testing.TB, mut mutation, tipping, withX, factored bool) audit.
 			if err := res.Factored.Counts(src, func(cell, n int64) error { c[cell] += float64(n); return nil }); err != nil {
 				panic(err)
 			}
-			return auditOut{rows: res.Rows, clip: res.Clip, c0: c[0] / math.Max(c[0]+c[1], 1)}
+			return auditOut{rows: res.Rows, clip: res.Clip, bound: int64(p.Bound()), c0: c[0] / math.Max(c[0]+c[1], 1)}
 		}
 		w := res.PMW.Weights
-		return auditOut{rows: res.Rows, clip: res.Clip, c0: w[0] / (w[0] + w[1])}
+		return auditOut{rows: res.Rows, clip: res.Clip, bound: int64(p.Bound()), c0: w[0] / (w[0] + w[1])}
 	}
 }
 
@@ -177,6 +197,9 @@ func auditEvents() []audit.Event[auditOut] {
 	}
 	for _, c := range clipCandidates[:12] {
 		add(fmt.Sprintf("clip ≤ %d", c), func(o auditOut) bool { return o.clip <= c })
+	}
+	for _, c := range boundLadder[:6] {
+		add(fmt.Sprintf("r ≤ %d", c), func(o auditOut) bool { return o.bound <= c })
 	}
 	for _, th := range []float64{0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.01, 0.015, 0.02, 0.05, 0.2, 0.5} {
 		add(fmt.Sprintf("share of c0 ≤ %g", th), func(o auditOut) bool { return o.c0 <= th })
@@ -265,6 +288,35 @@ func TestAuditPrivacyUnitFactored(t *testing.T) {
 		t.Logf("%s: ε ≥ %.3f (claim %v; event %q, %d vs %d of %d)", tc.name, res.EpsilonLowerBound, auditEps, res.Event, res.CountD, res.CountDPrime, res.N)
 		if res.EpsilonLowerBound <= auditEps {
 			t.Errorf("mutant %q not caught on the factored model: ε lower bound %v ≤ claim %v", tc.name, res.EpsilonLowerBound, auditEps)
+		}
+	}
+}
+
+// TestAuditPrivacyUnitAutoBound audits the release with a privately chosen
+// r (Config.AutoBound) on the pair whose true quantile tips with one unit
+// of one row: the honest release keeps its claim, and the planted bug that
+// takes r from the true scores (no noise in the choice) is caught through
+// the published r. The honest half runs with SYNTH_SLOW_AUDITS=1.
+func TestAuditPrivacyUnitAutoBound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mut  mutation
+	}{
+		{"honest", mutNone},
+		{"r from the true quantile", mutTrueBound},
+	} {
+		if tc.mut == mutNone && os.Getenv("SYNTH_SLOW_AUDITS") == "" {
+			t.Log("honest audit skipped: set SYNTH_SLOW_AUDITS=1 (.ci/run does)")
+			continue
+		}
+		res, err := audit.Run(context.Background(), auditMechWith(t, tc.mut, false, true, true, false), auditMechWith(t, tc.mut, false, true, false, false),
+			auditEvents(), audit.Options{N: auditRuns(), Delta: auditDelta, Confidence: 1 - 1e-6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: ε ≥ %.3f (claim %v; event %q, %d vs %d of %d)", tc.name, res.EpsilonLowerBound, auditEps, res.Event, res.CountD, res.CountDPrime, res.N)
+		if caught := res.EpsilonLowerBound > auditEps; caught != (tc.mut != mutNone) {
+			t.Errorf("%s: ε lower bound %v against the claim %v", tc.name, res.EpsilonLowerBound, auditEps)
 		}
 	}
 }

@@ -120,8 +120,12 @@ func ChooseMethod(s *spec.Spec) (Method, string, error) {
 				"remove release.method (or set it to %s) to protect each %s with all its rows",
 				spec.ErrInvalid, s.Release.Method, s.Privacy.Unit, spec.PrivacyUnit, s.Privacy.Unit)
 		}
-		return unitMethod{}, fmt.Sprintf("privacy.unit %s is declared: user-level DP, each unit's rows bounded to r = %v row(s) in all "+
-			"(release.contribution_bound)", s.Privacy.Unit, s.Release.Bound()), nil
+		r := fmt.Sprintf("r = %v row(s)", s.Release.Bound())
+		if s.Release.ContributionBoundAuto {
+			r = fmt.Sprintf("an r chosen privately with %g%% of ε", 100*privacyunit.DefaultBoundShare)
+		}
+		return unitMethod{}, fmt.Sprintf("privacy.unit %s is declared: user-level DP, each unit's rows bounded to %s in all "+
+			"(release.contribution_bound)", s.Privacy.Unit, r), nil
 	}
 	if s.Release.Method == spec.PrivacyUnit {
 		return nil, "", fmt.Errorf("%w: release.method privacy-unit needs privacy.unit", spec.ErrInvalid)
@@ -329,7 +333,7 @@ func (unitMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
 	plan, err := privacyunit.Prepare(s, p.Folding, privacyunit.Config{
 		Epsilon: p.RowsBudget.Epsilon, Delta: p.RowsBudget.Delta,
 		Columns: spec.FoldColumns(p.Folding, s.Release.Columns), Universe: p.Universe, Families: p.Families,
-		Bound: s.Release.Bound(), Noise: pmw.Noise(s.PMW.Noise), Rounds: p.Rounds, MaxRounds: p.MaxRounds, Progress: hk.Round,
+		Bound: s.Release.Bound(), AutoBound: s.Release.ContributionBoundAuto, Noise: pmw.Noise(s.PMW.Noise), Rounds: p.Rounds, MaxRounds: p.MaxRounds, Progress: hk.Round,
 		Factored: p.Factored, Names: p.Names, Sizes: p.Sizes,
 	}, l)
 	if err != nil {

@@ -77,15 +77,18 @@ func TestRetailUnitRelease(t *testing.T) {
 	}
 }
 
-// boundingBias scores, without any noise, what contribution bounding alone
-// does to the spec's workload marginals: the true join weighted as the
-// privacy-unit release weighs it (each row of a unit with n_u rows by
-// min(1, r/n_u)) against the unweighted join, mean TVD over the workload
-// marginals, and the share of the join's rows the weights remove. The join
-// is read from the raw files with DuckDB (as internal/score reads it, plus
-// the unit's key) and binned by spec.Column.Bin. Test-only: it reads the
-// private data.
-func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64) {
+// unitJoinRow is one row of a spec's join: its unit's id and the bin of
+// every released column.
+type unitJoinRow struct {
+	unit string
+	bins []int
+}
+
+// unitJoinRows reads a spec's join from the raw files with DuckDB (as
+// internal/score reads it, plus the unit's key), binned by
+// spec.Column.Bin, and every unit's number of join rows. Test-only: it
+// reads the private data.
+func unitJoinRows(t testing.TB, s *spec.Spec) ([]unitJoinRow, map[string]float64) {
 	t.Helper()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
@@ -115,11 +118,7 @@ func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64)
 	}
 	defer rows.Close()
 	cols := s.ReleaseColumns()
-	type row struct {
-		unit string
-		bins []int
-	}
-	var join []row
+	var join []unitJoinRow
 	n := map[string]float64{}
 	raw := make([]string, len(sel))
 	dst := make([]any, len(sel))
@@ -130,7 +129,7 @@ func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64)
 		if err := rows.Scan(dst...); err != nil {
 			t.Fatal(err)
 		}
-		rw := row{unit: raw[0], bins: make([]int, len(cols))}
+		rw := unitJoinRow{unit: raw[0], bins: make([]int, len(cols))}
 		for i, c := range cols {
 			if rw.bins[i], err = c.Bin(raw[i+1]); err != nil {
 				t.Fatal(err)
@@ -142,6 +141,20 @@ func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64)
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+	return join, n
+}
+
+// boundingBias scores, without any noise, what contribution bounding alone
+// does to the spec's workload marginals: the true join weighted as the
+// privacy-unit release weighs it (each row of a unit with n_u rows by
+// min(1, r/n_u)) against the unweighted join, mean TVD over the workload
+// marginals, and the share of the join's rows the weights remove. The join
+// is read from the raw files with DuckDB (as internal/score reads it, plus
+// the unit's key) and binned by spec.Column.Bin. Test-only: it reads the
+// private data.
+func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64) {
+	t.Helper()
+	join, n := unitJoinRows(t, s)
 	ms, err := score.WorkloadMarginals(s)
 	if err != nil {
 		t.Fatal(err)
@@ -177,8 +190,10 @@ func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64)
 
 // TestUnitBoundSweep prints, for the examples named in SYNTH_ACCURACY_DATA
 // (default retail; each must declare privacy.unit), the mean TVD of the
-// workload marginals over 3 seeds for each contribution bound r in
-// SYNTH_UNIT_SWEEP (comma-separated, e.g. 1,4,16,64,256) at ε = 0.5, 1
+// workload marginals over 3 seeds (SYNTH_UNIT_SWEEP_SEEDS) for each
+// contribution bound r in
+// SYNTH_UNIT_SWEEP (comma-separated, e.g. 1,4,16,64,256; auto for
+// release.contribution_bound: auto, with the r it chose) at ε = 0.5, 1
 // and 4, scored on the released file by the independent scorer, with the
 // ratio of the file's rows to the true join size, and, for each r, the
 // TVD that bounding alone causes (see boundingBias). It takes minutes, so it
@@ -189,8 +204,12 @@ func TestUnitBoundSweep(t *testing.T) {
 	if v == "" {
 		t.Skip("set SYNTH_UNIT_SWEEP=1,4,16,64 to sweep the contribution bound")
 	}
-	var bounds []float64
+	var bounds []float64 // 0: auto
 	for _, f := range strings.Split(v, ",") {
+		if strings.TrimSpace(f) == "auto" {
+			bounds = append(bounds, 0)
+			continue
+		}
 		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil {
 			t.Fatal(err)
@@ -201,8 +220,16 @@ func TestUnitBoundSweep(t *testing.T) {
 	if v := os.Getenv("SYNTH_ACCURACY_DATA"); v != "" {
 		names = strings.Split(v, ",")
 	}
+	seeds := 3
+	if v := os.Getenv("SYNTH_UNIT_SWEEP_SEEDS"); v != "" {
+		var err error
+		if seeds, err = strconv.Atoi(v); err != nil || seeds < 1 {
+			t.Fatalf("SYNTH_UNIT_SWEEP_SEEDS=%q: want a number of seeds ≥ 1", v)
+		}
+	}
 	var out strings.Builder
-	out.WriteString("| data | r | ε | synth TVD (mean of 3 seeds) | rows / true | uniform TVD |\n| --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(&out, "%d seeds\n", seeds)
+	out.WriteString("| data | r | ε | synth TVD (mean of seeds) | rows / true | uniform TVD |\n| --- | --- | --- | --- | --- | --- |\n")
 	var biases strings.Builder
 	biases.WriteString("| data | r | bias TVD (bounding alone, no noise) | share of rows removed |\n| --- | --- | --- | --- |\n")
 	for _, name := range names {
@@ -211,20 +238,31 @@ func TestUnitBoundSweep(t *testing.T) {
 			t.Fatalf("%s declares no privacy.unit: nothing to sweep", name)
 		}
 		for _, r := range bounds {
-			bias, removed := boundingBias(t, s, r)
-			fmt.Fprintf(&biases, "| %s | %g | %.4f | %.3f |\n", name, r, bias, removed)
+			label := fmt.Sprint(r)
+			if r == 0 {
+				label = "auto"
+			} else {
+				bias, removed := boundingBias(t, s, r)
+				fmt.Fprintf(&biases, "| %s | %g | %.4f | %.3f |\n", name, r, bias, removed)
+			}
 			for _, eps := range []float64{0.5, 1, 4} {
 				var tvd, uni, ratio float64
-				for seed := uint64(1); seed <= 3; seed++ {
-					res, _ := scoredRelease(t, name, eps, dp.NewSeededSource(seed), func(o *Options) {
+				var chosen []string
+				for seed := uint64(1); seed <= uint64(seeds); seed++ {
+					res, sum := scoredRelease(t, name, eps, dp.NewSeededSource(seed), func(o *Options) {
 						o.Spec.Release.ContributionBound = r
+						o.Spec.Release.ContributionBoundAuto = r == 0
 					})
-					tvd += res.MeanTVD / 3
+					tvd += res.MeanTVD / float64(seeds)
 					uni = res.MeanUniformTVD
-					ratio += float64(res.Rows) / float64(res.TrueRows) / 3
+					ratio += float64(res.Rows) / float64(res.TrueRows) / float64(seeds)
+					chosen = append(chosen, fmt.Sprint(sum.Privacy.Parameters["contribution_bound"]))
 				}
-				fmt.Fprintf(&out, "| %s | %g | %g | %.4f | %.2f | %.3f |\n", name, r, eps, tvd, ratio, uni)
-				t.Logf("%s r=%g ε=%g: TVD %.4f (uniform %.3f)", name, r, eps, tvd, uni)
+				if r == 0 {
+					label = "auto (" + strings.Join(chosen, ", ") + ")"
+				}
+				fmt.Fprintf(&out, "| %s | %s | %g | %.4f | %.2f | %.3f |\n", name, label, eps, tvd, ratio, uni)
+				t.Logf("%s r=%s ε=%g: TVD %.4f (uniform %.3f)", name, label, eps, tvd, uni)
 			}
 		}
 	}

@@ -37,6 +37,7 @@
 //	  rows: 100000                          # optional: write exactly this many rows, sampled from the synthetic distribution
 //	  measures: [o_totalprice]              # optional: integer/numeric columns (released or not) carried as sums, one float64 column each
 //	  measures_share: 0.2                   # optional, only with measures: share of ε for the measures; default 0.2
+//	  contribution_bound: 1                 # optional, only with privacy.unit: r rows per unit (1 … 2^20), or auto; default 1
 //	workload:                               # optional
 //	  marginals: [[o_orderpriority, c_mktsegment], [l_quantity]]
 //	  ranges: [{column: l_quantity, by: [o_orderpriority]}]
@@ -122,6 +123,17 @@
 // goes to the measures, the rest to the synthetic rows. A measure that is
 // not an integer or numeric column, or is listed twice, is an error; a
 // measures_share outside (0, 1) or without measures too.
+//
+// # release.contribution_bound
+//
+// Only with privacy.unit: every unit's join rows together weigh at most r
+// rows (a unit with n > r rows weighs r/n a row). A number between 1 and
+// 2^20 is public and used as is (default 1). auto chooses r in the
+// release, privately, with 5% of ε: the exponential mechanism picks r from
+// the public ladder ⌈2^(j/2)⌉ ≤ 2^12 near the q-quantile of the units' join
+// rows, q = ε/10 clamped to [0.05, 0.5] (a larger ε affords a larger r;
+// see docs/privacy-units.md for the measurements). Anything else is an
+// error.
 //
 // # release.beta
 //

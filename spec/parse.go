@@ -949,7 +949,12 @@ func (p *parser) release(n *yaml.Node) {
 			p.fail(deref(v), "release.method", "privacy-unit needs privacy.unit: the table whose rows are the individuals to protect")
 		}
 	}
-	if v := m.get("contribution_bound"); v != nil {
+	if v := m.get("contribution_bound"); v != nil && deref(v).Kind == yaml.ScalarNode && deref(v).Value == "auto" {
+		if p.s.Privacy.Unit == "" {
+			p.fail(deref(v), "release.contribution_bound", "needs privacy.unit: the bound applies to each unit's rows")
+		}
+		p.s.Release.ContributionBoundAuto = true
+	} else if v != nil {
 		x := p.number(v, "release.contribution_bound")
 		if !(x >= 1 && x <= 1<<20) {
 			p.fail(deref(v), "release.contribution_bound", "must be a number of rows between 1 and 2^20, got %v (every unit's rows together weigh at most this many rows)", x)

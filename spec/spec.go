@@ -267,6 +267,11 @@ type Release struct {
 	// 0 means [DefaultContributionBound]. Public: chosen without looking at
 	// the data.
 	ContributionBound float64
+	// ContributionBoundAuto (release.contribution_bound: auto) chooses r
+	// privately in the release, with a small share of ε: a noisy quantile
+	// of the units' join rows (package privacyunit). ContributionBound is
+	// then 0.
+	ContributionBoundAuto bool
 }
 
 // DefaultContributionBound is r of a privacy-unit release when the spec

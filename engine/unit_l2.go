@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/spec"
+)
+
+// UnitMarginalL2 is one marginal of a privacy-unit release bounded in L2
+// per unit (Dong–Sun–Yi Alg. 1's clipping, per marginal): for the cells of
+// the universe over cols (mixed radix, sizes as for [Engine.Histogram]),
+// let v_u be unit u's vector of join-row counts over those cells. Each
+// unit's rows weigh
+//
+//	w(u) = max{ w ∈ {0, …, grid} : w²·‖v_u‖₂² ≤ bound² }
+//
+// grid steps each, so the unit's weighted vector w(u)·v_u has L2 norm at
+// most bound (in grid steps; bound = grid·r), and a row never weighs more
+// than grid (one row). It returns, for every non-empty cell, the sum of
+// the weights of its rows.
+//
+// Sensitivity: deleting a unit removes exactly its join rows and changes
+// no other unit's vector, so the returned vector moves by w(u)·v_u: L2
+// norm ≤ bound. Its L1 norm may be up to bound·√cells (a unit spread
+// evenly over the cells): a mechanism that calibrates an L1 quantity
+// (the mwem selection score) to bound must not read this marginal. Every
+// weight is an exact integer (the test w²·‖v‖² ≤ bound² is done in 128-bit
+// integers after a floating-point estimate, see below).
+//
+// The work is aggregate SQL: the join grouped by unit and cell, a second
+// aggregate for each unit's squared norm, and the weighted sum per cell;
+// one row per non-empty cell leaves the engine. Limits: grid ≤ 2²⁰,
+// grid ≤ bound ≤ 2⁴⁰, and a unit's squared norm below 2⁸⁶ (n_u < 2⁴³
+// join rows) so that w²·‖v‖² fits the wide integer type.
+func (e *Engine) UnitMarginalL2(ctx context.Context, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]Cell, error) {
+	if grid < 1 || grid > 1<<20 || bound < grid || bound > 1<<40 {
+		return nil, fmt.Errorf("%w: L2 unit marginal: grid %d and bound %d (want 1 ≤ grid ≤ 2²⁰, grid ≤ bound ≤ 2⁴⁰)", ErrInvalid, grid, bound)
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("%w: L2 unit marginal over no column", ErrInvalid)
+	}
+	mixed, err := e.mixedAttrs(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	q, err := unitL2SQL(e.d, h, key, cols, sizes, grid, bound, mixed, e.keysOf(h))
+	if err != nil {
+		return nil, err
+	}
+	var cells []Cell
+	if err := e.scanPairs(ctx, q, "L2 unit marginal", func(a, b int64) error {
+		if a < 0 {
+			return fmt.Errorf("%w: L2 unit marginal: a cell lies outside the sizes %v", ErrInvalid, sizes)
+		}
+		cells = append(cells, Cell{Index: a, Count: b})
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return cells, nil
+}
+
+// unitL2SQL is the statement of [Engine.UnitMarginalL2]. The join is the
+// count plan of every relation of h grouped by the unit's key and the
+// binned columns, as in [unitHistogramSQL].
+//
+// The weight: w₀ = min(grid, ⌊bound/√n2⌋) in DOUBLE PRECISION is within
+// one of the exact w (√ and the quotient are correctly rounded, so the
+// quotient, at most 2⁴⁰, is off by far less than 1); one exact step in the
+// wide integer type moves it down when w₀²·n2 > bound² and up when
+// (w₀+1)²·n2 ≤ bound² and w₀ < grid. Both comparisons are exact, so the
+// result is the largest admissible w.
+func unitL2SQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64,
+	mixed map[string]bool, keys map[string][]string) (string, error) {
+	if len(cols) != len(sizes) {
+		return "", fmt.Errorf("%w: L2 unit marginal over %d columns with %d sizes", ErrInvalid, len(cols), len(sizes))
+	}
+	rel := h.Index(key.Relation)
+	if rel < 0 {
+		return "", fmt.Errorf("%w: unit key %s.%s: no relation %q", ErrInvalid, key.Relation, key.Column, key.Relation)
+	}
+	vars := []planVar{{rel: rel, col: key.Column}}
+	total := int64(1)
+	for i, c := range cols {
+		r := h.Index(c.Table)
+		if r < 0 {
+			return "", fmt.Errorf("%w: L2 unit marginal column %s: no relation %q", ErrInvalid, c, c.Table)
+		}
+		if sizes[i] < 1 || total > (1<<62)/int64(sizes[i]) {
+			return "", fmt.Errorf("%w: L2 unit marginal column %s: size %d (universe too large or empty)", ErrInvalid, c, sizes[i])
+		}
+		total *= int64(sizes[i])
+		vars = append(vars, planVar{rel: r, col: BinColumn(c.Column)})
+	}
+	p, kept, err := buildPlan(d, h, h.All(), nil, vars, mixed, keys)
+	if err != nil {
+		return "", err
+	}
+	u := p.alias(kept[0])
+	bins := kept[1:]
+	idx := "CAST(" + p.alias(bins[0]) + " AS BIGINT)"
+	var check []string
+	for i, v := range bins {
+		check = append(check, fmt.Sprintf("%s < 0 OR %s >= %d", p.alias(v), p.alias(v), sizes[i]))
+		if i > 0 {
+			idx = fmt.Sprintf("(%s * %d + %s)", idx, sizes[i], p.alias(v))
+		}
+	}
+	wide := d.wide()
+	b2 := fmt.Sprintf("CAST(%d AS %s) * CAST(%d AS %s)", bound, wide, bound, wide)
+	w0 := fmt.Sprintf("LEAST(%d, CAST(FLOOR(CAST(%d AS DOUBLE PRECISION) / SQRT(CAST(n2 AS DOUBLE PRECISION))) AS BIGINT))", grid, bound)
+	sq := func(w string) string { return "CAST(" + w + " AS " + wide + ") * CAST(" + w + " AS " + wide + ") * n2" }
+	w := "CASE WHEN " + sq("w0") + " > " + b2 + " THEN w0 - 1 WHEN w0 < " + fmt.Sprint(grid) + " AND " + sq("(w0 + 1)") + " <= " + b2 +
+		" THEN w0 + 1 ELSE w0 END"
+	q := "WITH j AS (" + p.statement(kept) + "), " +
+		"uc AS (SELECT " + u + " AS u, CASE WHEN " + strings.Join(check, " OR ") + " THEN -1 ELSE " + idx + " END AS i, " +
+		"CAST(SUM(c) AS " + wide + ") AS n FROM j GROUP BY 1, 2), " +
+		"un AS (SELECT u, SUM(n * n) AS n2 FROM uc GROUP BY u), " +
+		"u0 AS (SELECT u, n2, " + w0 + " AS w0 FROM un), " +
+		"uw AS (SELECT u, " + w + " AS w FROM u0) " +
+		"SELECT i, CAST(SUM(uc.n * uw.w) AS BIGINT) FROM uc JOIN uw ON uc.u IS NOT DISTINCT FROM uw.u GROUP BY i ORDER BY i"
+	return q, nil
+}
