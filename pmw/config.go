@@ -131,6 +131,18 @@ type Config struct {
 	// that count the rows themselves (the privacy-unit release, whose
 	// histogram holds bounded weights rather than join rows).
 	NoNHat bool
+	// MeasureTruth, when set ([RunFactored] only), is what the rounds'
+	// measurements read instead of the truth: the table of each measured
+	// set comes from one call for that set (never summed from a larger
+	// set's table), and each count must move by at most Sensitivity in L2
+	// between neighbours (a privacy-unit release clipping each unit's
+	// vector per marginal). The initial 1-way marginals and every
+	// selection score keep reading the truth, whose L1 sensitivity the
+	// scores need; the model's total comes from those 1-way marginals, and
+	// each round's measurement is rescaled to it by its own noisy total
+	// (post-processing), since a measured table's total may exceed the
+	// truth's (see factored.measure).
+	MeasureTruth Truth
 	// SensitivityNote, when set, says in the ledger what Sensitivity bounds
 	// under the caller's neighbour relation (the default text speaks of
 	// join tuples).

@@ -109,7 +109,9 @@ type factored struct {
 	cfg     Config
 	sets    [][]int
 	weights []float64
-	truth   [][]int64 // per candidate set (private)
+	truth   [][]int64       // per candidate set (private)
+	mtruth  map[int][]int64 // MeasureTruth's tables, by candidate, read when first measured (private)
+	ctx     context.Context // for MeasureTruth's reads during the rounds
 	wmax    float64
 	maxCell int64
 
@@ -285,8 +287,8 @@ func startFactored(ctx context.Context, src dp.Source, names []string, sizes []i
 	if err != nil {
 		return nil, err
 	}
-	f := &factored{src: src, names: names, sizes: sizes, cfg: cfg, sets: sets, weights: weights,
-		maxCell: DefaultFactoredCells, meas: map[string]*mwemMeas{}, measSet: map[string][]int{}}
+	f := &factored{src: src, names: names, sizes: sizes, cfg: cfg, sets: sets, weights: weights, ctx: ctx,
+		maxCell: DefaultFactoredCells, meas: map[string]*mwemMeas{}, measSet: map[string][]int{}, mtruth: map[int][]int64{}}
 	for _, w := range weights {
 		f.wmax = math.Max(f.wmax, w)
 	}
@@ -358,22 +360,8 @@ func startFactored(ctx context.Context, src dp.Source, names []string, sizes []i
 		if err != nil {
 			return nil, err
 		}
-		if len(tab) != cellsOf(sizes, s) {
-			return nil, fmt.Errorf("%w: marginal %v has %d cells, want %d", ErrInvalidInput, s, len(tab), cellsOf(sizes, s))
-		}
-		// Each count is saturated at a public cap, 2⁵³ over the table's
-		// cells, so that every table's total stays within 2⁵³ (counts and
-		// their float sums exact) without a branch on the data after the
-		// charge: min(·, C) is 1-Lipschitz per cell, so every sensitivity
-		// argument holds on the saturated tables. Counts are never
-		// negative (an aggregate's COUNT or bounded weights): a negative
-		// one is a caller's bug.
-		cellCap := int64(1<<53) / int64(len(tab))
-		for c, v := range tab {
-			if v < 0 {
-				return nil, fmt.Errorf("%w: marginal %v: a negative count", ErrInvalidInput, s)
-			}
-			tab[c] = min(v, cellCap)
+		if err := saturate(sizes, s, tab); err != nil {
+			return nil, err
 		}
 		f.truth[i] = tab
 	}
@@ -381,6 +369,27 @@ func startFactored(ctx context.Context, src dp.Source, names []string, sizes []i
 		return nil, err
 	}
 	return f, nil
+}
+
+// saturate checks a true table of set s and saturates each count at a
+// public cap, 2⁵³ over the table's cells, so that every table's total
+// stays within 2⁵³ (counts and their float sums exact) without a branch on
+// the data after the charge: min(·, C) is 1-Lipschitz per cell, so every
+// sensitivity argument holds on the saturated tables. Counts are never
+// negative (an aggregate's COUNT or bounded weights): a negative one is a
+// caller's bug.
+func saturate(sizes, s []int, tab []int64) error {
+	if len(tab) != cellsOf(sizes, s) {
+		return fmt.Errorf("%w: marginal %v has %d cells, want %d", ErrInvalidInput, s, len(tab), cellsOf(sizes, s))
+	}
+	cellCap := int64(1<<53) / int64(len(tab))
+	for c, v := range tab {
+		if v < 0 {
+			return fmt.Errorf("%w: marginal %v: a negative count", ErrInvalidInput, s)
+		}
+		tab[c] = min(v, cellCap)
+	}
+	return nil
 }
 
 func (f *factored) noiseScale(c float64) float64 {
@@ -446,32 +455,79 @@ func sensNoteOf(cfg Config) string {
 }
 
 // measure adds discrete Gaussian noise of scale s to candidate i's true
-// table and folds it into that set's measurement.
-func (f *factored) measure(i int, s float64) error {
+// table (with round set and Config.MeasureTruth, to that table instead)
+// and folds it into that set's measurement.
+//
+// A MeasureTruth table (each unit's vector clipped to L2 norm ≤ Δ̃ in this
+// marginal) weighs every unit at least as much as the truth does (its
+// row-count bound: ‖v‖₂ ≤ ‖v‖₁), so its total T may exceed the model's
+// total n, which the 1-way marginals of the truth estimate. The noisy
+// table y is rescaled by a = n / max(Σ y, n) ≤ 1 before the fit, its
+// noise variance by a²: a distribution measured with more weight, put on
+// the model's scale. Post-processing of the DP measurement y and the DP
+// estimate n.
+func (f *factored) measure(i int, s float64, round bool) error {
 	smp, err := dp.NewDiscreteGaussian(s)
 	if err != nil {
 		return fmt.Errorf("pmw: %w", err)
 	}
 	set := f.sets[i]
+	tab, rescale := f.truth[i], false
+	if round && f.cfg.MeasureTruth != nil {
+		if tab, err = f.measureTable(i); err != nil {
+			return err
+		}
+		rescale = true
+	}
 	k := setKey(set)
 	me := f.meas[k]
-	size := len(f.truth[i])
+	size := len(tab)
 	if me == nil {
 		me = &mwemMeas{p: i, sum: make([]float64, size), ybar: make([]float64, size), target: make([]float64, size)}
 		f.meas[k], f.measSet[k] = me, set
 		f.order = append(f.order, k)
 		f.measured += size
 	}
+	y := make([]float64, size)
+	var tot float64
+	for c, t := range tab {
+		y[c] = float64(t + smp.Sample(f.src))
+		tot += y[c]
+	}
 	v := s * s
+	if rescale {
+		a := f.n / math.Max(tot, f.n)
+		for c := range y {
+			y[c] *= a
+		}
+		v *= a * a
+	}
 	me.prec += 1 / v
-	for c, t := range f.truth[i] {
-		y := float64(t + smp.Sample(f.src))
-		me.sum[c] += y / v
+	for c := range y {
+		me.sum[c] += y[c] / v
 		me.ybar[c] = me.sum[c] / me.prec
 	}
 	me.kappa = 1 / math.Sqrt(me.prec)
 	me.shrink()
 	return nil
+}
+
+// measureTable returns Config.MeasureTruth's table of candidate i, read
+// once, when first measured (which sets are read depends on the DP
+// selections only).
+func (f *factored) measureTable(i int) ([]int64, error) {
+	if tab, ok := f.mtruth[i]; ok {
+		return tab, nil
+	}
+	tab, err := f.cfg.MeasureTruth(f.ctx, f.sets[i])
+	if err != nil {
+		return nil, err
+	}
+	if err := saturate(f.sizes, f.sets[i], tab); err != nil {
+		return nil, err
+	}
+	f.mtruth[i] = tab
+	return tab, nil
 }
 
 // rebuild makes the model's factors the measured sets, keeping the
@@ -509,7 +565,7 @@ func (f *factored) init() error {
 	d := len(f.sizes)
 	for c := range d {
 		i := slices.IndexFunc(f.sets, func(s []int) bool { return len(s) == 1 && s[0] == c })
-		if err := f.measure(i, s0); err != nil {
+		if err := f.measure(i, s0, false); err != nil {
 			return err
 		}
 		me := f.meas[setKey([]int{c})]
@@ -664,7 +720,7 @@ func (f *factored) round() error {
 	if err != nil {
 		return err
 	}
-	if err := f.measure(i, scale); err != nil {
+	if err := f.measure(i, scale, true); err != nil {
 		return err
 	}
 	if err := f.rebuild(); err != nil {

@@ -292,6 +292,9 @@ func Run(ctx context.Context, src dp.Source, u *Universe, fams []Family, hist []
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.MeasureTruth != nil {
+		return nil, fmt.Errorf("%w: MeasureTruth needs the factored model (RunFactored)", ErrInvalidConfig)
+	}
 	// The one memory count (the one a release checks up front): refused
 	// before anything is allocated or hist is read.
 	if _, err := CheckMemory(u, fams, cfg); err != nil {

@@ -80,6 +80,35 @@ func (m memStats) UnitHistogram(_ context.Context, _ *hypergraph.Hypergraph, _ e
 	return out, ds, nil
 }
 
+// UnitMarginalL2 is the L2-clipped marginal of the one released column:
+// each unit's rows weigh the largest w ≤ grid with w²·‖v_u‖² ≤ bound²
+// (the engine's formula, TestUnitMarginalL2Oracle).
+func (m memStats) UnitMarginalL2(_ context.Context, _ *hypergraph.Hypergraph, _ engine.UnitKey, _ []spec.ColumnRef, _ []int, grid, bound int64) ([]engine.Cell, error) {
+	var cells [2]int64
+	for _, u := range m.units {
+		sq := u[0]*u[0] + u[1]*u[1]
+		if sq == 0 {
+			continue
+		}
+		w := min(grid, int64(math.Floor(float64(bound)/math.Sqrt(float64(sq)))))
+		for bound < 1<<31 && w > 0 && w*w*sq > bound*bound {
+			w--
+		}
+		for bound < 1<<31 && w < grid && (w+1)*(w+1)*sq <= bound*bound {
+			w++
+		}
+		cells[0] += u[0] * w
+		cells[1] += u[1] * w
+	}
+	var out []engine.Cell
+	for i, c := range cells {
+		if c > 0 {
+			out = append(out, engine.Cell{Index: int64(i), Count: c})
+		}
+	}
+	return out, nil
+}
+
 // auditSpec is a two-table spec: units u, rows o referencing u, released
 // column o_cat with two values (c0, c1).
 func auditSpec(t testing.TB) (*spec.Spec, *hypergraph.Folding) {
@@ -116,16 +145,35 @@ type auditOut struct {
 }
 
 func auditMech(t testing.TB, mut mutation, tipping, withX, factored bool) audit.Mechanism[auditOut] {
-	return auditMechWith(t, mut, tipping, false, withX, factored)
+	pair := pairHeavy
+	if tipping {
+		pair = pairTipping
+	}
+	return auditMechWith(t, mut, pair, withX, factored)
 }
 
-// auditMechWith is auditMech, or with quantile the automatic-bound pair:
-// the release chooses r privately (Config.AutoBound) on 1 unit of one row,
-// 5 of two rows and 14 of ten rows (all in c1), and X of one row in c0. At
-// ε = 2 the quantile is q = 4/20, and the true scores
-// −|16·#{n_u ≤ r} − 4·#{n_u > r}| put the best r at 2 without X
-// (−40 against −60 for r = 1) and at 1 with X (−44 against −56).
-func auditMechWith(t testing.TB, mut mutation, tipping, quantile, withX, factored bool) audit.Mechanism[auditOut] {
+// auditPair names the instance pair of an audit (see auditMechWith).
+type auditPair int
+
+const (
+	pairHeavy auditPair = iota
+	pairTipping
+	pairQuantile
+	pairSpread
+)
+
+// auditMechWith is auditMech for a pair: pairHeavy and pairTipping as
+// above; pairQuantile the automatic-bound pair: the release chooses r
+// privately (Config.AutoBound) on 1 unit of one row, 5 of two rows and 14
+// of ten rows (all in c1), and X of one row in c0 (at ε = 2 the quantile
+// is q = 4/20, and the true scores −|16·#{n_u ≤ r} − 4·#{n_u > r}| put the
+// best r at 2 without X (−40 against −60 for r = 1) and at 1 with X (−44
+// against −56)); pairSpread the L2 pair: the heavy pair's light units and
+// X with auditHeavy/2 rows in each cell, released with Config.L2 on the
+// factored model, so the rounds measure X's vector clipped to L2 norm r
+// (r/√2 rows' worth in c0) — and auditHeavy/2 rows in c0 unclipped.
+func auditMechWith(t testing.TB, mut mutation, pair auditPair, withX, factored bool) audit.Mechanism[auditOut] {
+	tipping, quantile := pair == pairTipping, pair == pairQuantile
 	s, f := auditSpec(t)
 	u, err := pmw.NewUniverse([]string{"o_cat"}, []int{2}, 0)
 	if err != nil {
@@ -152,6 +200,10 @@ func auditMechWith(t testing.TB, mut mutation, tipping, quantile, withX, factore
 		}
 		x = [2]int64{1, 0}
 	}
+	if pair == pairSpread {
+		x = [2]int64{auditHeavy / 2, auditHeavy / 2}
+		factored = true
+	}
 	if withX {
 		st.units = append(st.units, x)
 	}
@@ -160,6 +212,7 @@ func auditMechWith(t testing.TB, mut mutation, tipping, quantile, withX, factore
 	if factored {
 		cfg.Universe, cfg.Factored, cfg.Names, cfg.Sizes = nil, true, []string{"o_cat"}, []int{2}
 	}
+	cfg.L2 = pair == pairSpread
 	return func(src dp.Source) auditOut {
 		l, _ := dp.NewLedger(dp.Budget{Epsilon: auditEps, Delta: auditDelta})
 		p, err := Prepare(s, f, cfg, l)
@@ -309,7 +362,7 @@ func TestAuditPrivacyUnitAutoBound(t *testing.T) {
 			t.Log("honest audit skipped: set SYNTH_SLOW_AUDITS=1 (.ci/run does)")
 			continue
 		}
-		res, err := audit.Run(context.Background(), auditMechWith(t, tc.mut, false, true, true, false), auditMechWith(t, tc.mut, false, true, false, false),
+		res, err := audit.Run(context.Background(), auditMechWith(t, tc.mut, pairQuantile, true, false), auditMechWith(t, tc.mut, pairQuantile, false, false),
 			auditEvents(), audit.Options{N: auditRuns(), Delta: auditDelta, Confidence: 1 - 1e-6})
 		if err != nil {
 			t.Fatal(err)
@@ -317,6 +370,34 @@ func TestAuditPrivacyUnitAutoBound(t *testing.T) {
 		t.Logf("%s: ε ≥ %.3f (claim %v; event %q, %d vs %d of %d)", tc.name, res.EpsilonLowerBound, auditEps, res.Event, res.CountD, res.CountDPrime, res.N)
 		if caught := res.EpsilonLowerBound > auditEps; caught != (tc.mut != mutNone) {
 			t.Errorf("%s: ε lower bound %v against the claim %v", tc.name, res.EpsilonLowerBound, auditEps)
+		}
+	}
+}
+
+// TestAuditPrivacyUnitL2 audits the release with release.contribution_norm
+// l2 (each round's measured marginal clipped per unit to L2 norm r) on the
+// spread pair: the honest run keeps its claim, and measuring the tables
+// without the clip is caught.
+func TestAuditPrivacyUnitL2(t *testing.T) {
+	if testing.Short() || os.Getenv("SYNTH_SLOW_AUDITS") == "" {
+		t.Skip("two audits of 12,000 factored runs a side: set SYNTH_SLOW_AUDITS=1 (.ci/run does)")
+	}
+	for _, tc := range []struct {
+		name   string
+		mut    mutation
+		caught bool
+	}{
+		{"honest", mutNone, false},
+		{"L2 tables not clipped", mutNoL2Clip, true},
+	} {
+		res, err := audit.Run(context.Background(), auditMechWith(t, tc.mut, pairSpread, true, true), auditMechWith(t, tc.mut, pairSpread, false, true),
+			auditEvents(), audit.Options{N: auditRuns(), Delta: auditDelta, Confidence: 1 - 1e-6})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: ε ≥ %.3f (claim %v; event %q, %d vs %d of %d)", tc.name, res.EpsilonLowerBound, auditEps, res.Event, res.CountD, res.CountDPrime, res.N)
+		if caught := res.EpsilonLowerBound > auditEps; caught != tc.caught {
+			t.Errorf("%s: ε lower bound %v against the claim %v (want caught = %v)", tc.name, res.EpsilonLowerBound, auditEps, tc.caught)
 		}
 	}
 }

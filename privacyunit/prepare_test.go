@@ -81,3 +81,19 @@ release: {columns: [u_cat]}
 		})
 	}
 }
+
+// TestPrepareL2NeedsFactored: L2 clipping on the dense model is refused
+// before any charge (the dense model has no per-set measurement truth).
+func TestPrepareL2NeedsFactored(t *testing.T) {
+	s, f := auditSpec(t)
+	u, _ := pmw.NewUniverse([]string{"o_cat"}, []int{2}, 0)
+	l, _ := dp.NewLedger(dp.Budget{Epsilon: 1, Delta: 1e-6})
+	_, err := Prepare(s, f, Config{Epsilon: 1, Delta: 1e-6, Columns: spec.FoldColumns(f, s.Release.Columns), Universe: u,
+		Families: []pmw.Family{pmw.Marginal([]int{0})}, Bound: 1, L2: true}, l)
+	if err == nil || !strings.Contains(err.Error(), "factored") {
+		t.Fatalf("error %v, want a refusal naming the factored model", err)
+	}
+	if rem := l.Remaining(); rem.Epsilon != 1 {
+		t.Fatalf("refused after charging: %v of ε left", rem.Epsilon)
+	}
+}

@@ -54,6 +54,17 @@ import (
 // Algorithm names the mechanism in reports.
 const Algorithm = "privacy-unit release: per-unit contribution bounding (L1, r rows) + mwem PMW on the bounded histogram + clipped DP row count"
 
+// AlgorithmL2 names the mechanism with release.contribution_norm l2.
+const AlgorithmL2 = "privacy-unit release: per-unit contribution bounding (L1, r rows; each measured marginal clipped per unit to L2 norm r) + mwem PMW on the bounded histogram + clipped DP row count"
+
+// Algorithm names the plan's mechanism in reports.
+func (p *Plan) Algorithm() string {
+	if p.cfg.L2 {
+		return AlgorithmL2
+	}
+	return Algorithm
+}
+
 // Neighbours is the neighbour notion of a privacy-unit release.
 const Neighbours = "one privacy unit: a tuple of the privacy.unit table together with every private tuple that references it through the spec's foreign keys (user-level DP, as R2T and Dong–Sun–Yi); public tables never change"
 
@@ -104,6 +115,11 @@ type Config struct {
 	// Bound is r ≥ 1: the rows a unit may weigh in all (ignored with
 	// AutoBound).
 	Bound float64
+	// L2 clips, in each marginal a round measures, each unit's vector over
+	// the marginal's cells to L2 norm ≤ r (engine.UnitMarginalL2) and
+	// measures that table (pmw.Config.MeasureTruth); selection and the
+	// 1-way marginals keep the L1-bounded histogram. Needs Factored.
+	L2 bool
 	// AutoBound chooses r privately: DefaultBoundShare of ε picks it from
 	// a public ladder by a noisy quantile of the units' join rows (see
 	// boundQuantile).
@@ -130,12 +146,14 @@ const (
 	mutRowSigma            // the marginals' noise is calibrated to one row instead of r
 	mutExactCount          // the row count without noise
 	mutTrueBound           // the automatic r is the true quantile (no noise in the choice)
+	mutNoL2Clip            // the L2-clipped measurements are not clipped at all
 )
 
 // Stats is what a run reads from the engine: aggregates only.
 type Stats interface {
 	CheckPrimaryKey(ctx context.Context, h *hypergraph.Hypergraph, table string, key []string) error
 	UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, key engine.UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]engine.Cell, []engine.UnitDegree, error)
+	UnitMarginalL2(ctx context.Context, h *hypergraph.Hypergraph, key engine.UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]engine.Cell, error)
 }
 
 var _ Stats = (*engine.Engine)(nil)
@@ -194,6 +212,9 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 	}
 	if cfg.AutoBound {
 		cfg.Bound = float64(boundLadder[len(boundLadder)-1]) // checked below as the largest r it may choose
+	}
+	if cfg.L2 && !cfg.Factored {
+		return nil, fmt.Errorf("privacyunit: release.contribution_norm l2 needs the factored model (pmw.model auto or factored)")
 	}
 	if !(cfg.Bound >= 1) || cfg.Bound > 1<<20 {
 		return nil, fmt.Errorf("privacyunit: contribution bound r = %v, want 1 ≤ r ≤ 2²⁰", cfg.Bound)
@@ -307,9 +328,16 @@ func (p *Plan) sensitivityNote() string {
 	if p.cfg.AutoBound {
 		auto = ", chosen privately"
 	}
+	l2 := ""
+	if p.cfg.L2 {
+		l2 = "; each round's measured marginal is read with each unit's vector over its cells clipped to L2 norm ≤ Δ̃ instead " +
+			"(weight min(1, Δ̃/‖v_u‖₂), on the same grid): deleting a unit removes its clipped vector and changes no other unit's, " +
+			"so that table moves by at most Δ̃ in L2, the measurement's sensitivity; selections and the 1-way marginals read the " +
+			"L1-bounded histogram"
+	}
 	return fmt.Sprintf("the bounded weight of one unit, %d = %d·r grid steps (r = %v rows%s): deleting a unit removes its rows, "+
 		"each weighing min(%d, ⌊%d/n_u⌋) steps, n_u its rows, and changes no other unit's weight; so every marginal moves by "+
-		"at most Δ̃ in L1 and in L2", p.bound, Grid, p.cfg.Bound, auto, Grid, p.bound)
+		"at most Δ̃ in L1 and in L2%s", p.bound, Grid, p.cfg.Bound, auto, Grid, p.bound, l2)
 }
 
 // stepPenalty is λ of the clip's score −#{units above C_j} − λ·j: a step
@@ -323,6 +351,14 @@ func (p *Plan) sensitivityNote() string {
 // units until C_j reaches the bulk of the row counts, so 2.5/ε_Q made
 // C = 1 win on TPC-H (1,000 rows for a 60,175-row join). Public.
 func (p *Plan) stepPenalty() float64 { return 1 / p.epsQ }
+
+// Norm returns the contribution norm of the measured marginals.
+func (p *Plan) Norm() spec.Norm {
+	if p.cfg.L2 {
+		return spec.NormL2
+	}
+	return spec.NormL1
+}
 
 // Bound returns r, the rows a unit may weigh in all (with AutoBound, the
 // privately chosen r once the plan has run).
@@ -405,6 +441,9 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 	// estimate of the bounded weight).
 	var weight int64
 	if p.cfg.Factored {
+		if p.cfg.L2 {
+			p.pmwCfg.MeasureTruth = p.l2Truth(stats, h, sizes, grid, bound)
+		}
 		res, err := pmw.RunFactored(ctx, src, p.cfg.Names, sizes, p.cfg.Families, histogramTruth(sizes, cells), p.pmwCfg)
 		if err != nil {
 			return nil, err
@@ -437,6 +476,37 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 	p.pmwL.Publish("bounded_share_permille", share*1000)
 	out.BoundedShare = share
 	return out, nil
+}
+
+// l2Truth reads a measured set's marginal with each unit's vector over its
+// cells clipped to L2 norm ≤ bound grid steps (engine.UnitMarginalL2): one
+// aggregate query per measured set, as a dense table (mixed radix over
+// the set, the first column most significant, as pmw.Truth wants).
+func (p *Plan) l2Truth(stats Stats, h *hypergraph.Hypergraph, sizes []int, grid, bound int64) pmw.Truth {
+	if p.cfg.mutation == mutNoL2Clip {
+		bound = 1 << 40 // planted bug: the measured tables are not clipped
+	}
+	return func(ctx context.Context, set []int) ([]int64, error) {
+		cols := make([]spec.ColumnRef, len(set))
+		sz := make([]int, len(set))
+		n := 1
+		for i, c := range set {
+			cols[i], sz[i] = p.cfg.Columns[c], sizes[c]
+			n *= sizes[c]
+		}
+		cells, err := stats.UnitMarginalL2(ctx, h, p.key, cols, sz, grid, bound)
+		if err != nil {
+			return nil, err
+		}
+		tab := make([]int64, n)
+		for _, c := range cells {
+			if c.Index < 0 || c.Index >= int64(n) {
+				return nil, fmt.Errorf("privacyunit: L2 marginal %v: cell %d outside its %d cells", set, c.Index, n)
+			}
+			tab[c.Index] += c.Count
+		}
+		return tab, nil
+	}
 }
 
 // histogramTruth is the factored model's access to the bounded histogram:

@@ -334,7 +334,7 @@ func (unitMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
 		Epsilon: p.RowsBudget.Epsilon, Delta: p.RowsBudget.Delta,
 		Columns: spec.FoldColumns(p.Folding, s.Release.Columns), Universe: p.Universe, Families: p.Families,
 		Bound: s.Release.Bound(), AutoBound: s.Release.ContributionBoundAuto, Noise: pmw.Noise(s.PMW.Noise), Rounds: p.Rounds, MaxRounds: p.MaxRounds, Progress: hk.Round,
-		Factored: p.Factored, Names: p.Names, Sizes: p.Sizes,
+		Factored: p.Factored, Names: p.Names, Sizes: p.Sizes, L2: s.Release.Norm() == spec.NormL2,
 	}, l)
 	if err != nil {
 		return nil, err
@@ -344,7 +344,7 @@ func (unitMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
 
 type unitRun struct{ plan *privacyunit.Plan }
 
-func (unitRun) Algorithm() string { return privacyunit.Algorithm }
+func (r unitRun) Algorithm() string { return r.plan.Algorithm() }
 
 func (r unitRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*Output, error) {
 	res, err := r.plan.Run(ctx, src, eng)
@@ -352,9 +352,10 @@ func (r unitRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*O
 		return nil, err
 	}
 	unit, _ := r.plan.Unit()
-	out := &Output{Algorithm: privacyunit.Algorithm, NHat: float64(res.Rows), DeltaTilde: 1, Params: map[string]any{
+	out := &Output{Algorithm: r.plan.Algorithm(), NHat: float64(res.Rows), DeltaTilde: 1, Params: map[string]any{
 		"privacy_unit":                unit,
 		"contribution_bound":          r.plan.Bound(),
+		"contribution_norm":           string(r.plan.Norm()),
 		"row_count_clip":              res.Clip,
 		"row_count_noise_scale":       res.CountScale,
 		"bounded_share_of_row_weight": res.BoundedShare,

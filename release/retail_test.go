@@ -196,9 +196,10 @@ func boundingBias(t testing.TB, s *spec.Spec, r float64) (bias, removed float64)
 // release.contribution_bound: auto, with the r it chose) at ε = 0.5, 1
 // and 4, scored on the released file by the independent scorer, with the
 // ratio of the file's rows to the true join size, and, for each r, the
-// TVD that bounding alone causes (see boundingBias). It takes minutes, so it
-// runs only when SYNTH_UNIT_SWEEP is set; the table is in
-// docs/privacy-units.md.
+// TVD that bounding alone causes (see boundingBias; L1 bounding).
+// SYNTH_UNIT_SWEEP_NORM=l1 or l2 sets release.contribution_norm. It takes
+// minutes, so it runs only when SYNTH_UNIT_SWEEP is set; the tables are
+// in docs/privacy-units.md.
 func TestUnitBoundSweep(t *testing.T) {
 	v := os.Getenv("SYNTH_UNIT_SWEEP")
 	if v == "" {
@@ -252,6 +253,9 @@ func TestUnitBoundSweep(t *testing.T) {
 					res, sum := scoredRelease(t, name, eps, dp.NewSeededSource(seed), func(o *Options) {
 						o.Spec.Release.ContributionBound = r
 						o.Spec.Release.ContributionBoundAuto = r == 0
+						if n := os.Getenv("SYNTH_UNIT_SWEEP_NORM"); n != "" {
+							o.Spec.Release.ContributionNorm = spec.Norm(n) // l1 or l2
+						}
 					})
 					tvd += res.MeanTVD / float64(seeds)
 					uni = res.MeanUniformTVD

@@ -934,7 +934,7 @@ func (p *parser) checkJoin() {
 }
 
 func (p *parser) release(n *yaml.Node) {
-	m := p.mapping(n, "release", "method", "columns", "beta", "rows", "measures", "measures_share", "contribution_bound")
+	m := p.mapping(n, "release", "method", "columns", "beta", "rows", "measures", "measures_share", "contribution_bound", "contribution_norm")
 	if v := m.get("rows"); v != nil {
 		x := p.number(v, "release.rows")
 		if !(x >= 1 && x <= 1<<53) || x != math.Trunc(x) {
@@ -963,6 +963,12 @@ func (p *parser) release(n *yaml.Node) {
 			p.fail(deref(v), "release.contribution_bound", "needs privacy.unit: the bound applies to each unit's rows")
 		}
 		p.s.Release.ContributionBound = x
+	}
+	if v := m.get("contribution_norm"); v != nil {
+		p.s.Release.ContributionNorm = Norm(p.choice(v, "release.contribution_norm", string(NormL1), string(NormL2)))
+		if p.s.Privacy.Unit == "" {
+			p.fail(deref(v), "release.contribution_norm", "needs privacy.unit: the norm bounds each unit's rows")
+		}
 	}
 	if v := m.get("beta"); v != nil {
 		if b := p.number(v, "release.beta"); b > 0 {

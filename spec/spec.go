@@ -272,6 +272,36 @@ type Release struct {
 	// of the units' join rows (package privacyunit). ContributionBound is
 	// then 0.
 	ContributionBoundAuto bool
+	// ContributionNorm (release.contribution_norm) is how a privacy-unit
+	// release bounds each unit in the marginals its rounds measure:
+	// [NormL1] (each unit's rows weigh at most r in all, the same weight
+	// in every marginal) or [NormL2] (each unit's vector over a measured
+	// marginal's cells is clipped to L2 norm r, Dong–Sun–Yi's clipping;
+	// selection and the 1-way marginals stay L1). "" means
+	// [DefaultContributionNorm].
+	ContributionNorm Norm
+}
+
+// Norm is the norm of a privacy-unit release's contribution bound.
+type Norm string
+
+// The contribution norms (release.contribution_norm).
+const (
+	NormL1 Norm = "l1"
+	NormL2 Norm = "l2"
+)
+
+// DefaultContributionNorm is the contribution norm when the spec gives
+// none (docs/privacy-units.md has the measurement behind it).
+const DefaultContributionNorm = NormL1
+
+// Norm returns the contribution norm of a privacy-unit release:
+// ContributionNorm, or [DefaultContributionNorm] when it is "".
+func (r Release) Norm() Norm {
+	if r.ContributionNorm == "" {
+		return DefaultContributionNorm
+	}
+	return r.ContributionNorm
 }
 
 // DefaultContributionBound is r of a privacy-unit release when the spec
