@@ -15,22 +15,19 @@
 // bounded histogram with Δ̃ = r; the file's row count is a separate DP
 // count of the join under the same neighbour relation.
 //
-// Which bound: L1 over a unit's rows (a row-count bound, PipelineDP's
-// contribution bound) rather than L2 clipping of each unit's vector per
-// marginal (Dong–Sun–Yi Alg. 1). Measured non-adaptively (every workload
-// marginal once, the same noise for both norms; docs/privacy-units.md), L2
-// clipping is better — about half the error on TPC-H, a quarter less on
-// Online Retail — because it keeps up to √cells more weight of a unit
-// spread over a marginal. It does not ship because the mwem rounds select
-// by an L1 score, whose sensitivity on an L2-clipped marginal is r·√cells,
-// and pmw derives a set's truth from a superset's table (a projection of an
-// L2-clipped table is not L2-bounded by r): the sound adaptive form selects
-// on this package's L1-bounded histogram and measures the L2-clipped
-// marginal (engine.UnitMarginalL2) of the selected set, which needs a
-// second Truth in pmw.RunFactored. One weight per unit keeps every
-// marginal a marginal of one weighted histogram: the selection score's L1
-// sensitivity equals the measurement's L2 one (r), and the statistic is a
-// single aggregate query.
+// Which bound: every unit's rows weigh min(1, r/n_u) each (L1 over its
+// rows, PipelineDP's contribution bound), the same weight in every
+// marginal, for the 1-way marginals and every selection score: the
+// score's L1 sensitivity is then r. With Config.L2 (the default on the
+// factored model, release.contribution_norm l2), each marginal a round
+// measures is read instead with every unit's vector over its cells clipped
+// to L2 norm r (Dong–Sun–Yi Alg. 1's clipping, engine.UnitMarginalL2):
+// its L2 sensitivity is r, the measurement's, and it keeps up to √cells
+// more weight of a unit spread over the marginal. The L1 score could not
+// read it (sensitivity r·√cells), nor could a smaller set's table be summed
+// from it, so pmw reads it per measured set (pmw.Config.MeasureTruth).
+// Measured on TPC-H and Online Retail, L2 is better at every ε
+// (docs/privacy-units.md).
 //
 // r is public (release.contribution_bound) or chosen privately
 // (Config.AutoBound): see boundQuantile.

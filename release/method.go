@@ -334,12 +334,20 @@ func (unitMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
 		Epsilon: p.RowsBudget.Epsilon, Delta: p.RowsBudget.Delta,
 		Columns: spec.FoldColumns(p.Folding, s.Release.Columns), Universe: p.Universe, Families: p.Families,
 		Bound: s.Release.Bound(), AutoBound: s.Release.ContributionBoundAuto, Noise: pmw.Noise(s.PMW.Noise), Rounds: p.Rounds, MaxRounds: p.MaxRounds, Progress: hk.Round,
-		Factored: p.Factored, Names: p.Names, Sizes: p.Sizes, L2: s.Release.Norm() == spec.NormL2,
+		Factored: p.Factored, Names: p.Names, Sizes: p.Sizes, L2: unitL2(s, p.Factored),
 	}, l)
 	if err != nil {
 		return nil, err
 	}
 	return unitRun{plan: plan}, nil
+}
+
+// unitL2 reports whether a privacy-unit release clips its measured
+// marginals in L2: when the spec's norm is l2 — the default applies on the
+// factored model only (the dense model has no per-set measurement), an
+// explicit l2 on the dense model is refused by privacyunit.Prepare.
+func unitL2(s *spec.Spec, factored bool) bool {
+	return s.Release.Norm() == spec.NormL2 && (factored || s.Release.ContributionNorm != "")
 }
 
 type unitRun struct{ plan *privacyunit.Plan }

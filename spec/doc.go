@@ -38,7 +38,7 @@
 //	  measures: [o_totalprice]              # optional: integer/numeric columns (released or not) carried as sums, one float64 column each
 //	  measures_share: 0.2                   # optional, only with measures: share of ε for the measures; default 0.2
 //	  contribution_bound: 1                 # optional, only with privacy.unit: r rows per unit (1 … 2^20), or auto; default 1
-//	  contribution_norm: l1                 # optional, only with privacy.unit: l1 (default) or l2
+//	  contribution_norm: l1                 # optional, only with privacy.unit: l1 or l2 (default on the factored model)
 //	workload:                               # optional
 //	  marginals: [[o_orderpriority, c_mktsegment], [l_quantity]]
 //	  ranges: [{column: l_quantity, by: [o_orderpriority]}]
@@ -138,12 +138,13 @@
 //
 // # release.contribution_norm
 //
-// Only with privacy.unit, and only on the factored model (pmw.model auto
-// or factored): l1 (the default) bounds each unit's rows to weigh r in
-// all, the same weight in every marginal; l2 also clips, in each marginal
-// a round measures, each unit's vector of rows over the marginal's cells
-// to L2 norm r (Dong–Sun–Yi's clipping), which keeps more of a unit whose
-// rows spread over many cells. Selection and the 1-way marginals stay l1.
+// Only with privacy.unit. l1 bounds each unit's rows to weigh r in all,
+// the same weight in every marginal; l2 (the default on the factored
+// model, pmw.model auto or factored) also clips, in each marginal a round
+// measures, each unit's vector of rows over the marginal's cells to L2
+// norm r (Dong–Sun–Yi's clipping), which keeps more of a unit whose rows
+// spread over many cells. Selection and the 1-way marginals stay l1. On
+// the dense model the default is l1 and an explicit l2 is refused.
 //
 // # release.beta
 //
