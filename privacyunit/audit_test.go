@@ -37,7 +37,7 @@ const (
 	auditLight = 1000 // units of one row in c1
 	auditHeavy = 1000 // rows of unit X in the heavy pair, all in c0
 	auditBound = 16   // r: X weighs 16 rows in all
-	auditTip   = 16   // units of two rows in the tipping pair: λ = 1/ε_C = 16.7
+	auditTip   = 11   // units of two rows in the tipping pair: λ = 1/ε_Q = 1/(0.45·0.1·2) = 11.1
 )
 
 // memStats serves the statistics of a two-cell instance: per unit, its
