@@ -92,12 +92,20 @@ func Contributions(ctx context.Context, db relational.DB, s *spec.Spec, queries 
 // (every used unit's column) are both this query.
 func groupedSums(ctx context.Context, db relational.DB, s *spec.Spec, q *relational.Query, keyCols []spec.ColumnRef, g float64,
 	fn func(keys []sql.NullString, psi float64) error) error {
-	r := newRenderer(db, q)
+	kc, err := relational.QueryKeys(ctx, db, s, q, keyCols...)
+	if err != nil {
+		return err
+	}
+	r := newRenderer(kc, q)
 	var sel []string
-	// Keys as the engine compares them (db.KeyText); the GROUP BY columns'
-	// labels through the same text cast, which prints their values as
-	// normGroup reads them.
-	for _, c := range append(slices.Clone(keyCols), q.GroupBy...) {
+	// Keys as the engine compares them (kc.Group: the text, or a stored
+	// integer, whose Go text is the same); the GROUP BY columns' labels
+	// through the text cast, which prints their values as normGroup reads
+	// them.
+	for _, c := range keyCols {
+		sel = append(sel, kc.Group(c, r.col(c)))
+	}
+	for _, c := range q.GroupBy {
 		sel = append(sel, db.KeyText(r.col(c)))
 	}
 	term := "1"
