@@ -82,3 +82,49 @@ func testKeyTextSameOnEngines(t *testing.T, open func(testing.TB) *Engine) {
 		t.Errorf("key texts %q, want %q", got, want)
 	}
 }
+
+// TestStoredAsInteger: a key column whose values are all canonical
+// integers (negative, 18 digits, NULL) is stored as an integer, one holding
+// a leading zero, a 19-digit number or a letter is not, whatever the source
+// (CSV text; Parquet INTEGER or VARCHAR read in place); a column that is not
+// loaded is an error naming it. relational joins two keys as stored only
+// when both answer true (TestKeysNativeEqualsText).
+func TestStoredAsInteger(t *testing.T) {
+	forEachOpenerInPlace(t, func(t *testing.T, open func(testing.TB) *Engine) {
+		dir := t.TempDir()
+		pq := func(name, sel string) string {
+			f := filepath.Join(dir, name)
+			if _, err := duckTest(t).Exec("COPY (" + sel + ") TO '" + f + "' (FORMAT PARQUET)"); err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+		s := &spec.Spec{Tables: []spec.Table{
+			{Name: "a", Source: writeCSV(t, dir, "a.csv", []string{"k", "z", "b", "l", "x"}, [][]string{
+				{"7", "07", "1234567890123456789", "C7", "1"}, {"-999999999999999999", "7", "7", "7", "2"}, {"", "", "", "", "3"}}),
+				Columns: []spec.Column{{Name: "k", Type: spec.Key}, {Name: "z", Type: spec.Key}, {Name: "b", Type: spec.Key}, {Name: "l", Type: spec.Key},
+					{Name: "x", Type: spec.Integer, Min: 0, Max: 5}}},
+			{Name: "p", Source: pq("p.parquet", "SELECT CAST(i AS INTEGER) AS k, CASE WHEN i = 2 THEN '07' ELSE CAST(i AS VARCHAR) END AS z FROM range(3) t(i)"),
+				Columns: []spec.Column{{Name: "k", Type: spec.Key}, {Name: "z", Type: spec.Key}}},
+		}}
+		e := open(t)
+		ctx := context.Background()
+		if err := e.Load(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			table, column string
+			want          bool
+		}{
+			{"a", "k", true}, {"a", "z", false}, {"a", "b", false}, {"a", "l", false}, {"p", "k", true}, {"p", "z", false},
+		} {
+			got, err := e.StoredAsInteger(ctx, c.table, c.column)
+			if err != nil || got != c.want {
+				t.Errorf("%s.%s: StoredAsInteger = %v, %v; want %v", c.table, c.column, got, err, c.want)
+			}
+		}
+		if _, err := e.StoredAsInteger(ctx, "a", "nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+			t.Errorf("a missing column: %v, want an error naming it", err)
+		}
+	})
+}

@@ -211,7 +211,7 @@ Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
 	f.StringVar(&o.unit, "unit", "", "user-level DP: the primary private relation(s), comma-separated (replaces privacy.unit; empty: tuple-level DP)")
 	f.Float64Var(&o.epsilon, "epsilon", 0, "privacy budget ε of the run, replacing the spec's privacy.epsilon")
 	f.Float64Var(&o.delta, "delta", 0, "privacy budget δ of the run, replacing the spec's privacy.delta")
-	f.Float64Var(&o.gs, "gs", relational.DefaultGS, "R2T: public bound GS_Q on one unit's contribution to a count")
+	f.Float64Var(&o.gs, "gs", relational.DefaultGS, "user-level DP (R2T and multi-query SJA): public bound GS_Q on one unit's contribution to a count")
 	f.Float64Var(&o.base, "r2t-base", 2, "R2T: ratio between thresholds τ, a power of two (2: τ = 2, 4, 8, … as in the paper's analysis; 4 runs half the rungs)")
 	f.StringVar(&o.noise, "noise", string(relational.NoiseLaplace), "residual sensitivity with δ > 0: laplace or gaussian")
 	f.StringVar(&o.format, "format", "text", "output format: text, csv or json")
@@ -521,6 +521,23 @@ func boundsNote(plan answerPlan) string {
 		"LOWER 95%: the true answer is at least this with probability 95%, truncation included."
 }
 
+// selfJoinNote says why answers of multi-query SJA with self-joins
+// (Dong–Sun–Yi Alg. 2) print no bounds.
+const selfJoinNote = "multi-query SJA with self-joins (Alg. 2): no NOISE ±95% or LOWER 95% is given. " +
+	"Its Gaussian noise has scale (T̂·r̃/g + √d)/√(2ρ), where T̂ (a noisy bound on the join results one unit reaches) and the radius r̃ " +
+	"are kept internal (a bound would publish them), and the truncation to r̃ lowers the value by an amount no DP output bounds."
+
+// selfJoinRows reports whether some answer came from multi-query SJA with
+// self-joins (Alg. 2), whose mechanism names it.
+func selfJoinRows(res []relational.Result) bool {
+	for _, r := range res {
+		if strings.Contains(r.Mechanism, "Alg. 2") {
+			return true
+		}
+	}
+	return false
+}
+
 func writeAnswers(w io.Writer, format string, plan answerPlan, res []relational.Result, report dp.Report) error {
 	switch format {
 	case "json":
@@ -562,6 +579,9 @@ func writeAnswers(w io.Writer, format string, plan answerPlan, res []relational.
 		return err
 	}
 	fmt.Fprintln(w, boundsNote(plan))
+	if selfJoinRows(res) {
+		fmt.Fprintln(w, selfJoinNote)
+	}
 	_, err := fmt.Fprintf(w, "privacy: (ε = %g, δ = %g)-DP, spent (ε = %g, δ = %g); neighbours: %s; %s\n",
 		report.Epsilon, report.Delta, report.Spent.Epsilon, report.Spent.Delta, report.Neighbours, report.Privacy)
 	return err

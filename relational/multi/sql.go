@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/relational"
 	"github.com/synth-dp/synth/spec"
 )
@@ -92,12 +93,29 @@ func Contributions(ctx context.Context, db relational.DB, s *spec.Spec, queries 
 // (every used unit's column) are both this query.
 func groupedSums(ctx context.Context, db relational.DB, s *spec.Spec, q *relational.Query, keyCols []spec.ColumnRef, g float64,
 	fn func(keys []sql.NullString, psi float64) error) error {
-	r := newRenderer(db, q)
+	kc, err := relational.QueryKeys(ctx, db, s, q, keyCols...)
+	if err != nil {
+		return err
+	}
+	r := newRenderer(kc, q)
 	var sel []string
-	// Keys as the engine compares them (db.KeyText); the GROUP BY columns'
-	// labels through the same text cast, which prints their values as
-	// normGroup reads them.
-	for _, c := range append(slices.Clone(keyCols), q.GroupBy...) {
+	// Keys as the engine compares them (kc.Group: the text, or a stored
+	// integer, whose Go text is the same); the GROUP BY columns' labels
+	// through the text cast, which prints their values as normGroup reads
+	// them — except a categorical column's, which is grouped on its cell
+	// (engine.BinColumn: the index of its category in the declared values,
+	// as every engine table holds it) and named by its category below:
+	// the same groups, and an integer hashes faster than a label.
+	for _, c := range keyCols {
+		sel = append(sel, kc.Group(c, r.col(c)))
+	}
+	labels := make([][]string, len(q.GroupBy))
+	for i, c := range q.GroupBy {
+		if col := s.Column(c); col != nil && col.Type == spec.Categorical {
+			labels[i] = col.Values
+			sel = append(sel, r.col(spec.ColumnRef{Table: c.Table, Column: engine.BinColumn(c.Column)}))
+			continue
+		}
 		sel = append(sel, db.KeyText(r.col(c)))
 	}
 	term := "1"
@@ -116,6 +134,15 @@ func groupedSums(ctx context.Context, db relational.DB, s *spec.Spec, q *relatio
 	return db.Aggregate(ctx, text, nil, func(rows *sql.Rows) error {
 		if err := rows.Scan(dest...); err != nil {
 			return err
+		}
+		for i, vals := range labels {
+			if v := &keys[len(keyCols)+i]; vals != nil && v.Valid {
+				// A cell outside the declared values stays a number, which
+				// names no group (no engine stores one).
+				if n, err := strconv.Atoi(v.String); err == nil && n >= 0 && n < len(vals) {
+					v.String = vals[n]
+				}
+			}
 		}
 		return fn(keys, psi)
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
 	"math"
 	"testing"
 
@@ -240,5 +241,47 @@ func TestAnswerClampsAtZero(t *testing.T) {
 	}
 	if zeros == 0 {
 		t.Fatal("no answer clamped at this seed: the test shows nothing")
+	}
+}
+
+// TestContributionsCategoricalGroups: a categorical GROUP BY column is
+// grouped on its cell and named by its category; every coordinate's total
+// and the number of (unit, coordinate) pairs equal hand-written SQL
+// grouped by the category's label (a shifted cell-to-label map fails it).
+func TestContributionsCategoricalGroups(t *testing.T) {
+	e, s := tpch(t)
+	ctx := context.Background()
+	qs := []*relational.Query{mustParse(t, e, s, "SELECT l_shipmode, COUNT(*) FROM customer, orders, lineitem WHERE c_custkey = o_custkey AND o_orderkey = l_orderkey GROUP BY l_shipmode")}
+	entries, d, err := Contributions(ctx, e, s, qs, "customer", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coords := Coordinates(s, qs)
+	want := map[string]float64{}
+	pairs := 0
+	err = e.Aggregate(ctx, `SELECT CAST(l.l_shipmode AS VARCHAR), o.o_custkey, COUNT(*) FROM orders o JOIN lineitem l ON l.l_orderkey = o.o_orderkey GROUP BY 1, 2`, nil,
+		func(r *sql.Rows) error {
+			var mode string
+			var cust int64
+			var v float64
+			if err := r.Scan(&mode, &cust, &v); err != nil {
+				return err
+			}
+			want[mode] += v
+			pairs++
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, en := range entries {
+		got[coords[en.Coord].Group[0].Value] += en.Psi
+	}
+	if len(entries) != pairs || d != len(coords) {
+		t.Fatalf("%d (unit, coordinate) entries over %d coordinates, oracle %d over %d", len(entries), d, pairs, len(coords))
+	}
+	if !maps.Equal(got, want) || len(want) < 2 {
+		t.Errorf("per-mode totals %v, oracle %v", got, want)
 	}
 }
