@@ -198,6 +198,43 @@ func adultTVD(tb testing.TB, a *adultData, seed uint64, cfg Config) (float64, *R
 	return a.meanTVD(tb, res.Weights), res
 }
 
+// adultRun is what the accuracy tests keep of one Adult run.
+type adultRun struct {
+	tvd    float64
+	rounds int
+}
+
+// adultMemo holds the Adult runs already made in this test binary, by seed,
+// ε and iterate (final or average): a seeded run is deterministic, and
+// TestMWEMAdultAccuracy's table and TestMWEMFinalVersusAverage make the
+// same nine final-iterate runs (seeds 0–2, ε 0.5 / 1 / 4).
+var adultMemo = struct {
+	sync.Mutex
+	m map[[3]float64]adultRun
+}{m: map[[3]float64]adultRun{}}
+
+// adultTVDMemo is adultTVD for Config{Epsilon: eps, testAverage: avg},
+// made once per binary.
+func adultTVDMemo(tb testing.TB, a *adultData, seed uint64, eps float64, avg bool) adultRun {
+	tb.Helper()
+	key := [3]float64{float64(seed), eps, 0}
+	if avg {
+		key[2] = 1
+	}
+	adultMemo.Lock()
+	r, ok := adultMemo.m[key]
+	adultMemo.Unlock()
+	if ok {
+		return r
+	}
+	v, res := adultTVD(tb, a, seed, Config{Epsilon: eps, testAverage: avg})
+	r = adultRun{tvd: v, rounds: res.Rounds}
+	adultMemo.Lock()
+	adultMemo.m[key] = r
+	adultMemo.Unlock()
+	return r
+}
+
 // TestMWEMAdultAccuracy is the target of issue 10: on UCI Adult
 // (examples/adult/synth.yaml, 32,561 rows, 1.6M cells) at ε = 1, δ = 1e-6,
 // the mean TVD of the workload's 1- and 2-way marginals is at most 0.05
@@ -233,9 +270,9 @@ func TestMWEMAdultAccuracy(t *testing.T) {
 		var m float64
 		rounds := 0
 		for seed := range uint64(3) {
-			v, res := adultTVD(t, a, seed, Config{Epsilon: eps})
-			m += v / 3
-			rounds += res.Rounds
+			r := adultTVDMemo(t, a, seed, eps, false)
+			m += r.tvd / 3
+			rounds += r.rounds
 		}
 		t.Logf("mwem ε = %v: mean TVD %.4f (3 seeds, %.1f rounds on average)", eps, m, float64(rounds)/3)
 	}
@@ -252,10 +289,8 @@ func TestMWEMFinalVersusAverage(t *testing.T) {
 	for _, eps := range []float64{0.5, 1, 4} {
 		var final, avg float64
 		for seed := range uint64(3) {
-			f, _ := adultTVD(t, a, seed, Config{Epsilon: eps})
-			g, _ := adultTVD(t, a, seed, Config{Epsilon: eps, testAverage: true})
-			final += f / 3
-			avg += g / 3
+			final += adultTVDMemo(t, a, seed, eps, false).tvd / 3
+			avg += adultTVDMemo(t, a, seed, eps, true).tvd / 3
 		}
 		t.Logf("ε = %v: final iterate %.4f, average of iterates %.4f", eps, final, avg)
 		if !(final < avg) {

@@ -2,6 +2,7 @@ package pmw
 
 import (
 	"context"
+	"os"
 	"slices"
 	"testing"
 
@@ -26,6 +27,33 @@ const (
 	zcdp           = -1
 	zcdpAuditDelta = 1e-2
 )
+
+// mutantRuns gives the runs per input of the planted bugs caught with a
+// wide margin, in the default run; with SYNTH_SLOW_AUDITS set (.ci/run
+// sets it) they run as many times as before (pmwAuditRuns() or their own
+// 20,000). Each was measured at 60,000 (or 20,000) runs; with the counts
+// of the event that audit chose moved five standard deviations against the
+// audit (and 5 more runs on the rare side), the bound at confidence
+// 1 − 1e-6 with the runs below is still above the claim (claim →
+// pessimistic bound): measurement with sensitivity 1, 1 → 4.66; weighted,
+// 1 → 4.45; mwem noise scaled by 1, 0.368 → 2.52; whole marginal, 0.368 →
+// 1.96; weighted, 0.368 → 2.45; initial marginals without √d, 3.04 →
+// 4.13; Laplace scaled by 1, 4 → 5.68; n̂ from the true size, 0.5 → 5.72;
+// ρ taken as ε, 0.368 → 0.81 (at 20,000; 0.64 at 10,000). A miss needs a
+// five-sigma deviation (probability < 1e-6 per count). The selection with
+// sensitivity 1 (1 → 1.17 at 10,000) keeps its 60,000.
+var mutantRuns = map[string]int{
+	"paper n̂ from the true size":                           10_000,
+	"paper rounds, measurement with sensitivity 1":          10_000,
+	"paper weighted family, measurement with sensitivity 1": 10_000,
+	"mwem n̂ from the true size":                            10_000,
+	"mwem, noise scaled by 1 instead of Δ̃":                 10_000,
+	"mwem, σ from the wrong ρ (ρ taken as ε)":               20_000,
+	"mwem whole marginal, noise scaled by 1":                10_000,
+	"mwem weighted family, noise scaled by 1":               10_000,
+	"mwem initial marginals without the √d":                 10_000,
+	"mwem laplace, noise scaled by 1":                       10_000,
+}
 
 // pmwAuditRuns is the number of runs per instance.
 func pmwAuditRuns() int {
@@ -246,6 +274,9 @@ func runPMWAuditCases(t *testing.T, catch bool) {
 			if runs == 0 {
 				runs = pmwAuditRuns()
 			}
+			if n, ok := mutantRuns[c.name]; ok && os.Getenv("SYNTH_SLOW_AUDITS") == "" {
+				runs = min(runs, n)
+			}
 			res := audit.MustRunScalar(t, m, mp, runs, claimDelta)
 			t.Logf("%s: ε lower bound %.3f (claim %.3g), event %s, counts %d / %d of %d",
 				c.name, res.EpsilonLowerBound, claimEps, res.Event, res.CountD, res.CountDPrime, res.N)
@@ -430,6 +461,21 @@ func TestAuditMWEMSelectionMutant(t *testing.T) {
 			max(factor, 1), res.EpsilonLowerBound, claim, res.Event, res.CountD, res.CountDPrime, res.N)
 		if caught := res.EpsilonLowerBound > claim; caught != (factor > 0) {
 			t.Fatalf("selection ε × %g: ε lower bound %.3f against the claim %.3f (event %s)", max(factor, 1), res.EpsilonLowerBound, claim, res.Event)
+		}
+	}
+}
+
+// TestMutantRunsNameMutants: every entry of mutantRuns names a planted bug
+// of pmwAuditCases (a renamed case would otherwise run at full length, and
+// an honest case must never run shorter).
+func TestMutantRunsNameMutants(t *testing.T) {
+	catch := map[string]bool{}
+	for _, c := range pmwAuditCases() {
+		catch[c.name] = c.catch
+	}
+	for name := range mutantRuns {
+		if isMutant, ok := catch[name]; !ok || !isMutant {
+			t.Errorf("mutantRuns names %q, which is not a planted bug of pmwAuditCases", name)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -205,7 +206,13 @@ type eqModification struct {
 func TestSensitivityBoundsUnderJoinEquality(t *testing.T) {
 	ctx := context.Background()
 	rng := newRand(t)
-	n := 200
+	// The default run checks the first 60 instances of the seeded sequence
+	// (-residual.seed picks another); SYNTH_SLOW_AUDITS (.ci/run) checks
+	// 200 as before.
+	n := 60
+	if os.Getenv("SYNTH_SLOW_AUDITS") != "" {
+		n = 200
+	}
 	if testing.Short() {
 		n = 50
 	}

@@ -134,7 +134,13 @@ func viewRows(t *testing.T, eng *engine.Engine, r hypergraph.Relation) []int {
 // join sizes add up to the join's (the engine's JoinSize), and no tuple of
 // a private relation is in more sub-instances than the public bound K.
 func TestHierEngineMatchesBruteForce(t *testing.T) {
-	n := 200
+	// The default run checks the first 50 instances of the fixed sequence
+	// (a third of a minute of CPU); SYNTH_SLOW_AUDITS (.ci/run) checks all
+	// 200 as before.
+	n := 50
+	if os.Getenv("SYNTH_SLOW_AUDITS") != "" {
+		n = 200
+	}
 	if testing.Short() {
 		n = 40
 	}

@@ -21,13 +21,15 @@ import (
 	"github.com/synth-dp/synth/release/publish"
 )
 
-// buildSynth builds the synth binary into a temporary folder.
+// buildSynth returns the synth binary to start: this package's test
+// binary, which acts as synth when asSynthEnv is set (see TestMain; synthCmd
+// sets it). cmd/synth's main is the same three lines as TestMain's, so the
+// processes run the same code as the linked binary would.
 func buildSynth(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "synth")
-	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/synth")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatalf("the test binary: %v", err)
 	}
 	return bin
 }
@@ -122,7 +124,7 @@ func onlyRelease(t *testing.T, out string) {
 
 func synthCmd(bin, config, out string, eps string, env ...string) *exec.Cmd {
 	cmd := exec.Command(bin, "-q", "release", "--config", config, "--out", out, "--overwrite", "--epsilon", eps)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), asSynthEnv+"=1"), env...)
 	return cmd
 }
 
