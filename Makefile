@@ -18,7 +18,7 @@ build:
 ## relational/ipopt) when it finds Ipopt
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -shuffle=on $(PKGS)
+	$(GO) test -count=1 -shuffle=on -timeout 30m $(PKGS)
 	@if pkg-config --exists clp 2>/dev/null; then \
 		echo "CLP found: vet and test with -tags clp"; \
 		$(GO) vet -tags clp ./relational/ ./relational/clp/ && $(GO) test -count=1 -shuffle=on -tags clp ./relational/ ./relational/clp/; \
