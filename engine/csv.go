@@ -195,124 +195,203 @@ const MaxRecordBytes = 32 << 20
 // lower it to exercise long records with small files.
 var recordLimit = MaxRecordBytes
 
-// scanLong streams a CSV source and returns a [*CSVError] for the first
-// record longer than limit bytes, naming its line and its longest field's
-// column and length, and saying whether synth reads that column; nil when
-// every record fits (or the file does not open). Memory stays at the read
-// buffer whatever the values' lengths. It follows the dialect of
-// [newCSVReader] (comma, "-quotes, "" inside them); a malformed quote is
-// left to [scanCSV].
-func scanLong(file string, header []string, read []bool, limit int) *CSVError {
-	f, err := openCSV(file)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
+// csvEvents receives what [lexCSV] reads.
+type csvEvents interface {
+	// value receives bytes of the current field's value: its text, plain
+	// or quoted (an escaped quote as one "), never a line end's \r.
+	value(b []byte) error
+	// quoted says the current field opened a quote.
+	quoted()
+	// endField ends the current field (at a comma or a record's end).
+	endField() error
+	// endRecord ends the current record: a \n (or the end of the file)
+	// after its last field, which endRecord ends itself.
+	endRecord(l *csvLexer) error
+}
+
+// csvLexer is the state machine of synth's CSV dialect (comma, "-quotes,
+// "" inside them, \r dropped outside quotes) that [scanLong] and
+// [projectCSV] share: it streams the file through a fixed buffer, so a
+// value's length never sets its memory.
+type csvLexer struct {
+	// Line is the line of the byte read; RecLine the line where the
+	// record started; RecBytes the record's bytes read so far, its quotes,
+	// commas and line end included.
+	Line, RecLine int64
+	RecBytes      int
+	// strict makes text after a closing quote errNotProjected (else it
+	// is read as unquoted text).
+	strict bool
+}
+
+// lexCSV runs the lexer over r, calling ev. At the end of the file (not
+// strict: at any read error) a record holding any byte ends (strict: an
+// open quote there is errNotProjected).
+func lexCSV(r io.Reader, ev csvEvents, strict bool) error {
 	const (
 		start  = iota // at the start of a field
 		plain         // in an unquoted field
 		quoted        // in a quoted field
 		quote         // after a " in a quoted field
 	)
-	buf := make([]byte, 1<<20)
+	l := &csvLexer{Line: 1, RecLine: 1, strict: strict}
 	state := start
-	var (
-		line, recLine       int64 = 1, 1
-		field, fieldLen     int
-		recLen              int
-		longField, longSize = -1, 0
-		longRead            = 0 // the longest value of a column read
-		header1             = true
-	)
-	endField := func() {
-		if fieldLen > longSize {
-			longField, longSize = field, fieldLen
+	buf := make([]byte, 1<<20)
+	endRecord := func() error {
+		if err := ev.endField(); err != nil {
+			return err
 		}
-		if field < len(read) && read[field] && fieldLen > longRead {
-			longRead = fieldLen
+		if err := ev.endRecord(l); err != nil {
+			return err
 		}
-		field++
-		fieldLen = 0
-	}
-	report := func() *CSVError {
-		name := fmt.Sprintf("column %d", longField+1)
-		if longField < len(header) {
-			name = fmt.Sprintf("column %q", header[longField])
-		}
-		// Without the columns not read the record fits, unless a value
-		// read is itself too long.
-		e := &CSVError{File: file, Line: recLine, undeclared: longRead <= limit}
-		if longField < len(read) && read[longField] {
-			e.Problem = fmt.Sprintf("a record of more than %d bytes: %s holds a value of %d bytes", limit, name, longSize)
-			e.Fix = "synth reads records of at most " + strconv.Itoa(limit) + " bytes; a declared column's values are short (categories, numbers, dates, keys): check the quoting"
-		} else {
-			e.Problem = fmt.Sprintf("a record of more than %d bytes: %s, which the spec does not declare, holds a value of %d bytes", limit, name, longSize)
-			e.Fix = "drop that column from the file (e.g. keep only the declared columns with DuckDB: COPY (SELECT ... FROM 'in.csv') TO 'out.csv'), or check the quoting"
-		}
-		return e
-	}
-	// A record's length is checked when it ends, so that the report gives
-	// its longest value's whole length.
-	endRecord := func() *CSVError {
-		endField()
-		if recLen > limit && !header1 {
-			return report()
-		}
-		line++
-		recLine, field, recLen, longField, longSize, longRead, header1 = line, 0, 0, -1, 0, 0, false
+		l.Line++
+		l.RecLine, l.RecBytes = l.Line, 0
 		return nil
 	}
 	for {
-		n, rerr := f.Read(buf)
+		n, rerr := r.Read(buf)
 		b := buf[:n]
 		for i := 0; i < len(b); i++ {
 			if state == quoted {
 				// Jump to the next quote.
 				j := bytes.IndexByte(b[i:], '"')
-				skip := j + 1 // the text and the quote
-				if j < 0 {
-					j = len(b) - i
-					skip = j
-				} else {
+				end, skip := len(b), len(b)-i // the text, and the quote
+				if j >= 0 {
+					end, skip = i+j, j+1
 					state = quote
 				}
-				line += int64(bytes.Count(b[i:i+j], []byte{'\n'}))
-				fieldLen += j
-				recLen += skip
+				l.Line += int64(bytes.Count(b[i:end], []byte{'\n'}))
+				l.RecBytes += skip
+				if err := ev.value(b[i:end]); err != nil {
+					return err
+				}
 				i += skip - 1
 				continue
 			}
-			recLen++
+			l.RecBytes++
 			switch c := b[i]; {
 			case c == '"' && state == start:
 				state = quoted
+				ev.quoted()
 			case c == '"' && state == quote:
-				fieldLen++ // an escaped quote
+				if err := ev.value(b[i : i+1]); err != nil { // an escaped quote
+					return err
+				}
 				state = quoted
+			case state == quote && strict && c != ',' && c != '\n' && c != '\r':
+				return errNotProjected // text after a closing quote
 			case c == ',':
-				endField()
+				if err := ev.endField(); err != nil {
+					return err
+				}
 				state = start
 			case c == '\n':
-				if e := endRecord(); e != nil {
-					return e
+				if err := endRecord(); err != nil {
+					return err
 				}
 				state = start
 			case c == '\r':
 				// part of a line end
 			default:
-				fieldLen++
+				if err := ev.value(b[i : i+1]); err != nil {
+					return err
+				}
 				if state == start || state == quote {
 					state = plain
 				}
 			}
 		}
 		if rerr != nil {
-			if recLen > 0 {
+			if strict && !errors.Is(rerr, io.EOF) {
+				return rerr // (scanLong ends the file at a read error too)
+			}
+			if strict && state == quoted {
+				return errNotProjected
+			}
+			if l.RecBytes > 0 {
 				return endRecord()
 			}
 			return nil
 		}
 	}
+}
+
+// scanLong streams a CSV source and returns a [*CSVError] for the first
+// record longer than limit bytes, naming its line and its longest field's
+// column and length, and saying whether synth reads that column; nil when
+// every record fits (or the file does not open). Memory stays at the read
+// buffer whatever the values' lengths. It follows the dialect of
+// [newCSVReader] ([lexCSV]); a malformed quote is left to [scanCSV].
+func scanLong(file string, header []string, read []bool, limit int) *CSVError {
+	f, err := openCSV(file)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	s := &longScan{file: file, header: header, read: read, limit: limit, longField: -1, header1: true}
+	var e *CSVError
+	if errors.As(lexCSV(f, s, false), &e) {
+		return e
+	}
+	return nil
+}
+
+// longScan is [scanLong]'s [csvEvents].
+type longScan struct {
+	file                string
+	header              []string
+	read                []bool
+	limit               int
+	field, fieldLen     int
+	longField, longSize int
+	longRead            int // the longest value of a column read
+	header1             bool
+}
+
+func (s *longScan) value(b []byte) error { s.fieldLen += len(b); return nil }
+func (s *longScan) quoted()              {}
+
+func (s *longScan) endField() error {
+	if s.fieldLen > s.longSize {
+		s.longField, s.longSize = s.field, s.fieldLen
+	}
+	if s.field < len(s.read) && s.read[s.field] && s.fieldLen > s.longRead {
+		s.longRead = s.fieldLen
+	}
+	s.field++
+	s.fieldLen = 0
+	return nil
+}
+
+// endRecord checks the record's length when it ends, so that the report
+// gives its longest value's whole length.
+func (s *longScan) endRecord(l *csvLexer) error {
+	if l.RecBytes > s.limit && !s.header1 {
+		return s.report(l.RecLine)
+	}
+	s.field, s.longField, s.longSize, s.longRead, s.header1 = 0, -1, 0, 0, false
+	return nil
+}
+
+func (s *longScan) report(line int64) *CSVError {
+	// A record of empty values only (commas, quotes) names its first
+	// column (it indexed the header at -1 before).
+	s.longField = max(s.longField, 0)
+	name := fmt.Sprintf("column %d", s.longField+1)
+	if s.longField < len(s.header) {
+		name = fmt.Sprintf("column %q", s.header[s.longField])
+	}
+	// Without the columns not read the record fits, unless a value read
+	// is itself too long.
+	e := &CSVError{File: s.file, Line: line, undeclared: s.longRead <= s.limit}
+	if s.longField < len(s.read) && s.read[s.longField] {
+		e.Problem = fmt.Sprintf("a record of more than %d bytes: %s holds a value of %d bytes", s.limit, name, s.longSize)
+		e.Fix = "synth reads records of at most " + strconv.Itoa(s.limit) + " bytes; a declared column's values are short (categories, numbers, dates, keys): check the quoting"
+	} else {
+		e.Problem = fmt.Sprintf("a record of more than %d bytes: %s, which the spec does not declare, holds a value of %d bytes", s.limit, name, s.longSize)
+		e.Fix = "drop that column from the file (e.g. keep only the declared columns with DuckDB: COPY (SELECT ... FROM 'in.csv') TO 'out.csv'), or check the quoting"
+	}
+	return e
 }
 
 // scanCSV reads a whole CSV source and returns the first problem it finds
@@ -455,141 +534,82 @@ func projectCSV(file string, header []string, keep []int, dst io.Writer, limit i
 		return err
 	}
 	defer f.Close()
-	w := bufio.NewWriterSize(dst, 1<<20)
-	out := make([]int, len(header)) // position in the output, -1 when skipped
-	for i := range out {
-		out[i] = -1
+	p := &projection{file: file, header: header, limit: limit, w: bufio.NewWriterSize(dst, 1<<20),
+		out: make([]int, len(header)), rec: make([][]byte, len(keep)), recQuoted: make([]bool, len(keep)), recLine: 1}
+	for i := range p.out {
+		p.out[i] = -1 // skipped
 	}
 	for k, i := range keep {
-		out[i] = k
+		p.out[i] = k
 	}
-	const (
-		start  = iota // at the start of a field
-		plain         // in an unquoted field
-		quoted        // in a quoted field
-		quote         // after a " in a quoted field
-	)
-	var (
-		state         = start
-		line, recLine = int64(1), int64(1)
-		field         int
-		val           []byte // the kept field's value
-		wasQuoted     bool
-		rec           = make([][]byte, len(keep))
-		recQuoted     = make([]bool, len(keep))
-		empty         = true // nothing of the record read yet
-	)
-	endField := func() error {
-		if field < len(out) && out[field] >= 0 {
-			rec[out[field]] = append(rec[out[field]][:0], val...)
-			recQuoted[out[field]] = wasQuoted
-		}
-		field++
-		val, wasQuoted = val[:0], false
+	if err := lexCSV(f, p, true); err != nil {
+		return err
+	}
+	return p.w.Flush()
+}
+
+// projection is [projectCSV]'s [csvEvents].
+type projection struct {
+	file      string
+	header    []string
+	limit     int
+	w         *bufio.Writer
+	out       []int // position in the output, -1 when skipped
+	field     int
+	val       []byte // the kept field's value
+	wasQuoted bool
+	rec       [][]byte
+	recQuoted []bool
+	recLine   int64 // the line of the record, for errors
+}
+
+func (p *projection) kept() bool { return p.field < len(p.out) && p.out[p.field] >= 0 }
+
+func (p *projection) quoted() { p.wasQuoted = true }
+
+func (p *projection) value(b []byte) error {
+	if !p.kept() {
 		return nil
 	}
-	endRecord := func() error {
-		endField()
-		if field != len(header) {
-			return errNotProjected
-		}
-		for k := range rec {
-			if k > 0 {
-				w.WriteByte(',')
-			}
-			if recQuoted[k] {
-				w.WriteByte('"')
-				w.Write(bytes.ReplaceAll(rec[k], []byte{'"'}, []byte{'"', '"'}))
-				w.WriteByte('"')
-			} else {
-				w.Write(rec[k])
-			}
-		}
-		w.WriteByte('\n')
-		line++
-		recLine, field, empty = line, 0, true
-		return nil
+	if len(p.val)+len(b) > p.limit {
+		return &CSVError{File: p.file, Line: p.recLine,
+			Problem: fmt.Sprintf("a value of more than %d bytes in column %q", p.limit, p.header[p.field]),
+			Fix:     "synth reads values of at most " + strconv.Itoa(p.limit) + " bytes in a declared column; a declared column's values are short (categories, numbers, dates, keys): check the quoting"}
 	}
-	kept := func() bool { return field < len(out) && out[field] >= 0 }
-	add := func(b []byte) error {
-		if !kept() {
-			return nil
-		}
-		if len(val)+len(b) > limit {
-			return &CSVError{File: file, Line: recLine,
-				Problem: fmt.Sprintf("a value of more than %d bytes in column %q", limit, header[field]),
-				Fix:     "synth reads values of at most " + strconv.Itoa(limit) + " bytes in a declared column; a declared column's values are short (categories, numbers, dates, keys): check the quoting"}
-		}
-		val = append(val, b...)
-		return nil
+	p.val = append(p.val, b...)
+	return nil
+}
+
+func (p *projection) endField() error {
+	if p.kept() {
+		p.rec[p.out[p.field]] = append(p.rec[p.out[p.field]][:0], p.val...)
+		p.recQuoted[p.out[p.field]] = p.wasQuoted
 	}
-	buf := make([]byte, 1<<20)
-	for {
-		n, rerr := f.Read(buf)
-		b := buf[:n]
-		for i := 0; i < len(b); i++ {
-			if state == quoted {
-				j := bytes.IndexByte(b[i:], '"')
-				end := len(b)
-				if j >= 0 {
-					end = i + j
-					state = quote
-				}
-				line += int64(bytes.Count(b[i:end], []byte{'\n'}))
-				if err := add(b[i:end]); err != nil {
-					return err
-				}
-				i = end
-				if j < 0 {
-					i--
-				}
-				continue
-			}
-			empty = false
-			switch c := b[i]; {
-			case c == '"' && state == start:
-				state, wasQuoted = quoted, true
-			case c == '"' && state == quote:
-				if err := add(b[i : i+1]); err != nil { // an escaped quote
-					return err
-				}
-				state = quoted
-			case state == quote && c != ',' && c != '\n' && c != '\r':
-				return errNotProjected // text after a closing quote
-			case c == ',':
-				endField()
-				state = start
-			case c == '\n':
-				if err := endRecord(); err != nil {
-					return err
-				}
-				state = start
-			case c == '\r':
-				// part of a line end
-			default:
-				if err := add(b[i : i+1]); err != nil {
-					return err
-				}
-				if state == start {
-					state = plain
-				}
-			}
+	p.field++
+	p.val, p.wasQuoted = p.val[:0], false
+	return nil
+}
+
+func (p *projection) endRecord(l *csvLexer) error {
+	if p.field != len(p.header) {
+		return errNotProjected
+	}
+	w := p.w
+	for k := range p.rec {
+		if k > 0 {
+			w.WriteByte(',')
 		}
-		if rerr == io.EOF {
-			if state == quoted {
-				return errNotProjected
-			}
-			if !empty {
-				if err := endRecord(); err != nil {
-					return err
-				}
-			}
-			return w.Flush()
-		}
-		if rerr != nil {
-			return rerr
+		if p.recQuoted[k] {
+			w.WriteByte('"')
+			w.Write(bytes.ReplaceAll(p.rec[k], []byte{'"'}, []byte{'"', '"'}))
+			w.WriteByte('"')
+		} else {
+			w.Write(p.rec[k])
 		}
 	}
+	w.WriteByte('\n')
+	p.field, p.recLine = 0, l.Line+1
+	return nil
 }
 
 // errNotProjected is [projectCSV]'s report of a file outside synth's CSV

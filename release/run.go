@@ -457,7 +457,7 @@ func (r *run) drawRows(p *Plan, c *charged, out *Output) (*rowPlan, error) {
 		return rp, nil
 	}
 	rp.drawn = make([]int64, 0, rp.rows)
-	if err := synthfile.Shuffle(rand.New(r.src), rp.cells, rp.counts, rp.rows, rp.mode, func(cell int64) error {
+	if err := synthfile.ShuffleBlocks(rand.New(r.src), rp.cells, rp.counts, rp.rows, rp.mode, func(cell int64) error {
 		rp.drawn = append(rp.drawn, cell)
 		return nil
 	}); err != nil {
@@ -592,7 +592,7 @@ func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir s
 			}
 		}
 	} else {
-		err = synthfile.Shuffle(rand.New(r.src), rp.cells, rp.counts, rows, rp.mode, emit)
+		err = synthfile.ShuffleBlocks(rand.New(r.src), rp.cells, rp.counts, rows, rp.mode, emit)
 	}
 	rp.cells, rp.counts, rp.drawn = nil, nil, nil
 	if err != nil {

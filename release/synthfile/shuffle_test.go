@@ -2,10 +2,12 @@ package synthfile
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -192,4 +194,292 @@ func TestShuffleMatchesBruteForce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// chiSquareCrit99999 returns a critical value of the χ² law with df
+// degrees of freedom at the 1−10⁻⁵ level (Wilson–Hilferty): a correct
+// sampler fails a test using it once in 10⁵ seeds; the seeds are fixed.
+func chiSquareCrit99999(df int) float64 {
+	const z = 4.265 // the standard normal's 1−10⁻⁵ quantile
+	d := float64(df)
+	h := 2 / (9 * d)
+	return d * math.Pow(1-h+z*math.Sqrt(h), 3)
+}
+
+// chiSquare is Pearson's statistic of observed counts against expected
+// probabilities over r draws, bins of expectation under 5 merged into one
+// (they are rare in these tests); it returns the statistic and the
+// degrees of freedom.
+func chiSquare(obs map[string]int, probs map[string]float64, r int) (float64, int) {
+	var stat, tailE float64
+	tailO, bins := 0, 0
+	for k, p := range probs {
+		e := p * float64(r)
+		if e < 5 {
+			tailE += e
+			tailO += obs[k]
+			continue
+		}
+		d := float64(obs[k]) - e
+		stat += d * d / e
+		bins++
+	}
+	for k := range obs {
+		if _, ok := probs[k]; !ok {
+			return math.Inf(1), bins // an impossible outcome
+		}
+	}
+	if tailE > 0 {
+		d := float64(tailO) - tailE
+		stat += d * d / max(tailE, 1e-300)
+		bins++
+	}
+	return stat, bins - 1
+}
+
+// hyperPMF is the hypergeometric law (N items, k marked, n drawn) by the
+// recurrence of consecutive probabilities, normalised by its sum: the
+// oracle of TestHypergeometric.
+func hyperPMF(N, k, n int64) map[string]float64 {
+	lo, hi := max(0, n-(N-k)), min(n, k)
+	w := []float64{1}
+	for x := lo; x < hi; x++ {
+		fx := float64(x)
+		w = append(w, w[len(w)-1]*(float64(k)-fx)*(float64(n)-fx)/((fx+1)*(float64(N-k-n)+fx+1)))
+	}
+	var sum float64
+	for _, v := range w {
+		sum += v
+	}
+	out := map[string]float64{}
+	for i, v := range w {
+		out[strconv.FormatInt(lo+int64(i), 10)] = v / sum
+	}
+	return out
+}
+
+// TestHypergeometric checks hypergeometric's law against the exact one by
+// χ² (4·10⁴ draws, level 1−10⁻⁵), on both of its paths (the draw-by-draw
+// simulation and the inversion from the mode, forced by hyperDirectMax =
+// 0) and every symmetry (most marked, most drawn). A binomial draw in its
+// place (n draws with replacement) fails the cases where n is a large part
+// of N: its variance is larger by (N−1)/(N−n).
+func TestHypergeometric(t *testing.T) {
+	cases := []struct{ N, k, n int64 }{
+		{10, 3, 4}, {20, 10, 10}, {50, 45, 7}, {50, 7, 45}, {200, 120, 150},
+		{1000, 300, 700}, {5000, 40, 2500}, {100000, 30000, 50000}, {7, 7, 3}, {9, 0, 4}, {12, 5, 12},
+	}
+	const R = 40_000
+	for _, direct := range []int64{16, 0} {
+		old := hyperDirectMax
+		hyperDirectMax = direct
+		for ci, c := range cases {
+			rnd := rand.New(rand.NewPCG(uint64(ci), uint64(direct)))
+			obs := map[string]int{}
+			for range R {
+				obs[strconv.FormatInt(hypergeometric(rnd, c.N, c.k, c.n), 10)]++
+			}
+			stat, df := chiSquare(obs, hyperPMF(c.N, c.k, c.n), R)
+			if df == 0 {
+				if math.IsInf(stat, 1) {
+					t.Errorf("direct ≤ %d, N %d k %d n %d: an impossible value %v", direct, c.N, c.k, c.n, obs)
+				}
+				continue
+			}
+			if crit := chiSquareCrit99999(df); stat > crit {
+				t.Errorf("direct ≤ %d, N %d k %d n %d: χ² %.1f > %.1f (%d df)", direct, c.N, c.k, c.n, stat, crit, df)
+			}
+		}
+		hyperDirectMax = old
+	}
+}
+
+// permutations returns every distinct arrangement of the multiset
+// (cells[i] counts[i] times), as strings.
+func permutations(cells, counts []int64) []string {
+	left := slices.Clone(counts)
+	var total int64
+	for _, c := range counts {
+		total += c
+	}
+	var out []string
+	cur := make([]byte, 0, total)
+	var rec func()
+	rec = func() {
+		if int64(len(cur)) == total {
+			out = append(out, string(cur))
+			return
+		}
+		for i, c := range left {
+			if c > 0 {
+				left[i]--
+				cur = append(cur, byte('a'+cells[i]))
+				rec()
+				cur = cur[:len(cur)-1]
+				left[i]++
+			}
+		}
+	}
+	rec()
+	return out
+}
+
+// TestShuffleBlocksUniform: ShuffleBlocks with blocks of 3 rows on a
+// multiset of 7 rows (210 arrangements) gives every arrangement with
+// probability 1/210 (all rows) and every prefix of 5 rows with the law of
+// a uniform permutation's first 5 (without replacement), by χ² at level
+// 1−10⁻⁵ over 42,000 runs, on both hypergeometric paths, with one and
+// three workers. The oracle enumerates the arrangements. It fails on a
+// split of the blocks that is not hypergeometric (a binomial split: each
+// cell's share of a block drawn with replacement) and on blocks not
+// shuffled within.
+func TestShuffleBlocksUniform(t *testing.T) {
+	cells, counts := []int64{0, 1, 2}, []int64{2, 2, 3}
+	perms := permutations(cells, counts)
+	if len(perms) != 210 {
+		t.Fatalf("%d arrangements, want 210", len(perms))
+	}
+	defer func(b int64, w int, d int64) { shuffleBlockRows, shuffleWorkers, hyperDirectMax = b, w, d }(shuffleBlockRows, shuffleWorkers, hyperDirectMax)
+	shuffleBlockRows = 3
+	const R = 42_000
+	for _, tc := range []struct {
+		mode    Sampling
+		rows    int
+		workers int
+		direct  int64
+	}{
+		{SampleAll, 7, 1, 16}, {SampleAll, 7, 3, 0}, {SampleWithoutReplacement, 5, 2, 16}, {SampleWithoutReplacement, 5, 1, 0},
+	} {
+		shuffleWorkers, hyperDirectMax = tc.workers, tc.direct
+		probs := map[string]float64{}
+		for _, p := range perms {
+			probs[p[:tc.rows]] += 1 / float64(len(perms))
+		}
+		obs := map[string]int{}
+		rnd := rand.New(rand.NewPCG(uint64(tc.rows), uint64(tc.workers)))
+		buf := make([]byte, 0, 7)
+		for range R {
+			buf = buf[:0]
+			if err := ShuffleBlocks(rnd, cells, counts, int64(tc.rows), tc.mode, func(c int64) error { buf = append(buf, byte('a'+c)); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			obs[string(buf)]++
+		}
+		stat, df := chiSquare(obs, probs, R)
+		if crit := chiSquareCrit99999(df); stat > crit {
+			t.Errorf("%s, %d rows, %d workers, direct ≤ %d: χ² %.1f > %.1f (%d df)", tc.mode, tc.rows, tc.workers, tc.direct, stat, crit, df)
+		}
+	}
+}
+
+// TestShuffleBlocksLarge: on the TPC-H example's shape (cells with skewed
+// counts, several blocks), every mode gives exactly the rows asked for
+// and, without replacement, never more of a cell than it holds (all: the
+// exact multiset); with replacement, the frequencies count/total within
+// 5 standard deviations.
+func TestShuffleBlocksLarge(t *testing.T) {
+	defer func(b int64) { shuffleBlockRows = b }(shuffleBlockRows)
+	shuffleBlockRows = 10_000
+	rnd := rand.New(rand.NewPCG(3, 4))
+	const k = 300
+	cells, counts := make([]int64, k), make([]int64, k)
+	var total int64
+	for i := range k {
+		cells[i] = int64(7 * i)
+		counts[i] = int64(rnd.Float64() * rnd.Float64() * 700)
+		total += counts[i]
+	}
+	for _, tc := range []struct {
+		mode Sampling
+		rows int64
+	}{{SampleAll, total}, {SampleWithoutReplacement, total/2 + 17}, {SampleWithReplacement, 3*total + 5}} {
+		got := map[int64]int64{}
+		var n int64
+		if err := ShuffleBlocks(rnd, cells, counts, tc.rows, tc.mode, func(c int64) error { got[c]++; n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if n != tc.rows {
+			t.Fatalf("%s: %d rows, want %d", tc.mode, n, tc.rows)
+		}
+		for i, c := range cells {
+			switch tc.mode {
+			case SampleAll:
+				if got[c] != counts[i] {
+					t.Fatalf("all rows: cell %d %d times, want %d", c, got[c], counts[i])
+				}
+			case SampleWithoutReplacement:
+				if got[c] > counts[i] {
+					t.Fatalf("without replacement: cell %d %d times, holds %d", c, got[c], counts[i])
+				}
+			default:
+				p := float64(counts[i]) / float64(total)
+				sd := math.Sqrt(float64(tc.rows) * p * (1 - p))
+				if math.Abs(float64(got[c])-float64(tc.rows)*p) > 5*sd+1e-9 {
+					t.Errorf("with replacement: cell %d %d times, want ≈ %.0f", c, got[c], float64(tc.rows)*p)
+				}
+			}
+		}
+	}
+}
+
+// TestShuffleBlocksDeterministic: a seeded draw gives the same rows with
+// 1, 2, 3 or 8 workers (each block has its own stream), and a different
+// seed other rows; an error of emit stops the draw and comes back.
+func TestShuffleBlocksDeterministic(t *testing.T) {
+	defer func(b int64, w int) { shuffleBlockRows, shuffleWorkers = b, w }(shuffleBlockRows, shuffleWorkers)
+	shuffleBlockRows = 1000
+	cells, counts := []int64{1, 2, 3, 4, 5}, []int64{2500, 10, 1200, 0, 3333}
+	draw := func(seed uint64, workers int, mode Sampling, rows int64) []int64 {
+		shuffleWorkers = workers
+		var out []int64
+		if err := ShuffleBlocks(rand.New(rand.NewChaCha8([32]byte{byte(seed)})), cells, counts, rows, mode, func(c int64) error { out = append(out, c); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, mode := range []Sampling{SampleAll, SampleWithoutReplacement, SampleWithReplacement} {
+		rows := map[Sampling]int64{SampleAll: 7043, SampleWithoutReplacement: 4001, SampleWithReplacement: 9999}[mode]
+		want := draw(1, 1, mode, rows)
+		for _, w := range []int{2, 3, 8} {
+			if got := draw(1, w, mode, rows); !slices.Equal(got, want) {
+				t.Errorf("%s: %d workers drew other rows than one", mode, w)
+			}
+		}
+		if slices.Equal(draw(2, 2, mode, rows), want) {
+			t.Errorf("%s: seeds 1 and 2 drew the same rows", mode)
+		}
+	}
+	stop := errors.New("stop")
+	n := 0
+	shuffleWorkers = 3
+	err := ShuffleBlocks(rand.New(rand.NewPCG(1, 1)), cells, counts, 7043, SampleAll, func(int64) error {
+		if n++; n == 2500 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != 2500 {
+		t.Errorf("emit's error: got %v after %d rows, want %v after 2500", err, n, stop)
+	}
+}
+
+// BenchmarkShuffleBlocks is BenchmarkShuffle through ShuffleBlocks.
+func BenchmarkShuffleBlocks(b *testing.B) {
+	n := int64(benchWriterRows(b))
+	const k = 5250
+	cells, counts := make([]int64, k), make([]int64, k)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var total int64
+	for i := range cells {
+		cells[i] = int64(i)
+		counts[i] = int64(rnd.Float64() * rnd.Float64() * float64(2*n/k))
+		total += counts[i]
+	}
+	var sink int64
+	for b.Loop() {
+		if err := ShuffleBlocks(rand.New(rand.NewChaCha8([32]byte{})), cells, counts, total, SampleAll, func(c int64) error { sink += c; return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
