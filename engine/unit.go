@@ -65,22 +65,36 @@ func (e *Engine) UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, ke
 		return nil, nil, err
 	}
 	var cells []Cell
-	if q != "" { // no columns: the degrees only
-		if err := e.scanPairs(ctx, q, "unit histogram", func(a, b int64) error {
-			if a < 0 {
-				return fmt.Errorf("%w: unit histogram: a cell lies outside the sizes %v", ErrInvalid, sizes)
-			}
-			cells = append(cells, Cell{Index: a, Count: b})
+	var degs []UnitDegree
+	if q == "" { // no columns: the degrees only
+		err := e.scanPairs(ctx, nq, "unit degrees", func(a, b int64) error {
+			degs = append(degs, UnitDegree{Rows: a, Units: b})
 			return nil
-		}); err != nil {
-			return nil, nil, err
+		})
+		return nil, degs, err
+	}
+	// One statement for both (the join is built once): kind 0 rows are
+	// cells, kind 1 rows the degrees.
+	rows, err := e.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, nil, statError(ctx, "unit histogram", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind, a, b int64
+		if err := rows.Scan(&kind, &a, &b); err != nil {
+			return nil, nil, statError(ctx, "unit histogram", err)
+		}
+		switch {
+		case kind == 1:
+			degs = append(degs, UnitDegree{Rows: a, Units: b})
+		case a < 0:
+			return nil, nil, fmt.Errorf("%w: unit histogram: a cell lies outside the sizes %v", ErrInvalid, sizes)
+		default:
+			cells = append(cells, Cell{Index: a, Count: b})
 		}
 	}
-	var degs []UnitDegree
-	if err := e.scanPairs(ctx, nq, "unit degrees", func(a, b int64) error {
-		degs = append(degs, UnitDegree{Rows: a, Units: b})
-		return nil
-	}); err != nil {
+	if err := statError(ctx, "unit histogram", rows.Err()); err != nil {
 		return nil, nil, err
 	}
 	return cells, degs, nil
@@ -107,8 +121,10 @@ func (e *Engine) scanPairs(ctx context.Context, q, what string, f func(a, b int6
 	return statError(ctx, what, rows.Err())
 }
 
-// unitHistogramSQL returns the statements of [Engine.UnitHistogram]: the
-// bounded cells and the histogram of n_u. The join is the count plan of
+// unitHistogramSQL returns the statements of [Engine.UnitHistogram]:
+// cells, the bounded cells (rows of kind 0) and the histogram of n_u
+// (kind 1) in one statement ("" without columns), and degrees, the
+// histogram alone. The join is the count plan of
 // every relation of h grouped by the unit's key column and the binned
 // columns ([buildPlan]); the unit's key is carried as a plain column of its
 // relation (one relation holds it, so no comparison rule applies to it).
@@ -141,8 +157,11 @@ func unitHistogramSQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []s
 	u := p.alias(kept[0])
 	// n: the join rows of every unit (a NULL key is one unit too: it is
 	// refused by CheckPrimaryKey before any statistic runs).
-	with := "WITH j AS (" + p.statement(kept) + "), n AS (SELECT " + u + " AS u, SUM(c) AS nu FROM j GROUP BY " + u + ")"
-	degrees = with + " SELECT CAST(nu AS BIGINT) AS nu, CAST(COUNT(*) AS BIGINT) AS units FROM n GROUP BY nu ORDER BY nu"
+	// j and n are MATERIALIZED (DuckDB and PostgreSQL ≥ 12): the cells'
+	// statement reads each twice, and the join is the expensive part.
+	with := "WITH j AS MATERIALIZED (" + p.statement(kept) + "), n AS MATERIALIZED (SELECT " + u + " AS u, SUM(c) AS nu FROM j GROUP BY " + u + ")"
+	degreesOf := " SELECT CAST(nu AS BIGINT) AS nu, CAST(COUNT(*) AS BIGINT) AS units FROM n GROUP BY nu"
+	degrees = with + degreesOf + " ORDER BY nu"
 	if len(cols) == 0 {
 		return "", degrees, nil
 	}
@@ -161,8 +180,11 @@ func unitHistogramSQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []s
 	// least 1/bound ≥ 2⁻⁴⁰, far above the 2⁻⁵³ of rounding: the floor is
 	// exact.
 	w := fmt.Sprintf("LEAST(%d, CAST(FLOOR(CAST(%d AS DOUBLE PRECISION) / CAST(n.nu AS DOUBLE PRECISION)) AS BIGINT))", grid, bound)
-	cells = with + " SELECT i, CAST(SUM(wc) AS BIGINT) FROM (SELECT CASE WHEN " + strings.Join(check, " OR ") + " THEN -1 ELSE " + idx +
-		" END AS i, CAST(j.c AS BIGINT) * " + w + " AS wc FROM j JOIN n ON j." + u + " IS NOT DISTINCT FROM n.u) AS x GROUP BY i ORDER BY i"
+	// The cells (kind 0) and the degrees (kind 1) in one statement, so the
+	// join is built once.
+	cells = with + " SELECT 0 AS k, i, CAST(SUM(wc) AS BIGINT) AS v FROM (SELECT CASE WHEN " + strings.Join(check, " OR ") + " THEN -1 ELSE " + idx +
+		" END AS i, CAST(j.c AS BIGINT) * " + w + " AS wc FROM j JOIN n ON j." + u + " IS NOT DISTINCT FROM n.u) AS x GROUP BY i" +
+		" UNION ALL SELECT 1," + strings.TrimPrefix(degreesOf, " SELECT") + " ORDER BY 1, 2"
 	return cells, degrees, nil
 }
 
