@@ -130,30 +130,11 @@ func (e *Engine) scanPairs(ctx context.Context, q, what string, f func(a, b int6
 // relation (one relation holds it, so no comparison rule applies to it).
 func unitHistogramSQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64,
 	mixed map[string]bool, keys map[string][]string) (cells, degrees string, err error) {
-	if len(cols) != len(sizes) {
-		return "", "", fmt.Errorf("%w: unit histogram over %d columns with %d sizes", ErrInvalid, len(cols), len(sizes))
-	}
-	rel := h.Index(key.Relation)
-	if rel < 0 {
-		return "", "", fmt.Errorf("%w: unit key %s.%s: no relation %q", ErrInvalid, key.Relation, key.Column, key.Relation)
-	}
-	vars := []planVar{{rel: rel, col: key.Column}}
-	total := int64(1)
-	for i, c := range cols {
-		r := h.Index(c.Table)
-		if r < 0 {
-			return "", "", fmt.Errorf("%w: unit histogram column %s: no relation %q", ErrInvalid, c, c.Table)
-		}
-		if sizes[i] < 1 || total > (1<<62)/int64(sizes[i]) {
-			return "", "", fmt.Errorf("%w: unit histogram column %s: size %d (universe too large or empty)", ErrInvalid, c, sizes[i])
-		}
-		total *= int64(sizes[i])
-		vars = append(vars, planVar{rel: r, col: BinColumn(c.Column)})
-	}
-	p, kept, err := buildPlan(d, h, h.All(), nil, vars, mixed, keys)
+	j, err := unitJoinOf(d, h, key, cols, sizes, mixed, keys, "unit histogram")
 	if err != nil {
 		return "", "", err
 	}
+	p, kept := j.p, j.kept
 	u := p.alias(kept[0])
 	// n: the join rows of every unit (a NULL key is one unit too: it is
 	// refused by CheckPrimaryKey before any statistic runs).
@@ -165,15 +146,6 @@ func unitHistogramSQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []s
 	if len(cols) == 0 {
 		return "", degrees, nil
 	}
-	bins := kept[1:]
-	idx := "CAST(" + p.alias(bins[0]) + " AS BIGINT)"
-	var check []string
-	for i, v := range bins {
-		check = append(check, fmt.Sprintf("%s < 0 OR %s >= %d", p.alias(v), p.alias(v), sizes[i]))
-		if i > 0 {
-			idx = fmt.Sprintf("(%s * %d + %s)", idx, sizes[i], p.alias(v))
-		}
-	}
 	// w(u) = min(grid, ⌊bound/n_u⌋): the quotient of two integers below
 	// 2⁵³ is correctly rounded in DOUBLE PRECISION and differs from an
 	// integer k by at least 1/n_u unless it is k, a relative gap of at
@@ -182,10 +154,65 @@ func unitHistogramSQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []s
 	w := fmt.Sprintf("LEAST(%d, CAST(FLOOR(CAST(%d AS DOUBLE PRECISION) / CAST(n.nu AS DOUBLE PRECISION)) AS BIGINT))", grid, bound)
 	// The cells (kind 0) and the degrees (kind 1) in one statement, so the
 	// join is built once.
-	cells = with + " SELECT 0 AS k, i, CAST(SUM(wc) AS BIGINT) AS v FROM (SELECT CASE WHEN " + strings.Join(check, " OR ") + " THEN -1 ELSE " + idx +
-		" END AS i, CAST(j.c AS BIGINT) * " + w + " AS wc FROM j JOIN n ON j." + u + " IS NOT DISTINCT FROM n.u) AS x GROUP BY i" +
+	cells = with + " SELECT 0 AS k, i, CAST(SUM(wc) AS BIGINT) AS v FROM (SELECT " + j.cell() + " AS i, CAST(j.c AS BIGINT) * " + w + " AS wc FROM j JOIN n ON j." + u + " IS NOT DISTINCT FROM n.u) AS x GROUP BY i" +
 		" UNION ALL SELECT 1," + strings.TrimPrefix(degreesOf, " SELECT") + " ORDER BY 1, 2"
 	return cells, degrees, nil
+}
+
+// unitJoinPlan is the join of a unit statistic: the count plan of every
+// relation of h grouped by the unit's key column (kept[0]) and the binned
+// columns (kept[1:]).
+type unitJoinPlan struct {
+	p     *plan
+	kept  []int
+	sizes []int
+}
+
+// unitJoinOf builds the plan of [unitHistogramSQL] and [unitL2SQL], checking
+// the columns, their sizes (a universe below 2⁶²) and the unit's relation;
+// what names the statistic in errors.
+func unitJoinOf(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int,
+	mixed map[string]bool, keys map[string][]string, what string) (*unitJoinPlan, error) {
+	if len(cols) != len(sizes) {
+		return nil, fmt.Errorf("%w: %s over %d columns with %d sizes", ErrInvalid, what, len(cols), len(sizes))
+	}
+	rel := h.Index(key.Relation)
+	if rel < 0 {
+		return nil, fmt.Errorf("%w: unit key %s.%s: no relation %q", ErrInvalid, key.Relation, key.Column, key.Relation)
+	}
+	vars := []planVar{{rel: rel, col: key.Column}}
+	total := int64(1)
+	for i, c := range cols {
+		r := h.Index(c.Table)
+		if r < 0 {
+			return nil, fmt.Errorf("%w: %s column %s: no relation %q", ErrInvalid, what, c, c.Table)
+		}
+		if sizes[i] < 1 || total > (1<<62)/int64(sizes[i]) {
+			return nil, fmt.Errorf("%w: %s column %s: size %d (universe too large or empty)", ErrInvalid, what, c, sizes[i])
+		}
+		total *= int64(sizes[i])
+		vars = append(vars, planVar{rel: r, col: BinColumn(c.Column)})
+	}
+	p, kept, err := buildPlan(d, h, h.All(), nil, vars, mixed, keys)
+	if err != nil {
+		return nil, err
+	}
+	return &unitJoinPlan{p: p, kept: kept, sizes: sizes}, nil
+}
+
+// cell is the expression of a join row's cell (mixed radix over the binned
+// columns, the first most significant), −1 for a bin outside its size.
+func (j *unitJoinPlan) cell() string {
+	bins := j.kept[1:]
+	idx := "CAST(" + j.p.alias(bins[0]) + " AS BIGINT)"
+	var check []string
+	for i, v := range bins {
+		check = append(check, fmt.Sprintf("%s < 0 OR %s >= %d", j.p.alias(v), j.p.alias(v), j.sizes[i]))
+		if i > 0 {
+			idx = fmt.Sprintf("(%s * %d + %s)", idx, j.sizes[i], j.p.alias(v))
+		}
+	}
+	return "CASE WHEN " + strings.Join(check, " OR ") + " THEN -1 ELSE " + idx + " END"
 }
 
 // CheckPrimaryKey returns a [*DuplicateKeyError] when the loaded table's

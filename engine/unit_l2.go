@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/spec"
@@ -75,40 +74,12 @@ func (e *Engine) UnitMarginalL2(ctx context.Context, h *hypergraph.Hypergraph, k
 // result is the largest admissible w.
 func unitL2SQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64,
 	mixed map[string]bool, keys map[string][]string) (string, error) {
-	if len(cols) != len(sizes) {
-		return "", fmt.Errorf("%w: L2 unit marginal over %d columns with %d sizes", ErrInvalid, len(cols), len(sizes))
-	}
-	rel := h.Index(key.Relation)
-	if rel < 0 {
-		return "", fmt.Errorf("%w: unit key %s.%s: no relation %q", ErrInvalid, key.Relation, key.Column, key.Relation)
-	}
-	vars := []planVar{{rel: rel, col: key.Column}}
-	total := int64(1)
-	for i, c := range cols {
-		r := h.Index(c.Table)
-		if r < 0 {
-			return "", fmt.Errorf("%w: L2 unit marginal column %s: no relation %q", ErrInvalid, c, c.Table)
-		}
-		if sizes[i] < 1 || total > (1<<62)/int64(sizes[i]) {
-			return "", fmt.Errorf("%w: L2 unit marginal column %s: size %d (universe too large or empty)", ErrInvalid, c, sizes[i])
-		}
-		total *= int64(sizes[i])
-		vars = append(vars, planVar{rel: r, col: BinColumn(c.Column)})
-	}
-	p, kept, err := buildPlan(d, h, h.All(), nil, vars, mixed, keys)
+	j, err := unitJoinOf(d, h, key, cols, sizes, mixed, keys, "L2 unit marginal")
 	if err != nil {
 		return "", err
 	}
+	p, kept := j.p, j.kept
 	u := p.alias(kept[0])
-	bins := kept[1:]
-	idx := "CAST(" + p.alias(bins[0]) + " AS BIGINT)"
-	var check []string
-	for i, v := range bins {
-		check = append(check, fmt.Sprintf("%s < 0 OR %s >= %d", p.alias(v), p.alias(v), sizes[i]))
-		if i > 0 {
-			idx = fmt.Sprintf("(%s * %d + %s)", idx, sizes[i], p.alias(v))
-		}
-	}
 	wide := d.wide()
 	b2 := fmt.Sprintf("CAST(%d AS %s) * CAST(%d AS %s)", bound, wide, bound, wide)
 	w0 := fmt.Sprintf("LEAST(%d, CAST(FLOOR(CAST(%d AS DOUBLE PRECISION) / SQRT(CAST(n2 AS DOUBLE PRECISION))) AS BIGINT))", grid, bound)
@@ -116,7 +87,7 @@ func unitL2SQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []spec.Col
 	w := "CASE WHEN " + sq("w0") + " > " + b2 + " THEN w0 - 1 WHEN w0 < " + fmt.Sprint(grid) + " AND " + sq("(w0 + 1)") + " <= " + b2 +
 		" THEN w0 + 1 ELSE w0 END"
 	q := "WITH j AS (" + p.statement(kept) + "), " +
-		"uc AS (SELECT " + u + " AS u, CASE WHEN " + strings.Join(check, " OR ") + " THEN -1 ELSE " + idx + " END AS i, " +
+		"uc AS (SELECT " + u + " AS u, " + j.cell() + " AS i, " +
 		"CAST(SUM(c) AS " + wide + ") AS n FROM j GROUP BY 1, 2), " +
 		"un AS (SELECT u, SUM(n * n) AS n2 FROM uc GROUP BY u), " +
 		"u0 AS (SELECT u, n2, " + w0 + " AS w0 FROM un), " +
