@@ -456,7 +456,8 @@ func sensNoteOf(cfg Config) string {
 
 // measure adds discrete Gaussian noise of scale s to candidate i's true
 // table (with round set and Config.MeasureTruth, to that table instead)
-// and folds it into that set's measurement.
+// and folds it into that set's measurement. It returns the measurement's
+// noise scale on the model's scale (s, or a·s when rescaled).
 //
 // A MeasureTruth table (each unit's vector clipped to L2 norm ≤ Δ̃ in this
 // marginal) weighs every unit at least as much as the truth does (its
@@ -466,16 +467,16 @@ func sensNoteOf(cfg Config) string {
 // noise variance by a²: a distribution measured with more weight, put on
 // the model's scale. Post-processing of the DP measurement y and the DP
 // estimate n.
-func (f *factored) measure(i int, s float64, round bool) error {
+func (f *factored) measure(i int, s float64, round bool) (float64, error) {
 	smp, err := dp.NewDiscreteGaussian(s)
 	if err != nil {
-		return fmt.Errorf("pmw: %w", err)
+		return 0, fmt.Errorf("pmw: %w", err)
 	}
 	set := f.sets[i]
 	tab, rescale := f.truth[i], false
 	if round && f.cfg.MeasureTruth != nil {
 		if tab, err = f.measureTable(i); err != nil {
-			return err
+			return 0, err
 		}
 		rescale = true
 	}
@@ -501,6 +502,7 @@ func (f *factored) measure(i int, s float64, round bool) error {
 			y[c] *= a
 		}
 		v *= a * a
+		s *= a
 	}
 	me.prec += 1 / v
 	for c := range y {
@@ -509,7 +511,7 @@ func (f *factored) measure(i int, s float64, round bool) error {
 	}
 	me.kappa = 1 / math.Sqrt(me.prec)
 	me.shrink()
-	return nil
+	return s, nil
 }
 
 // measureTable returns Config.MeasureTruth's table of candidate i, read
@@ -565,7 +567,7 @@ func (f *factored) init() error {
 	d := len(f.sizes)
 	for c := range d {
 		i := slices.IndexFunc(f.sets, func(s []int) bool { return len(s) == 1 && s[0] == c })
-		if err := f.measure(i, s0, false); err != nil {
+		if _, err := f.measure(i, s0, false); err != nil {
 			return err
 		}
 		me := f.meas[setKey([]int{c})]
@@ -720,7 +722,8 @@ func (f *factored) round() error {
 	if err != nil {
 		return err
 	}
-	if err := f.measure(i, scale, true); err != nil {
+	sigma, err := f.measure(i, scale, true)
+	if err != nil {
 		return err
 	}
 	if err := f.rebuild(); err != nil {
@@ -742,7 +745,7 @@ func (f *factored) round() error {
 	}
 	f.used += cost
 	f.sels = append(f.sels, Selection{Round: f.t, Marginal: setName(f.names, s), Columns: slices.Clone(s), Cells: len(f.truth[i]),
-		Sigma: scale, Rho: cost})
+		Sigma: sigma, Rho: cost})
 	f.done = last
 	return nil
 }
