@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -241,26 +238,10 @@ func runFloor(ctx context.Context, r floorRun) (*floorTimes, error) {
 // re-executed), so that its peak RSS is its own.
 func runFloorChild(t *testing.T, r floorRun) *floorTimes {
 	t.Helper()
-	arg, _ := json.Marshal(r)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReleaseFloor$", "-test.count=1")
-	cmd.Env = append(os.Environ(), floorChildEnv+"="+string(arg))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("floor child: %v\n%s", err, out)
-	}
-	line := ""
-	for _, l := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(l, "FLOOR "); ok {
-			line = v
-		}
-	}
 	var st floorTimes
-	if err := json.Unmarshal([]byte(line), &st); err != nil {
-		t.Fatalf("floor child output %q: %v", out, err)
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && st.MaxRSS == 0 {
-		st.MaxRSS = ru.Maxrss * 1024
+	peak := runTestChild(t, "TestReleaseFloor", floorChildEnv, r, "FLOOR ", &st)
+	if st.MaxRSS == 0 {
+		st.MaxRSS = peak
 	}
 	return &st
 }

@@ -181,32 +181,44 @@ func TestReleaseScale(t *testing.T) {
 // peak RSS.
 func runParent(t *testing.T, r childRun) *stageTimes {
 	t.Helper()
-	arg, _ := json.Marshal(r)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReleaseScale$", "-test.count=1")
-	cmd.Env = append(os.Environ(), benchChildEnv+"="+string(arg))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
 	var st stageTimes
-	line := ""
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, "STAGES ") {
-			line = strings.TrimPrefix(l, "STAGES ")
-		}
-	}
-	if err := json.Unmarshal([]byte(line), &st); err != nil {
-		t.Fatalf("child output %q: %v", out, err)
-	}
-	// The child's own high-water mark (VmHWM, reset by exec) when it could
-	// read it; else the rusage peak, which Linux carries across exec from
-	// the forked parent — and the parent is large once it has converted
-	// Parquet files with DuckDB.
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && st.MaxRSS == 0 {
-		st.MaxRSS = ru.Maxrss * 1024 // kilobytes on Linux
+	peak := runTestChild(t, "TestReleaseScale", benchChildEnv, r, "STAGES ", &st)
+	if st.MaxRSS == 0 {
+		st.MaxRSS = peak
 	}
 	return &st
+}
+
+// runTestChild re-executes the test binary running test with env set to
+// the JSON of arg, decodes the payload of the last output line that starts
+// with prefix into out, and returns the child's rusage peak RSS. A child
+// reports its own high-water mark (VmHWM, reset by exec) when it can read
+// it; the rusage peak is the fallback, as Linux carries it across exec
+// from the forked parent — and the parent is large once it has converted
+// Parquet files with DuckDB.
+func runTestChild(t *testing.T, test, env string, arg any, prefix string, out any) int64 {
+	t.Helper()
+	js, _ := json.Marshal(arg)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+string(js))
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s child: %v\n%s", test, err, stdout)
+	}
+	line := ""
+	for _, l := range strings.Split(string(stdout), "\n") {
+		if v, ok := strings.CutPrefix(l, prefix); ok {
+			line = v
+		}
+	}
+	if err := json.Unmarshal([]byte(line), out); err != nil {
+		t.Fatalf("%s child output %q: %v", test, stdout, err)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	return 0
 }
 
 // runChild runs the release the parent asked for and prints its stage
