@@ -27,7 +27,12 @@ const (
 	benchOutEnv   = "SYNTH_BENCH_OUT"     // file the markdown table is written to
 	benchFmtEnv   = "SYNTH_BENCH_FORMAT"  // input formats, comma-separated: csv (default), parquet
 	benchChildEnv = "SYNTH_BENCH_CHILD"   // set in the child process: JSON of one run
-	pgEnv         = "SYNTH_TEST_POSTGRES" // PostgreSQL URL; without it only DuckDB runs
+	// benchDataEnv names a folder holding FORMAT/ subfolders (csv/,
+	// parquet/) of tpchgen output at the one scale factor of
+	// SYNTH_BENCH_SF, used instead of generating the data (minutes at
+	// SF 10): `tpchgen -sf 10 -format parquet -out DIR/parquet`.
+	benchDataEnv = "SYNTH_BENCH_DATA"
+	pgEnv        = "SYNTH_TEST_POSTGRES" // PostgreSQL URL; without it only DuckDB runs
 	// clusterEnv is the coordinator URL of a sharded PostgreSQL cluster
 	// (scripts/pg-cluster.sh start DIR prints it); without it the cluster
 	// does not run.
@@ -115,13 +120,21 @@ func TestReleaseScale(t *testing.T) {
 	b.WriteString("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, sf := range sfs {
 		for _, format := range formats {
-			data := t.TempDir()
-			start := time.Now()
-			res, err := Generate(context.Background(), Config{ScaleFactor: sf, Seed: 1, Dir: data, Format: format})
-			if err != nil {
-				t.Fatal(err)
+			data, generated := t.TempDir(), true
+			if dir := os.Getenv(benchDataEnv); dir != "" {
+				if len(sfs) != 1 {
+					t.Fatalf("%s needs one scale factor in %s", benchDataEnv, benchSFEnv)
+				}
+				data, generated = filepath.Join(dir, format), false
+				t.Logf("SF %g: reading %s (%s)", sf, data, benchDataEnv)
+			} else {
+				start := time.Now()
+				res, err := Generate(context.Background(), Config{ScaleFactor: sf, Seed: 1, Dir: data, Format: format})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("SF %g: generated %d line items (%s) in %v", sf, res.Rows["lineitem"], format, time.Since(start).Round(time.Millisecond))
 			}
-			t.Logf("SF %g: generated %d line items (%s) in %v", sf, res.Rows["lineitem"], format, time.Since(start).Round(time.Millisecond))
 			for _, eng := range engines {
 				// The example's privacy-unit release and the tuple-level
 				// join-as-one release of the same spec, interleaved.
@@ -164,8 +177,10 @@ func TestReleaseScale(t *testing.T) {
 				}
 				t.Logf("SF %g %s %s: privacy-unit / join-as-one total = %.2f", sf, format, eng.name, best[false].Total.Seconds()/best[true].Total.Seconds())
 			}
-			if err := os.RemoveAll(data); err != nil {
-				t.Fatal(err)
+			if generated {
+				if err := os.RemoveAll(data); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
