@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
 )
@@ -273,6 +275,12 @@ func runChild(t *testing.T, arg string) {
 	sum, err := release.Run(context.Background(), release.Options{Spec: s, OutDir: r.Out, Engine: r.Engine,
 		Source: dp.NewSeededSource(1), Overwrite: true, Progress: progress})
 	if err != nil {
+		// The data are generated, not private: the engine's withheld
+		// message may be printed here.
+		var se *engine.StatError
+		if errors.As(err, &se) {
+			t.Fatalf("%v: %v", err, errors.Join(se.Unwrap()...))
+		}
 		t.Fatal(err)
 	}
 	end := time.Now()
