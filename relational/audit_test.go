@@ -84,8 +84,16 @@ func rsAudit(t *testing.T, cfg RSConfig, pair func(*testing.T, float64) ([3]floa
 	}
 	d, dPrime := pair(t, beta)
 	mech := func(in [3]float64) audit.Mechanism[float64] {
+		// ReleaseRS(src, in[0], in[1], in[2], cfg) is
+		// newRSRelease(…).run(src): the set-up is done once per input, and
+		// each run draws exactly what ReleaseRS draws
+		// (TestRSReleaseMatchesReleaseRS).
+		rel, err := newRSRelease(in[0], in[1], in[2], cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return func(src dp.Source) float64 {
-			r, err := ReleaseRS(src, in[0], in[1], in[2], cfg)
+			r, err := rel.run(src)
 			if err != nil {
 				panic(err)
 			}
