@@ -84,8 +84,16 @@ func rsAudit(t *testing.T, cfg RSConfig, pair func(*testing.T, float64) ([3]floa
 	}
 	d, dPrime := pair(t, beta)
 	mech := func(in [3]float64) audit.Mechanism[float64] {
+		// ReleaseRS(src, in[0], in[1], in[2], cfg) is
+		// newRSRelease(…).run(src): the set-up is done once per input, and
+		// each run draws exactly what ReleaseRS draws
+		// (TestRSReleaseMatchesReleaseRS).
+		rel, err := newRSRelease(in[0], in[1], in[2], cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return func(src dp.Source) float64 {
-			r, err := ReleaseRS(src, in[0], in[1], in[2], cfg)
+			r, err := rel.run(src)
 			if err != nil {
 				panic(err)
 			}
@@ -213,11 +221,8 @@ func r2tAudit(t *testing.T, d, dPrime []Contribution, counts []int, cfg R2TConfi
 	}
 	cfg.Integral = len(counts) <= 2
 	mech := func(cs []Contribution) audit.Mechanism[float64] {
+		tr := solvedLadder(t, cs, counts, cfg)
 		return func(src dp.Source) float64 {
-			tr, err := NewTruncation(cs, counts)
-			if err != nil {
-				panic(err)
-			}
 			r, err := RaceToTheTop(context.Background(), src, tr, cfg)
 			if err != nil {
 				panic(err)
@@ -226,6 +231,50 @@ func r2tAudit(t *testing.T, d, dPrime []Contribution, counts []int, cfg R2TConfi
 		}
 	}
 	return audit.MustRunScalar(t, mech(d), mech(dPrime), n, 0)
+}
+
+// ladderTruncation is a [Truncation] whose values Q(I, τ) were solved
+// beforehand: read only, so the audit's concurrent runs share it.
+type ladderTruncation map[float64]float64
+
+func (l ladderTruncation) At(_ context.Context, tau float64) (float64, error) {
+	v, ok := l[tau]
+	if !ok {
+		return 0, fmt.Errorf("τ = %v is not on the solved ladder", tau)
+	}
+	return v, nil
+}
+
+// solvedLadder solves Q(I, τ) of the instance cs at every τ (in grid
+// steps) of the ladder [RaceToTheTop] walks with cfg, in increasing τ on
+// one truncation from [NewTruncation], as every run of R2T on a fresh
+// truncation does. Q(I, τ) is a deterministic function of the instance
+// and τ, so the runs of an audit that share the result draw and output
+// exactly what they would with a truncation of their own; only the max
+// flows and LPs are not solved again 2·N times.
+func solvedLadder(t *testing.T, cs []Contribution, counts []int, cfg R2TConfig) ladderTruncation {
+	t.Helper()
+	g := cfg.Quantum
+	if g == 0 {
+		g = 1
+	}
+	k, err := baseExponent(cfg.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTruncation(cs, counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := ladderTruncation{}
+	first, L := ladderStart(g, k), rungsRun(cfg.GS, g, k)
+	for j := first; j < first+L; j++ {
+		tau := math.Ldexp(1, k*j) / g
+		if out[tau], err = tr.At(context.Background(), tau); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }
 
 // TestAuditR2T audits R2T (pure ε-DP) at its claimed ε on [r2tPair] (ε = 2,

@@ -243,6 +243,7 @@ func psiMultiset(cs []Contribution, counts []int) string {
 // native form was used on the BIGINT = BIGINT instances, so that it is
 // not vacuous.
 func TestKeysNativeEqualsText(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	n := 25
 	if testing.Short() {

@@ -3,6 +3,7 @@ package relational
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/synth-dp/synth/dp"
 )
@@ -114,15 +115,50 @@ type RSResult struct {
 // σ·√(2·ln 20) (P[X ≥ x] ≤ e^{−x/b}, e^{−x²/2σ²}). A SUM rounded to an
 // integer adds 1/2 to both.
 func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error) {
+	r, err := newRSRelease(q, rs, ls, cfg)
+	if err != nil {
+		return RSResult{}, err
+	}
+	return r.run(src)
+}
+
+// rsRelease is [ReleaseRS] on fixed inputs, split into what depends on
+// the inputs and the public parameters only — the checks, the pad's
+// sampler, the clamped bound — built once by [newRSRelease], and the
+// draws, [rsRelease.run], which draw exactly what ReleaseRS draws. The
+// noise sampler of each padded bound (a DP output) is built the first
+// time that bound is drawn and reused, so many runs on the same inputs
+// (the privacy audits) pay for the exact rational set-up once. Safe for
+// concurrent use with distinct sources.
+type rsRelease struct {
+	cfg      RSConfig
+	pad      *dp.LogPad
+	s, extra float64
+	qi       int64
+	noise    sync.Map // sens (float64) → *rsNoise
+}
+
+// rsNoise is the noise of one sensitivity Δ: a discrete Laplace sampler
+// (safe for concurrent use) or the Gaussian σ with a pool of samplers (not
+// safe for concurrent use); err is the set-up's error.
+type rsNoise struct {
+	once  sync.Once
+	lap   *dp.DiscreteLaplaceSampler
+	sigma float64
+	gauss sync.Pool
+	err   error
+}
+
+func newRSRelease(q, rs, ls float64, cfg RSConfig) (*rsRelease, error) {
 	if err := (dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta}).Validate(); err != nil {
-		return RSResult{}, fmt.Errorf("relational: %w", err)
+		return nil, fmt.Errorf("relational: %w", err)
 	}
 	if !(cfg.Bound > 0) || math.IsInf(cfg.Bound, 0) {
-		return RSResult{}, invalid("per-result bound B = %v, want a finite number > 0", cfg.Bound)
+		return nil, invalid("per-result bound B = %v, want a finite number > 0", cfg.Bound)
 	}
 	beta, err := cfg.Beta()
 	if err != nil {
-		return RSResult{}, err
+		return nil, err
 	}
 	s := rs
 	if cfg.noSmooth {
@@ -137,9 +173,41 @@ func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error)
 	}
 	pad, err := dp.NewLogPad(cfg.Epsilon/2, cfg.Delta/2, beta)
 	if err != nil {
-		return RSResult{}, fmt.Errorf("relational: residual sensitivity pad: %w", err)
+		return nil, fmt.Errorf("relational: residual sensitivity pad: %w", err)
 	}
-	_, padded := pad.Pad(src, s)
+	return &rsRelease{cfg: cfg, pad: pad, s: s, extra: extra, qi: int64(math.Round(q))}, nil
+}
+
+// noiseFor returns the noise of sensitivity sens, building it on first
+// use.
+func (r *rsRelease) noiseFor(sens float64) *rsNoise {
+	v, _ := r.noise.LoadOrStore(sens, &rsNoise{})
+	n := v.(*rsNoise)
+	n.once.Do(func() {
+		cfg := r.cfg
+		switch cfg.Noise {
+		case "", NoiseLaplace:
+			n.lap, n.err = dp.NewDiscreteLaplace(dp.NoiseScale(sens, cfg.Epsilon/2))
+		case NoiseGaussian:
+			if n.sigma, n.err = rsGaussianSigma(cfg.Epsilon/2, cfg.Delta/2, sens); n.err != nil {
+				return
+			}
+			var g *dp.DiscreteGaussianSampler
+			if g, n.err = dp.NewDiscreteGaussian(n.sigma); n.err == nil {
+				n.gauss.Put(g)
+			}
+		}
+		if n.err != nil {
+			n.err = fmt.Errorf("relational: residual sensitivity noise: %w", n.err)
+		}
+	})
+	return n
+}
+
+// run is one run of the mechanism (see [ReleaseRS]).
+func (r *rsRelease) run(src dp.Source) (RSResult, error) {
+	cfg := r.cfg
+	_, padded := r.pad.Pad(src, r.s)
 	scaled := padded
 	if cfg.rsDivisor != 0 {
 		scaled /= cfg.rsDivisor
@@ -147,28 +215,36 @@ func ReleaseRS(src dp.Source, q, rs, ls float64, cfg RSConfig) (RSResult, error)
 	if cfg.noRS {
 		scaled = 1
 	}
-	sens := math.Ceil(cfg.Bound*scaled) + extra
-	qi := int64(math.Round(q))
+	sens := math.Ceil(cfg.Bound*scaled) + r.extra
+	qi := r.qi
 	// A rounded sum is off Q(I) by up to 1/2 before any noise.
-	slack := extra / 2
+	slack := r.extra / 2
 	switch cfg.Noise {
 	case "", NoiseLaplace:
-		lap, err := dp.NewDiscreteLaplace(dp.NoiseScale(sens, cfg.Epsilon/2))
-		if err != nil {
-			return RSResult{}, fmt.Errorf("relational: residual sensitivity noise: %w", err)
+		n := r.noiseFor(sens)
+		if n.err != nil {
+			return RSResult{}, n.err
 		}
+		lap := n.lap
 		return RSResult{Value: qi + lap.Sample(src), Mechanism: "residual sensitivity, padded bound + discrete Laplace ((ε,δ)-DP)",
 			NoiseScale: lap.Scale(), ErrorBound95: lap.Scale()*math.Log(40) + slack, LowerGap95: lap.Scale()*math.Log(20) + slack, PaddedRS: padded}, nil
 	case NoiseGaussian:
-		sigma, err := rsGaussianSigma(cfg.Epsilon/2, cfg.Delta/2, sens)
-		if err != nil {
-			return RSResult{}, fmt.Errorf("relational: residual sensitivity noise: %w", err)
+		n := r.noiseFor(sens)
+		if n.err != nil {
+			return RSResult{}, n.err
 		}
-		g, err := dp.NewDiscreteGaussian(sigma)
-		if err != nil {
-			return RSResult{}, fmt.Errorf("relational: residual sensitivity noise: %w", err)
+		sigma := n.sigma
+		g, _ := n.gauss.Get().(*dp.DiscreteGaussianSampler)
+		if g == nil {
+			var err error
+			// Cannot fail: the same σ succeeded when the noise was built.
+			if g, err = dp.NewDiscreteGaussian(sigma); err != nil {
+				return RSResult{}, fmt.Errorf("relational: residual sensitivity noise: %w", err)
+			}
 		}
-		return RSResult{Value: qi + g.Sample(src), Mechanism: "residual sensitivity, padded bound + discrete Gaussian ((ε,δ)-DP)",
+		v := qi + g.Sample(src)
+		n.gauss.Put(g)
+		return RSResult{Value: v, Mechanism: "residual sensitivity, padded bound + discrete Gaussian ((ε,δ)-DP)",
 			NoiseScale: sigma, ErrorBound95: sigma*math.Sqrt(2*math.Log(40)) + slack, LowerGap95: sigma*math.Sqrt(2*math.Log(20)) + slack, PaddedRS: padded}, nil
 	}
 	return RSResult{}, invalid("noise %q (laplace or gaussian)", cfg.Noise)

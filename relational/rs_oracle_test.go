@@ -234,6 +234,7 @@ func bruteRS(rels []*oracleRel, beta float64, kMax int) (float64, bool) {
 // against the definition evaluated by brute force on 240 random small
 // instances with random selections and random public relations.
 func TestRSSelectionsOracle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e, err := engine.Open(ctx, "")
 	if err != nil {

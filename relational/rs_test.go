@@ -3,6 +3,7 @@ package relational
 import (
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
@@ -59,5 +60,59 @@ func TestRSGaussianExactDelta(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRSReleaseMatchesReleaseRS checks that one rsRelease shared by
+// concurrent runs (as the audits use it) gives, source for source, exactly
+// what a fresh [ReleaseRS] gives, for both noises, the mutation knobs and a
+// rounded sum.
+func TestRSReleaseMatchesReleaseRS(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		q, rs, ls float64
+		cfg       RSConfig
+	}{
+		{30, 30, 30, RSConfig{Epsilon: 1, Delta: 1e-3, Bound: 1, Integral: true}},
+		{0, 30, 0, RSConfig{Epsilon: 1, Delta: 1e-3, Noise: NoiseGaussian, Bound: 1, Integral: true}},
+		{30, 30, 30, RSConfig{Epsilon: 1, Delta: 1e-3, Bound: 1, Integral: true, rsDivisor: 8}},
+		{30, 30, 30, RSConfig{Epsilon: 1, Delta: 1e-3, Noise: NoiseGaussian, Bound: 1, Integral: true, noRS: true}},
+		{0, 30, 0, RSConfig{Epsilon: 1, Delta: 1e-3, Noise: NoiseLaplace, Bound: 1, Integral: true, noSmooth: true}},
+		{1234.4, 0.5, 0.5, RSConfig{Epsilon: 0.3, Delta: 1e-6, Noise: NoiseGaussian, Bound: 17.5}},
+		{1e6, 4000, 100, RSConfig{Epsilon: 4, Delta: 1e-9, Bound: 3}},
+	}
+	for i, c := range cases {
+		rel, err := newRSRelease(c.q, c.rs, c.ls, c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const seeds = 2000
+		got := make([]RSResult, seeds)
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for s := w; s < seeds; s += 4 {
+					r, err := rel.run(dp.NewSeededSource(uint64(10_000*i + s)))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					got[s] = r
+				}
+			})
+		}
+		wg.Wait()
+		pads := map[float64]bool{}
+		for s := range seeds {
+			want, err := ReleaseRS(dp.NewSeededSource(uint64(10_000*i+s)), c.q, c.rs, c.ls, c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[s] != want {
+				t.Fatalf("case %d seed %d: rsRelease gave %+v, ReleaseRS gave %+v", i, s, got[s], want)
+			}
+			pads[want.PaddedRS] = true
+		}
+		t.Logf("case %d: %d distinct padded bounds", i, len(pads))
 	}
 }

@@ -139,36 +139,42 @@ func (m miniTPCH) create(ctx context.Context, t *testing.T, e *engine.Engine) {
 	view("lineitem", "l_orderkey, l_q", l)
 }
 
-// truncationOf computes Q(I, τ) for the τ ladder through the engine: the
-// SQL contributions, then the exact truncation.
-func truncationOf(ctx context.Context, t *testing.T, e *engine.Engine, s *spec.Spec, q *Query, units []string, taus []float64) (vals []float64, total float64) {
+// truncationsOf computes Q(I, τ) for the τ ladder through the engine, for
+// each list of units: the selection views of q (one instance, shared by the
+// unit lists, as the answer of a query is), its answer, and per unit list
+// the SQL contributions and the exact truncation.
+func truncationsOf(ctx context.Context, t *testing.T, e *engine.Engine, s *spec.Spec, q *Query, unitLists [][]string, taus []float64) (vals [][]float64, total float64) {
 	t.Helper()
-	_, cols, err := unitColumns(s, q, units)
-	if err != nil {
-		t.Fatal(err)
-	}
 	in, err := newInstance(ctx, e, s, q, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer in.close()
-	cs, counts, err := in.contributions(ctx, cols, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if total, err = in.answer(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := NewTruncation(cs, counts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tau := range taus {
-		v, err := tr.At(ctx, tau)
+	for _, units := range unitLists {
+		_, cols, err := unitColumns(s, q, units)
 		if err != nil {
 			t.Fatal(err)
 		}
-		vals = append(vals, v)
+		cs, counts, err := in.contributions(ctx, cols, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := NewTruncation(cs, counts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vs []float64
+		for _, tau := range taus {
+			v, err := tr.At(ctx, tau)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, v)
+		}
+		vals = append(vals, vs)
 	}
 	return vals, total
 }
@@ -181,6 +187,7 @@ func truncationOf(ctx context.Context, t *testing.T, e *engine.Engine, s *spec.S
 // items; |Q(I, τ) − Q(I′, τ)| ≤ τ, Q(I, τ) ≤ Q(I), and Q(I, τ) = Q(I) for
 // τ ≥ DS_Q(I) (computed by brute force over the customers).
 func TestR2TUserNeighbours(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e, err := engine.Open(ctx, "")
 	if err != nil {
@@ -207,16 +214,7 @@ func TestR2TUserNeighbours(t *testing.T) {
 			m.lines = append(m.lines, [2]int64{int64(100 + rng.IntN(6)), int64(1 + rng.IntN(3))})
 		}
 		victim := int64(rng.IntN(nc))
-		type combo struct {
-			qi    int
-			units []string
-		}
-		var combos []combo
-		for qi := range queries {
-			for _, units := range [][]string{{"customer"}, {"customer", "orders"}} {
-				combos = append(combos, combo{qi, units})
-			}
-		}
+		unitLists := [][]string{{"customer"}, {"customer", "orders"}}
 		m.create(ctx, t, e)
 		parsed := make([]*Query, len(queries))
 		for qi, text := range queries {
@@ -224,36 +222,38 @@ func TestR2TUserNeighbours(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got := make([][]float64, len(combos))
-		totals := make([]float64, len(combos))
-		for k, c := range combos {
-			got[k], totals[k] = truncationOf(ctx, t, e, s, parsed[c.qi], c.units, taus)
+		got := make([][][]float64, len(queries))
+		totals := make([]float64, len(queries))
+		for qi, q := range parsed {
+			got[qi], totals[qi] = truncationsOf(ctx, t, e, s, q, unitLists, taus)
 		}
 		m.without(victim).create(ctx, t, e)
-		for k, c := range combos {
-			gotN, _ := truncationOf(ctx, t, e, s, parsed[c.qi], c.units, taus)
-			total := totals[k]
+		for qi, q := range parsed {
+			gotN, _ := truncationsOf(ctx, t, e, s, q, unitLists, taus)
+			total := totals[qi]
 			// DS over the customer unit (and orders, whose total is at most
 			// its customer's): the largest total of one customer, by brute
 			// force, which also checks the SQL total.
 			ds, bruteTotal := 0.0, 0.0
 			for _, cu := range m.cust {
-				v := miniContribution(m, c.qi, cu)
+				v := miniContribution(m, qi, cu)
 				ds = math.Max(ds, v)
 				bruteTotal += v
 			}
 			if bruteTotal != total {
-				t.Fatalf("instance %d query %d: SQL answer %v, brute force %v", inst, c.qi, total, bruteTotal)
+				t.Fatalf("instance %d query %d: SQL answer %v, brute force %v", inst, qi, total, bruteTotal)
 			}
-			for i, tau := range taus {
-				if math.Abs(got[k][i]-gotN[i]) > tau+1e-9 {
-					t.Fatalf("instance %d query %d units %v: |Q(I,%v) − Q(I′,%v)| = |%v − %v| > τ", inst, c.qi, c.units, tau, tau, got[k][i], gotN[i])
-				}
-				if got[k][i] > total+1e-9 {
-					t.Fatalf("Q(I,τ) = %v > Q(I) = %v", got[k][i], total)
-				}
-				if tau >= ds && math.Abs(got[k][i]-total) > 1e-9 {
-					t.Fatalf("instance %d query %d units %v: τ = %v ≥ DS = %v but Q(I,τ) = %v ≠ Q(I) = %v", inst, c.qi, c.units, tau, ds, got[k][i], total)
+			for k, units := range unitLists {
+				for i, tau := range taus {
+					if math.Abs(got[qi][k][i]-gotN[k][i]) > tau+1e-9 {
+						t.Fatalf("instance %d query %d units %v: |Q(I,%v) − Q(I′,%v)| = |%v − %v| > τ", inst, qi, units, tau, tau, got[qi][k][i], gotN[k][i])
+					}
+					if got[qi][k][i] > total+1e-9 {
+						t.Fatalf("Q(I,τ) = %v > Q(I) = %v", got[qi][k][i], total)
+					}
+					if tau >= ds && math.Abs(got[qi][k][i]-total) > 1e-9 {
+						t.Fatalf("instance %d query %d units %v: τ = %v ≥ DS = %v but Q(I,τ) = %v ≠ Q(I) = %v", inst, qi, units, tau, ds, got[qi][k][i], total)
+					}
 				}
 			}
 		}

@@ -204,6 +204,7 @@ type eqModification struct {
 // per instance, which the engine loads as tables of their own (loading
 // every neighbour would take a minute).
 func TestSensitivityBoundsUnderJoinEquality(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rng := newRand(t)
 	// The default run checks the first 60 instances of the seeded sequence

@@ -48,8 +48,15 @@ func radiusAudit(t *testing.T, noThresholdNoise bool) audit.Result {
 			t.Fatal(err)
 		}
 		f, n, k, threshold := radiusQueries(context.Background(), vecs, cfg)
+		// The samplers are built once per input; each run draws exactly
+		// what svt(src, f, n, k, threshold, cfg.Epsilon/10, countGrid,
+		// nil, noThresholdNoise) draws.
+		noise, err := newSVTNoise(threshold, cfg.Epsilon/10, countGrid)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return func(src dp.Source) float64 {
-			l, err := svt(src, f, n, k, threshold, cfg.Epsilon/10, countGrid, nil, noThresholdNoise)
+			l, err := noise.run(src, f, n, k, nil, noThresholdNoise)
 			if err != nil {
 				panic(err)
 			}
@@ -199,8 +206,15 @@ func answerAudit(t *testing.T, d, dPrime []Entry, view func([]int64) float64, mu
 	mech := func(es []Entry) audit.Mechanism[float64] {
 		cfg := mut
 		cfg.Epsilon, cfg.Delta, cfg.GS, cfg.JumpStart = eps, delta, 1<<12, true
+		// Run(ctx, src, es, 2, cfg) is newRunner(…).run(src): the
+		// instance's preparation is done once per input, and each run
+		// draws exactly what Run draws (TestRunnerMatchesRun).
+		r, err := newRunner(context.Background(), es, 2, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return func(src dp.Source) float64 {
-			r, err := Run(context.Background(), src, es, 2, cfg)
+			r, err := r.run(src)
 			if err != nil {
 				panic(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"math/bits"
 	"slices"
+	"sync"
 
 	"github.com/synth-dp/synth/dp"
 )
@@ -153,66 +154,149 @@ func Rungs(gs float64) int { return int(math.Ceil(math.Log2(math.Max(gs, 1)))) +
 // whole number ≥ 0, noise beyond the exact sampler's range (σ above
 // [dp.MaxDiscreteScale] grid steps: a function of r̃, a DP output), ctx.
 func Run(ctx context.Context, src dp.Source, entries []Entry, d int, cfg Config) (Result, error) {
-	cfg, err := cfg.validate()
+	r, err := newRunner(ctx, entries, d, cfg)
 	if err != nil {
 		return Result{}, err
 	}
+	return r.run(src)
+}
+
+// runner is [Run] on one instance, split into the part that depends on
+// the instance and the public parameters only — validation, the unit
+// vectors, the SVT queries and samplers, ρ — built once by [newRunner],
+// and the randomised part, [runner.run], which draws exactly what [Run]
+// draws. The clipped sum and the Gaussian sampler of each radius are
+// functions of r̃ (and the instance) only; they are built the first time
+// that radius is drawn and reused, so many runs on one instance (the
+// privacy audits) pay for them once. Safe for concurrent use with
+// distinct sources.
+type runner struct {
+	cfg       Config
+	d         int
+	vecs      [][]coord
+	f         func(int) (float64, error)
+	n, k      int
+	noise     *svtNoise
+	rho       float64
+	rhoErr    error
+	rungs     []rungState // by SVT index − 1
+	threshold float64
+}
+
+// rungState is what [runner.run] needs for one radius r̃ = 2^(idx−1).
+type rungState struct {
+	once  sync.Once
+	sigma float64   // in grid steps
+	sum   []int64   // Σ_i x_i (read only once built)
+	err   error     // the sampler's error for σ
+	pool  sync.Pool // *dp.DiscreteGaussianSampler of σ (not safe for concurrent use)
+}
+
+func newRunner(ctx context.Context, entries []Entry, d int, cfg Config) (*runner, error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
 	if d < 1 {
-		return Result{}, invalid("d = %d queries, want ≥ 1", d)
+		return nil, invalid("d = %d queries, want ≥ 1", d)
 	}
 	vecs, err := unitVectors(entries, d)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	g := cfg.Quantum
-	f, n, k, threshold := radiusQueries(ctx, vecs, cfg)
+	r := &runner{cfg: cfg, d: d, vecs: vecs}
+	r.f, r.n, r.k, r.threshold = radiusQueries(ctx, vecs, cfg)
 	eps1 := cfg.Epsilon / 10
-	res := Result{Rungs: n}
-	idx, err := svt(src, f, n, k, threshold, eps1, countGrid, &res.Trace, cfg.noThresholdNoise)
+	if !(eps1 > 0) || math.IsInf(eps1, 0) {
+		return nil, invalid("SVT ε = %v, want a finite number > 0", eps1)
+	}
+	if math.IsNaN(r.threshold) || math.IsInf(r.threshold, 0) {
+		return nil, invalid("SVT threshold = %v, want a finite number", r.threshold)
+	}
+	if r.noise, err = newSVTNoise(r.threshold, eps1, countGrid); err != nil {
+		return nil, err
+	}
+	// An error here is reported after the SVT has run, as [Run] always did.
+	r.rho, r.rhoErr = dp.RhoForBudget(dp.Budget{Epsilon: 0.9 * cfg.Epsilon, Delta: cfg.Delta})
+	r.rungs = make([]rungState, r.n)
+	return r, nil
+}
+
+// rung returns the state of SVT index idx (1 ≤ idx ≤ n), building it on
+// first use.
+func (r *runner) rung(idx int) *rungState {
+	st := &r.rungs[idx-1]
+	st.once.Do(func() {
+		cfg, g := r.cfg, r.cfg.Quantum
+		radius := math.Ldexp(1, idx-1)
+		rGrid := radius / g
+		sigma := rGrid / math.Sqrt(2*r.rho)
+		if cfg.sigmaQueryUnits {
+			sigma = radius / math.Sqrt(2*r.rho)
+		}
+		if cfg.noiseFactor != 0 {
+			sigma *= cfg.noiseFactor
+		}
+		if sigma < dp.MinDiscreteScale {
+			sigma = dp.MinDiscreteScale // more noise is still private
+		}
+		st.sigma = sigma
+		gauss, err := dp.NewDiscreteGaussian(sigma)
+		if err != nil {
+			st.err = invalid("radius r̃ = %v needs noise σ = %v grid steps beyond the exact sampler's range: %v", radius, sigma, err)
+			return
+		}
+		st.pool.Put(gauss)
+		clipR := rGrid
+		if cfg.clipFactor != 0 {
+			clipR *= cfg.clipFactor
+		}
+		sum := clippedSum(r.vecs, clipR, r.d)
+		if cfg.noClip {
+			clear(sum)
+			for _, v := range r.vecs {
+				for _, c := range v {
+					sum[c.k] += int64(c.psi)
+				}
+			}
+		}
+		st.sum = sum
+	})
+	return st
+}
+
+// run is one run of Alg. 1 on the runner's instance (see [Run]).
+func (r *runner) run(src dp.Source) (Result, error) {
+	g := r.cfg.Quantum
+	res := Result{Rungs: r.n}
+	idx, err := r.noise.run(src, r.f, r.n, r.k, &res.Trace, r.cfg.noThresholdNoise)
 	if err != nil {
 		return Result{}, err
 	}
 	if idx == 0 {
-		idx = n
+		idx = r.n
 	}
 	res.Radius = math.Ldexp(1, idx-1)
-	rGrid := res.Radius / g
-	rho, err := dp.RhoForBudget(dp.Budget{Epsilon: 0.9 * cfg.Epsilon, Delta: cfg.Delta})
-	if err != nil {
-		return Result{}, err
+	if r.rhoErr != nil {
+		return Result{}, r.rhoErr
 	}
-	sigma := rGrid / math.Sqrt(2*rho)
-	if cfg.sigmaQueryUnits {
-		sigma = res.Radius / math.Sqrt(2*rho)
+	st := r.rung(idx)
+	if st.err != nil {
+		return Result{}, st.err
 	}
-	if cfg.noiseFactor != 0 {
-		sigma *= cfg.noiseFactor
-	}
-	if sigma < dp.MinDiscreteScale {
-		sigma = dp.MinDiscreteScale // more noise is still private
-	}
-	gauss, err := dp.NewDiscreteGaussian(sigma)
-	if err != nil {
-		return Result{}, invalid("radius r̃ = %v needs noise σ = %v grid steps beyond the exact sampler's range: %v", res.Radius, sigma, err)
-	}
-	clipR := rGrid
-	if cfg.clipFactor != 0 {
-		clipR *= cfg.clipFactor
-	}
-	sum := clippedSum(vecs, clipR, d)
-	if cfg.noClip {
-		clear(sum)
-		for _, v := range vecs {
-			for _, c := range v {
-				sum[c.k] += int64(c.psi)
-			}
+	gauss, _ := st.pool.Get().(*dp.DiscreteGaussianSampler)
+	if gauss == nil {
+		// Cannot fail: the same σ succeeded when the rung was built.
+		if gauss, err = dp.NewDiscreteGaussian(st.sigma); err != nil {
+			return Result{}, err
 		}
 	}
-	res.Values = make([]int64, d)
-	for k := range sum {
-		res.Values[k] = int64(math.Round(float64(sum[k]+gauss.Sample(src)) * g))
+	res.Values = make([]int64, r.d)
+	for k := range st.sum {
+		res.Values[k] = int64(math.Round(float64(st.sum[k]+gauss.Sample(src)) * g))
 	}
-	res.Sigma = sigma * g
+	st.pool.Put(gauss)
+	res.Sigma = st.sigma * g
 	slack := 0.0
 	if g < 1 {
 		slack = 0.5 // round((Σx + Z)·g)

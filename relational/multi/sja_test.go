@@ -232,6 +232,7 @@ func svtPMF(F []int64, t int64, eps float64, g svtGrid) []float64 {
 // about 10⁻⁶). The same test rejects the planted bug "K halved" (the
 // noise at half its scale).
 func TestSVTDistribution(t *testing.T) {
+	t.Parallel()
 	honest, halved := svtGrid{scale: 4, sens: 4}, svtGrid{scale: 4, sens: 2}
 	vals := []float64{-1, 0.5, 0.5}
 	F := []int64{-4, 2, 2}
@@ -240,8 +241,14 @@ func TestSVTDistribution(t *testing.T) {
 	run := func(g svtGrid) []int64 {
 		src := dp.NewSource()
 		obs := make([]int64, len(F)+1)
+		// svt(src, fn, len(F), 2, 0, 1, g, nil, false) with its samplers
+		// built once: the same draws.
+		noise, err := newSVTNoise(0, 1, g)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for range 200_000 {
-			l, err := svt(src, fn, len(F), 2, 0, 1, g, nil, false)
+			l, err := noise.run(src, fn, len(F), 2, nil, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -108,9 +108,27 @@ func svt(src dp.Source, f func(l int) (float64, error), n, k int, threshold, eps
 	if n < 0 {
 		return 0, invalid("SVT over %d queries", n)
 	}
-	if trace == nil {
-		trace = &SVTTrace{}
+	s, err := newSVTNoise(threshold, eps, g)
+	if err != nil {
+		return 0, err
 	}
+	return s.run(src, f, n, k, trace, noThresholdNoise)
+}
+
+// svtNoise is the part of [svt] that depends on the public parameters
+// only — the two samplers and the threshold on the grid — built once so
+// that repeated runs with the same parameters (Alg. 1 on one instance, as
+// the audits run it) skip the exact rational conversions; [svtNoise.run]
+// then draws exactly what [svt] draws. Safe for concurrent use with
+// distinct sources.
+type svtNoise struct {
+	g          svtGrid
+	lapT, lapV *dp.DiscreteLaplaceSampler
+	tGrid      int64 // ⌈g.scale·T⌉, clamped to ±svtLimit
+}
+
+// newSVTNoise builds the samplers of [svt] (ε and T already checked).
+func newSVTNoise(threshold, eps float64, g svtGrid) (*svtNoise, error) {
 	// A scale below the sampler's smallest is raised to it: more noise is
 	// still ε-DP (only huge ε, as in tests, get there).
 	// The scales 2K/ε and 4K/ε are rounded up where the quotient rounds
@@ -118,28 +136,49 @@ func svt(src dp.Source, f func(l int) (float64, error), n, k int, threshold, eps
 	// exact arithmetic.
 	lapT, err := dp.NewDiscreteLaplace(max(dp.NoiseScale(2*float64(g.sens), eps), dp.MinDiscreteScale))
 	if err != nil {
-		return 0, invalid("SVT ε = %v: threshold noise: %v", eps, err)
+		return nil, invalid("SVT ε = %v: threshold noise: %v", eps, err)
 	}
 	lapV, err := dp.NewDiscreteLaplace(max(dp.NoiseScale(4*float64(g.sens), eps), dp.MinDiscreteScale))
 	if err != nil {
-		return 0, invalid("SVT ε = %v: query noise: %v", eps, err)
+		return nil, invalid("SVT ε = %v: query noise: %v", eps, err)
 	}
-	k = max(0, min(k, n))
 	tGrid := int64(math.Ceil(math.Max(-svtLimit, math.Min(svtLimit, g.scale*threshold))))
-	rho := lapT.Sample(src)
+	return &svtNoise{g: g, lapT: lapT, lapV: lapV, tGrid: tGrid}, nil
+}
+
+// aboveThreshold reports F + v − ρ ≥ t exactly, for |F|, |t| ≤ svtLimit
+// and any v, ρ: in int64 when v and ρ lie within ±2⁶² (then
+// |v − ρ| ≤ 2⁶³ − 2⁶² and t − F ∈ ±2⁵³, no overflow), in big integers
+// otherwise.
+func aboveThreshold(fl, v, rho, t int64) bool {
+	const lim = 1 << 62
+	if v > -lim && v < lim && rho > -lim && rho < lim {
+		return v-rho >= t-fl
+	}
+	s := new(big.Int).SetInt64(fl)
+	s.Add(s, big.NewInt(v))
+	s.Sub(s, big.NewInt(rho))
+	return s.Cmp(big.NewInt(t)) >= 0
+}
+
+// run is the walk of [svt] over f(1..n) with the jump-start guess k
+// (n ≥ 0).
+func (s *svtNoise) run(src dp.Source, f func(l int) (float64, error), n, k int, trace *SVTTrace, noThresholdNoise bool) (int, error) {
+	if trace == nil {
+		trace = &SVTTrace{}
+	}
+	g := s.g
+	k = max(0, min(k, n))
+	tGrid := s.tGrid
+	rho := s.lapT.Sample(src)
 	if noThresholdNoise {
 		rho = 0
 	}
 	// T̃ = tGrid + ρ, kept as the pair: F + v ≥ T̃ ⟺ F + v − ρ ≥ tGrid.
-	above := func(fl, v int64) bool {
-		s := new(big.Int).SetInt64(fl)
-		s.Add(s, big.NewInt(v))
-		s.Sub(s, big.NewInt(rho))
-		return s.Cmp(big.NewInt(tGrid)) >= 0
-	}
+	above := func(fl, v int64) bool { return aboveThreshold(fl, v, rho, tGrid) }
 	v := make([]int64, k+1)
 	for l := 1; l <= k; l++ {
-		v[l] = lapV.Sample(src)
+		v[l] = s.lapV.Sample(src)
 	}
 	fv := make([]int64, k+1)
 	var fprime int64
@@ -162,7 +201,7 @@ func svt(src dp.Source, f func(l int) (float64, error), n, k int, threshold, eps
 		if l <= k {
 			vl, fl = v[l], fv[l]
 		} else {
-			vl = lapV.Sample(src)
+			vl = s.lapV.Sample(src)
 			x, err := f(l)
 			if err != nil {
 				return 0, err

@@ -12,6 +12,7 @@ package brute
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -111,7 +112,7 @@ func (c *Counter) MaxBoundaryCount(ctx context.Context, h *hypergraph.Hypergraph
 			for j, a := range bound {
 				key[j] = binding[a]
 			}
-			groups[fmt.Sprint(key)]++
+			groups[tupleKey(key)]++
 			return
 		}
 		r := c.In.Rels[members[x]]
@@ -130,11 +131,22 @@ func (c *Counter) MaxBoundaryCount(ctx context.Context, h *hypergraph.Hypergraph
 	return best, nil
 }
 
-// multiplicities maps each distinct tuple of r (as fmt.Sprint) to its count.
+// tupleKey is an injective text form of a tuple, for map keys: the
+// concatenation of its values' varints (a prefix-free code).
+func tupleKey(t []int) string {
+	var buf [64]byte
+	b := buf[:0]
+	for _, v := range t {
+		b = binary.AppendVarint(b, int64(v))
+	}
+	return string(b)
+}
+
+// multiplicities maps each distinct tuple of r (as [tupleKey]) to its count.
 func multiplicities(r Relation) map[string]int64 {
 	m := map[string]int64{}
 	for _, t := range r.Tuples {
-		m[fmt.Sprint(t)]++
+		m[tupleKey(t)]++
 	}
 	return m
 }
@@ -184,24 +196,25 @@ func DirectTE(in *Instance, e []int) int64 {
 	}
 	groups := map[string]int64{}
 	val := make([]int, len(attrs))
+	var t []int
+	key := make([]int, len(boundary))
 	for {
 		prod := int64(1)
 		for _, i := range e {
 			r := in.Rels[i]
-			t := make([]int, len(r.Attrs))
-			for j, a := range r.Attrs {
-				t[j] = val[pos[a]]
+			t = t[:0]
+			for _, a := range r.Attrs {
+				t = append(t, val[pos[a]])
 			}
-			prod *= mult[i][fmt.Sprint(t)]
+			prod *= mult[i][tupleKey(t)]
 			if prod == 0 {
 				break
 			}
 		}
-		key := make([]int, len(boundary))
 		for j, p := range boundary {
 			key[j] = val[p]
 		}
-		groups[fmt.Sprint(key)] += prod
+		groups[tupleKey(key)] += prod
 		// Next assignment (odometer).
 		p := 0
 		for p < len(val) {
