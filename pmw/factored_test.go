@@ -153,6 +153,7 @@ func runFactAudit(t *testing.T, knob func(*Config), n int) audit.Result {
 // TestAuditFactored audits the factored run at its claimed (ε, δ); the
 // bound holds with confidence 1 − 10⁻⁶.
 func TestAuditFactored(t *testing.T) {
+	t.Parallel()
 	res := runFactAudit(t, nil, 6000)
 	t.Logf("honest: ε ≥ %.3f (event %q, %d vs %d of %d)", res.EpsilonLowerBound, res.Event, res.CountD, res.CountDPrime, res.N)
 	if res.EpsilonLowerBound > factAuditEps {
@@ -164,6 +165,7 @@ func TestAuditFactored(t *testing.T) {
 // to be one row, and the measurements' noise calibrated to one row instead
 // of Δ̃, are each caught by the audit.
 func TestAuditFactoredMutantCaught(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		knob func(*Config)
