@@ -2,6 +2,7 @@ package pmw
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -204,14 +205,23 @@ type adultRun struct {
 	rounds int
 }
 
-// adultMemo holds the Adult runs already made in this test binary, by seed,
-// ε and iterate (final or average): a seeded run is deterministic, and
+// adultMemo holds the Adult runs of this test binary, by seed, ε and
+// iterate (final or average): a seeded run is deterministic, and
 // TestMWEMAdultAccuracy's table and TestMWEMFinalVersusAverage make the
-// same nine final-iterate runs (seeds 0–2, ε 0.5 / 1 / 4).
+// same nine final-iterate runs (seeds 0–2, ε 0.5 / 1 / 4). Each entry is
+// made once (the two tests run in parallel: the second waits for the
+// first's run instead of repeating it).
 var adultMemo = struct {
 	sync.Mutex
-	m map[[3]float64]adultRun
-}{m: map[[3]float64]adultRun{}}
+	m map[[3]float64]*adultEntry
+}{m: map[[3]float64]*adultEntry{}}
+
+// adultEntry is one memoised run, made by the first caller.
+type adultEntry struct {
+	once sync.Once
+	run  adultRun
+	err  error
+}
 
 // adultTVDMemo is adultTVD for Config{Epsilon: eps, testAverage: avg},
 // made once per binary.
@@ -222,17 +232,23 @@ func adultTVDMemo(tb testing.TB, a *adultData, seed uint64, eps float64, avg boo
 		key[2] = 1
 	}
 	adultMemo.Lock()
-	r, ok := adultMemo.m[key]
-	adultMemo.Unlock()
-	if ok {
-		return r
+	e, ok := adultMemo.m[key]
+	if !ok {
+		e = &adultEntry{}
+		adultMemo.m[key] = e
 	}
-	v, res := adultTVD(tb, a, seed, Config{Epsilon: eps, testAverage: avg})
-	r = adultRun{tvd: v, rounds: res.Rounds}
-	adultMemo.Lock()
-	adultMemo.m[key] = r
 	adultMemo.Unlock()
-	return r
+	e.once.Do(func() {
+		// Set until the run is made: if adultTVD fails tb, a waiting
+		// caller fails too instead of reading a zero run.
+		e.err = errors.New("the memoised Adult run failed in another test")
+		v, res := adultTVD(tb, a, seed, Config{Epsilon: eps, testAverage: avg})
+		e.run, e.err = adultRun{tvd: v, rounds: res.Rounds}, nil
+	})
+	if e.err != nil {
+		tb.Fatal(e.err)
+	}
+	return e.run
 }
 
 // TestMWEMAdultAccuracy is the target of issue 10: on UCI Adult
@@ -248,6 +264,7 @@ func TestMWEMAdultAccuracy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the Adult release 29 times")
 	}
+	t.Parallel()
 	a := loadAdult(t)
 	const seeds = 20
 	var sum, sum2, worst float64
@@ -285,6 +302,7 @@ func TestMWEMFinalVersusAverage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the Adult release 18 times")
 	}
+	t.Parallel()
 	a := loadAdult(t)
 	for _, eps := range []float64{0.5, 1, 4} {
 		var final, avg float64
