@@ -86,6 +86,7 @@ func countInDPrime(counts func(emit func(cell, n int64) error) error) float64 {
 // claimed (ε, δ). The harness's bound holds with confidence 1 − 1e-6, so
 // the test fails falsely with probability ≤ 1e-6.
 func TestAuditJoinAsOneTwoTable(t *testing.T) {
+	t.Parallel()
 	mech := func(withR2 bool) audit.Mechanism[float64] {
 		h, f := fig1(auditN, auditNA, withR2)
 		// The statistics are read by brute force once and served from
@@ -232,6 +233,7 @@ func fig1Hist(withR2 bool) []float64 {
 // PMW with n = 200 rows, 12.5 of them in D′ from the uniform start alone,
 // produces.
 func TestAuditCatchesUnpaddedRelease(t *testing.T) {
+	t.Parallel()
 	mech := func(withR2 bool) audit.Mechanism[float64] {
 		hist := fig1Hist(withR2)
 		return func(src dp.Source) float64 {
@@ -254,6 +256,7 @@ func TestAuditCatchesUnpaddedRelease(t *testing.T) {
 // query has error ≈ 190 and is selected), while on I′ D′ only holds padding
 // (η/16 ≈ 30 ± a few rows). The harness must report a bound above ε.
 func TestAuditCatchesPostPadding(t *testing.T) {
+	t.Parallel()
 	const eps, delta = auditEps, auditDelta
 	tau1, _ := dp.Tau(eps/2, delta/2, 1)
 	mech := func(withR2 bool) audit.Mechanism[float64] {

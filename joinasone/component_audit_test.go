@@ -254,6 +254,7 @@ func alg3Pair(t *testing.T, second bool, midPublic bool) (*hypergraph.Hypergraph
 // TestAuditComponents: each Δ̃ step, honest, at its claimed (ε/2, δ/2), and
 // each planted bug caught. The bounds hold with confidence 1 − 1e-6 each.
 func TestAuditComponents(t *testing.T) {
+	t.Parallel()
 	const eps, delta = 2.0, 1e-3
 	claimEps, claimDelta := eps/2, delta/2
 	type pairFn func(t *testing.T, second bool) (*hypergraph.Hypergraph, *memoStats, *spec.Spec)
