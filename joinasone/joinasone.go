@@ -216,7 +216,7 @@ func Prepare(h *hypergraph.Hypergraph, cfg Config, ledger *dp.Ledger) (*Plan, er
 	case OneTable:
 		pmwBudget = dp.Budget{Epsilon: eps, Delta: delta}
 	case TwoTable:
-		if p.pad, err = dp.NewTruncatedDiscreteLaplace(eps/2, delta/2, 1); err != nil {
+		if p.pad, err = tdlap(eps/2, delta/2); err != nil {
 			return nil, fmt.Errorf("joinasone: Δ̃: %w", err)
 		}
 		mechanism, rule = "truncated discrete Laplace: noisy max degree Δ̃",
@@ -241,7 +241,7 @@ func Prepare(h *hypergraph.Hypergraph, cfg Config, ledger *dp.Ledger) (*Plan, er
 		} else if 2*tau > 2*maxLogFactor {
 			return nil, tooLarge(2 * tau)
 		}
-		if p.logPad, err = dp.NewLogPad(eps/2, delta/2, p.beta); err != nil {
+		if p.logPad, err = logPad(eps/2, delta/2, p.beta); err != nil {
 			return nil, fmt.Errorf("joinasone: Δ̃: %w", err)
 		}
 		if f := p.logPad.MaxLogFactor(); f > maxLogFactor {
@@ -335,10 +335,22 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 }
 
 // deltaTilde reads the statistics Δ̃ needs and returns Δ̃: an integer ≥ 1
-// drawn with integer arithmetic (DESIGN.md §3, invariant 6).
+// drawn with integer arithmetic (DESIGN.md §3, invariant 6). It is
+// [Plan.noisyDelta] of [Plan.exactDelta].
 func (p *Plan) deltaTilde(ctx context.Context, src dp.Source, stats Stats) (float64, error) {
+	x, err := p.exactDelta(ctx, stats)
+	if err != nil {
+		return 0, err
+	}
+	return p.noisyDelta(src, x)
+}
+
+// exactDelta reads the statistics and returns the exact quantity Δ̃ pads:
+// with two tables the largest degree of a join value in a relation facing
+// a private one (Alg. 1 line 1), otherwise RS^β (Alg. 3). It draws no
+// noise: a function of the data and the public plan only.
+func (p *Plan) exactDelta(ctx context.Context, stats Stats) (float64, error) {
 	h := p.h
-	deltaTilde := 1.0
 	switch p.alg {
 	case TwoTable:
 		// With two relations, the boundary of the first is exactly the
@@ -357,22 +369,35 @@ func (p *Plan) deltaTilde(ctx context.Context, src dp.Source, stats Stats) (floa
 			}
 			maxDeg = max(maxDeg, d)
 		}
-		deltaTilde = float64(maxDeg)
-		if p.cfg.mutation != mutNoDeltaNoise {
-			deltaTilde += float64(p.pad.Sample(src))
-		}
+		return float64(maxDeg), nil
 	case General:
 		sens, err := residual.Compute(ctx, h, stats, p.beta)
 		if err != nil {
 			return 0, err
 		}
+		if p.cfg.mutation == mutRSNoMax {
+			return sens.LocalSensitivity, nil
+		}
+		return sens.RS, nil
+	}
+	return 0, nil
+}
+
+// noisyDelta draws Δ̃ from x = [Plan.exactDelta]: the algorithm's noise
+// added to x (nothing for one table: Δ̃ = 1).
+func (p *Plan) noisyDelta(src dp.Source, x float64) (float64, error) {
+	deltaTilde := 1.0
+	switch p.alg {
+	case TwoTable:
+		deltaTilde = x
+		if p.cfg.mutation != mutNoDeltaNoise {
+			deltaTilde += float64(p.pad.Sample(src))
+		}
+	case General:
 		// max(RS, 1) keeps the logarithm finite for an empty join; it is
 		// 1-Lipschitz on the log scale, so ln max(RS, 1) still has
 		// sensitivity β.
-		rs := sens.RS
-		if p.cfg.mutation == mutRSNoMax {
-			rs = sens.LocalSensitivity
-		}
+		rs := x
 		_, bound := p.logPad.Pad(src, math.Max(rs, 1))
 		if p.cfg.mutation == mutNoDeltaNoise {
 			bound = math.Max(rs, 1)

@@ -195,6 +195,7 @@ func hierPartitionMech(p *HierPlan, data memoHier, mut hierMutation) audit.Mecha
 // "bucket by the true degree" caught on the first, "skip empty
 // sub-instances" on the last. Bounds hold with confidence 1 − 1e-6 each.
 func TestHierAuditPartition(t *testing.T) {
+	t.Parallel()
 	const eps, delta = 2.0, 1e-3
 	claimEps, claimDelta := eps/2, delta/2
 	probe, _ := hierAuditDegrees(t, hierAuditInstance{"s1": 1}, eps, delta)

@@ -134,6 +134,7 @@ func viewRows(t *testing.T, eng *engine.Engine, r hypergraph.Relation) []int {
 // join sizes add up to the join's (the engine's JoinSize), and no tuple of
 // a private relation is in more sub-instances than the public bound K.
 func TestHierEngineMatchesBruteForce(t *testing.T) {
+	t.Parallel()
 	// The default run checks the first 50 instances of the fixed sequence
 	// (a third of a minute of CPU); SYNTH_SLOW_AUDITS (.ci/run) checks all
 	// 200 as before.

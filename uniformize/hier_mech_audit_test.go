@@ -281,10 +281,16 @@ func starLnRS(t testing.TB, p *HierPlan, d *starData, beta float64) (lnRS float6
 // normal fit. The honest test fails falsely with probability ≤ 10⁻⁶ (the
 // audit's confidence). A statistic that never varies fails the audit with
 // audit.ErrVacuous.
-func TestAuditHierWhole(t *testing.T) { auditHierWhole(t, hierHonest, false) }
+func TestAuditHierWhole(t *testing.T) {
+	t.Parallel()
+	auditHierWhole(t, hierHonest, false)
+}
 
 // TestAuditHierWholeMutant: see TestAuditHierWhole.
-func TestAuditHierWholeMutant(t *testing.T) { auditHierWhole(t, hierNoMultiplicity, true) }
+func TestAuditHierWholeMutant(t *testing.T) {
+	t.Parallel()
+	auditHierWhole(t, hierNoMultiplicity, true)
+}
 
 func auditHierWhole(t *testing.T, mut hierMutation, catch bool) {
 	const (

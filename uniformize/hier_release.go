@@ -134,7 +134,7 @@ func PrepareHier(h *hypergraph.Hypergraph, cfg HierConfig, ledger *dp.Ledger) (*
 	if cfg.mut == hierNoMultiplicity {
 		p.sub = HierSplit{Eps: half.Epsilon, Delta: half.Delta, K: 1} // planted bug (audit tests only)
 	}
-	noise, err := dp.NewTruncatedDiscreteLaplace(p.deg.Eps, p.deg.Delta, 1)
+	noise, err := tdlap(p.deg.Eps, p.deg.Delta)
 	if err != nil {
 		return nil, fmt.Errorf("uniformize: degree noise: %w", err)
 	}

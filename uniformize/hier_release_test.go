@@ -46,6 +46,7 @@ func hierRun(t *testing.T, stores map[string][2]int, eps, delta float64, seed ui
 // budgets: the runs are a function of the partition's DP output, not of
 // the true degrees.
 func TestHierRunsDependOnDPOutputsOnly(t *testing.T) {
+	t.Parallel()
 	const eps, delta = 4.0, 1e-3
 	rng := rand.New(rand.NewPCG(8, 9))
 	same, emptyRan := 0, 0

@@ -156,6 +156,7 @@ func partitionRuns() int {
 // "bucket by the true degree" caught on the first, "skip empty buckets" on
 // the second. Bounds hold with confidence 1 − 1e-6 each.
 func TestAuditPartition(t *testing.T) {
+	t.Parallel()
 	const eps, delta = 2.0, 1e-3
 	claimEps, claimDelta := eps/2, delta/2
 	p, err := PrepareTwoTable(ttHypergraph(t, false), ttConfig(t, eps, delta), mustLedger(t, eps, delta))

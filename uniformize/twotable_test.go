@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
@@ -78,15 +79,51 @@ type ttFake struct {
 	bucket map[string]int32
 	subs   map[int]ttInstance
 	closed bool
+	// preBucket is Assign's bucket per value index (with pre).
+	preBucket []int32
+	// pre, when set, holds in's degrees computed once (ttPrepared), for
+	// the audits that run the mechanism on the same instance many times.
+	pre *ttPre
+}
+
+// ttPre is what ttFake derives from its instance alone: the present values
+// (sorted), their degrees, and every tuple's value index.
+type ttPre struct {
+	vals []string
+	degs []int64
+	val  [2][]int // val[r][k] indexes vals for tuple k of relation r
+}
+
+// ttPrepared returns a ttFake constructor for in that shares one ttPre:
+// the same answers as &ttFake{in: in}, without recounting per run.
+func ttPrepared(in ttInstance) func() *ttFake {
+	vals, degs := in.degrees()
+	pre := &ttPre{vals: vals, degs: degs}
+	for r := range 2 {
+		for _, t := range in[r] {
+			k, _ := slices.BinarySearch(vals, t.b)
+			pre.val[r] = append(pre.val[r], k)
+		}
+	}
+	return func() *ttFake { return &ttFake{in: in, pre: pre} }
 }
 
 func (f *ttFake) Degrees(ctx context.Context, h *hypergraph.Hypergraph, attrs []string) ([]int64, error) {
+	if f.pre != nil {
+		f.vals = f.pre.vals
+		return slices.Clone(f.pre.degs), nil
+	}
 	vals, degs := f.in.degrees()
 	f.vals = vals
 	return degs, nil
 }
 
 func (f *ttFake) Assign(ctx context.Context, bucket []int32) error {
+	if f.pre != nil {
+		f.bucket = nil
+		f.preBucket = slices.Clone(bucket)
+		return nil
+	}
 	f.bucket = map[string]int32{}
 	for k, b := range f.vals {
 		f.bucket[b] = bucket[k]
@@ -97,8 +134,14 @@ func (f *ttFake) Assign(ctx context.Context, bucket []int32) error {
 func (f *ttFake) Bucket(ctx context.Context, i int) (*hypergraph.Hypergraph, joinasone.Stats, error) {
 	var sub ttInstance
 	for r := range 2 {
-		for _, t := range f.in[r] {
-			if f.bucket[t.b] == int32(i) {
+		for k, t := range f.in[r] {
+			var b int32
+			if f.pre != nil {
+				b = f.preBucket[f.pre.val[r][k]]
+			} else {
+				b = f.bucket[t.b]
+			}
+			if b == int32(i) {
 				sub[r] = append(sub[r], t)
 			}
 		}
@@ -112,11 +155,18 @@ func (f *ttFake) Bucket(ctx context.Context, i int) (*hypergraph.Hypergraph, joi
 
 func (f *ttFake) Close(ctx context.Context) error { f.closed = true; return nil }
 
+// ttNamed caches ttHypergraphNamed: a hypergraph is read only.
+var ttNamed sync.Map // int → *hypergraph.Hypergraph
+
 func ttHypergraphNamed(i int) *hypergraph.Hypergraph {
+	if h, ok := ttNamed.Load(i); ok {
+		return h.(*hypergraph.Hypergraph)
+	}
 	h, _ := hypergraph.New([]hypergraph.Relation{
 		{Name: fmt.Sprintf("r1_b%d", i), Attrs: map[string]string{"b": "b"}},
 		{Name: fmt.Sprintf("r2_b%d", i), Attrs: map[string]string{"b": "b"}},
 	})
+	ttNamed.Store(i, h)
 	return h
 }
 
@@ -409,6 +459,33 @@ func TestBucketOf(t *testing.T) {
 			if got, want := p.always, slices.Sorted(maps.Keys(reach)); !slices.Equal(got, want) {
 				t.Fatalf("ε %v δ %v: R₀ = %v, want %v", eps, delta, got, want)
 			}
+		}
+	}
+}
+
+// TestTTPreparedMatchesFake: the audits' prepared fake (ttPrepared) gives
+// TwoTable the same sub-instances and the same seeded output as the plain
+// ttFake, on random instances.
+func TestTTPreparedMatchesFake(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	ctx := context.Background()
+	for it := range 60 {
+		in := randomInstance(rng)
+		eps := []float64{0.5, 2, 8}[it%3]
+		var subs [2]map[int]ttInstance
+		var out [2]float64
+		for k, f := range []*ttFake{{in: in}, ttPrepared(in)()} {
+			cfg := ttConfig(t, eps, 1e-3)
+			cfg.Rounds = 1
+			src := dp.NewSeededSource(uint64(it))
+			res, err := TwoTable(ctx, src, ttHypergraph(t, false), f, cfg, mustLedger(t, eps, 1e-3))
+			if err != nil {
+				t.Fatalf("instance %d: %v", it, err)
+			}
+			subs[k], out[k] = f.subs, mechOutput(src, res)
+		}
+		if fmt.Sprint(subs[0]) != fmt.Sprint(subs[1]) || out[0] != out[1] {
+			t.Fatalf("instance %d: prepared fake %v → %v, plain %v → %v", it, subs[1], out[1], subs[0], out[0])
 		}
 	}
 }
