@@ -46,7 +46,15 @@ func TestBucketsBruteForce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, h := loadTest(t, s)
+		e := openTest(t)
+		oneThread(t, e)
+		if err := e.Load(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.Hypergraph()
+		if err != nil {
+			t.Fatal(err)
+		}
 		attrs := h.Boundary(1)
 		b, degs, err := e.NewBuckets(ctx, h, attrs)
 		if err != nil {
