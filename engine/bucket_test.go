@@ -46,7 +46,9 @@ func TestBucketsBruteForce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := openTest(t)
+		// In memory: the buckets' tables and views are the same as in the
+		// default engine's file, without writing them to disk.
+		e := openMemoryTest(t)
 		oneThread(t, e)
 		if err := e.Load(ctx, s); err != nil {
 			t.Fatal(err)
