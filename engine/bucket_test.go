@@ -46,7 +46,17 @@ func TestBucketsBruteForce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, h := loadTest(t, s)
+		// In memory: the buckets' tables and views are the same as in the
+		// default engine's file, without writing them to disk.
+		e := openMemoryTest(t)
+		oneThread(t, e)
+		if err := e.Load(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.Hypergraph()
+		if err != nil {
+			t.Fatal(err)
+		}
 		attrs := h.Boundary(1)
 		b, degs, err := e.NewBuckets(ctx, h, attrs)
 		if err != nil {

@@ -90,7 +90,9 @@
 // An embedded DuckDB engine's buffers are bounded by DuckDB's memory_limit:
 // the environment variable SYNTH_DUCKDB_MEMORY_LIMIT ([MemoryLimitEnv],
 // e.g. 512MB or 4GiB; "max" for DuckDB's default of 80% of the machine's
-// memory), [DefaultMemoryLimit] (256 MB) when unset. The default engine keeps
+// memory), [DefaultMemoryLimit] (256 MB) when unset; SYNTH_DUCKDB_THREADS
+// ([ThreadsEnv]) sets the threads queries run on (DuckDB's default, one
+// per core, when unset). The default engine keeps
 // its database in a file, compressed, in a private folder of the temporary
 // directory (os.TempDir, e.g. $TMPDIR) that [Engine.Close] removes, and
 // spills what does not fit the limit there. The limit bounds the buffers,

@@ -124,6 +124,9 @@ func Open(ctx context.Context, dsn string) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: open %q: %w", dsn, err)
 	}
+	if _, err := threads(); err != nil {
+		return nil, fmt.Errorf("engine: open %q: %w", dsn, err)
+	}
 	// A database file given in the DSN spills next to itself (DuckDB's
 	// PATH.tmp; two engines on one file must have the same options); the
 	// default database and an in-memory one get a private folder.
@@ -284,8 +287,14 @@ func (e *Engine) columnTypes(ctx context.Context, table string) (map[string]stri
 	if ok {
 		return cols, nil
 	}
-	rows, err := e.db.QueryContext(ctx,
-		"SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $1 AND table_schema = current_schema() AND table_catalog = current_database()", table)
+	q := "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = $1 AND table_schema = current_schema() AND table_catalog = current_database()"
+	if _, ok := e.d.(duckDB); ok {
+		// DuckDB's information_schema.columns is a view of duckdb_columns()
+		// (the same names and types, views' columns included) that costs
+		// about 2.5 ms of CPU more a query; this runs after every Load.
+		q = "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = $1 AND schema_name = current_schema() AND database_name = current_database()"
+	}
+	rows, err := e.db.QueryContext(ctx, q, table)
 	if err != nil {
 		return nil, fmt.Errorf("engine: columns of table %q: %w", table, err)
 	}

@@ -127,6 +127,7 @@ func TestFoldOracle(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 0xf01d))
 	ctx := context.Background()
 	e := openTest(t)
+	oneThread(t, e)
 	n := 70
 	if testing.Short() {
 		n = 21

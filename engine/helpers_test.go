@@ -91,3 +91,21 @@ func forEachOpenerInPlace(t *testing.T, f func(t *testing.T, open func(testing.T
 	forEachOpener(t, f)
 	t.Run("duckdb in place", func(t *testing.T) { f(t, openInPlaceTest) })
 }
+
+// oneThread runs an embedded engine's queries on one DuckDB thread (SET
+// threads = 1; other engines are left as they are). The oracle tests load
+// many instances of a few dozen rows: each of their queries is one small
+// task whatever the thread count, and the result is the same (the rows
+// and their order do not depend on it: preserve_insertion_order is set),
+// but with the default thread count every query's pipelines also wake
+// DuckDB's idle worker thread, which cost about a fifth of these tests'
+// CPU time. The loads of larger data keep the default.
+func oneThread(t testing.TB, e *Engine) {
+	t.Helper()
+	if _, ok := e.d.(duckDB); !ok {
+		return
+	}
+	if _, err := e.db.ExecContext(context.Background(), "SET threads = 1"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -63,6 +63,7 @@ func testKeysIntegralOracle(t *testing.T, open func(testing.TB) *Engine) {
 	r := rand.New(rand.NewPCG(seed, 0x6b657973))
 	ctx := context.Background()
 	e := open(t)
+	oneThread(t, e)
 	duck := duckTest(t)
 	// Shapes of at most three relations: with a dozen values per key
 	// type, longer joins are mostly empty.

@@ -43,6 +43,7 @@ func TestLoadScanMatchesStaged(t *testing.T) {
 	}
 	ctx := context.Background()
 	e := openMemoryTest(t)
+	oneThread(t, e)
 	duck := duckTest(t)
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(16, 5))
@@ -321,6 +322,7 @@ func pickFrom[T any](rng *rand.Rand, vs ...T) T { return vs[rng.IntN(len(vs))] }
 func TestLoadScanOddValues(t *testing.T) {
 	ctx := context.Background()
 	e := openMemoryTest(t)
+	oneThread(t, e)
 	duck := duckTest(t)
 	dir := t.TempDir()
 	ints := []string{"+5", "05", "5.0", "5e0", " 5", "5 ", "-0", "0", "1e2", "0x5", "1_0", "1.5", "nan", "inf", "-inf", ".5", "5.",

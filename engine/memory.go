@@ -21,6 +21,25 @@ import (
 // on top of it.
 const MemoryLimitEnv = "SYNTH_DUCKDB_MEMORY_LIMIT"
 
+// ThreadsEnv is the environment variable setting the number of threads an
+// embedded DuckDB engine runs queries on (DuckDB's threads), a positive
+// integer; unset or empty leaves DuckDB's default (one per core). Results
+// do not depend on it.
+const ThreadsEnv = "SYNTH_DUCKDB_THREADS"
+
+// threads returns the threads option to give DuckDB, "" for DuckDB's
+// default, or an error naming the variable.
+func threads() (string, error) {
+	v := strings.TrimSpace(os.Getenv(ThreadsEnv))
+	if v == "" {
+		return "", nil
+	}
+	if n, err := strconv.Atoi(v); err != nil || n < 1 {
+		return "", fmt.Errorf("%s=%q: want a positive number of threads", ThreadsEnv, v)
+	}
+	return v, nil
+}
+
 // DefaultMemoryLimit is DuckDB's memory_limit when [MemoryLimitEnv] is
 // unset or empty. A release of the TPC-H example from Parquet
 // (TestReleaseScale, one run each) with 256MB against 512MB: SF 1 2.34 /
@@ -165,9 +184,12 @@ func (s *duckDBScratch) remove() error {
 // duckDBConfig is the query string of the DuckDB connector: the fixed
 // options ([duckDBOptions]), the allocator's ([allocatorOptions]),
 // the spill folder (DuckDB's default when "") and the memory limit
-// (DuckDB's default when "").
+// (DuckDB's default when ""), and the threads of [ThreadsEnv] when set.
 func duckDBConfig(spill, limit string) string {
 	q := duckDBOptions + "&" + allocatorOptions
+	if n, err := threads(); err == nil && n != "" {
+		q += "&threads=" + n
+	}
 	if spill != "" {
 		q += "&temp_directory=" + url.QueryEscape(spill)
 	}

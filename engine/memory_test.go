@@ -122,6 +122,51 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
+// TestThreads: SYNTH_DUCKDB_THREADS sets DuckDB's threads; unset leaves
+// DuckDB's default; anything but a positive integer fails Open with an
+// error naming the variable.
+func TestThreads(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		env  string
+		want int64 // 0: DuckDB's default, whatever it is
+		bad  bool
+	}{
+		{env: ""},
+		{env: "1", want: 1},
+		{env: " 3 ", want: 3},
+		{env: "0", bad: true},
+		{env: "two", bad: true},
+		{env: "1&memory_limit=1TB", bad: true},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(ThreadsEnv, tc.env)
+			e, err := Open(ctx, "duckdb::memory:")
+			if tc.bad {
+				if err == nil {
+					e.Close()
+					t.Fatalf("Open with %s=%q succeeded", ThreadsEnv, tc.env)
+				}
+				if !strings.Contains(err.Error(), ThreadsEnv) {
+					t.Errorf("error %q does not name %s", err, ThreadsEnv)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			var got int64
+			if err := e.db.QueryRow("SELECT current_setting('threads')").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if tc.want != 0 && got != tc.want {
+				t.Errorf("threads %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestStaleScratchRemoved checks that Open removes the scratch folders of
 // processes that no longer run (a synth killed before Close) and keeps
 // those of running processes and folders that are not scratch folders.

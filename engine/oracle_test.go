@@ -215,6 +215,7 @@ func TestStatisticsOracle(t *testing.T) {
 }
 
 func statisticsOracle(t *testing.T, e *Engine) {
+	oneThread(t, e)
 	seed := stattest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	ctx := context.Background()

@@ -53,6 +53,7 @@ func TestUnitMarginalL2Oracle(t *testing.T) {
 	r := rand.New(rand.NewPCG(stattest.Seed(t), 12))
 	ctx := context.Background()
 	e := openDSNTest(t, "duckdb::memory:")
+	oneThread(t, e)
 	n := 50
 	if os.Getenv("SYNTH_SLOW_AUDITS") != "" && !testing.Short() {
 		n = 200

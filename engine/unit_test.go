@@ -187,6 +187,7 @@ func TestUnitHistogramOracle(t *testing.T) {
 	r := rand.New(rand.NewPCG(stattest.Seed(t), 11))
 	ctx := context.Background()
 	e := openDSNTest(t, "duckdb::memory:")
+	oneThread(t, e)
 	n := 240
 	if testing.Short() {
 		n = 40

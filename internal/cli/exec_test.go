@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 	"testing"
+
+	"github.com/synth-dp/synth/engine"
 )
 
 // asSynthEnv, when set to 1 in a child process's environment, makes this
@@ -24,5 +27,25 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	// The tests run the CLI on the tiny specs and TPC-H SF 0.01, hundreds
+	// of times: DuckDB on one thread gives the same outputs for about a
+	// quarter less CPU (no idle worker woken for every query). The
+	// processes the fault tests start inherit it. An explicit setting is
+	// kept.
+	if os.Getenv(engine.ThreadsEnv) == "" {
+		os.Setenv(engine.ThreadsEnv, "1")
+	}
+	dir, err := os.MkdirTemp("", "synth-cli-test-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	sharedDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
+
+// sharedDir is a temporary folder that lives as long as the test binary,
+// for what several tests share (see releaseParams); TestMain removes it.
+var sharedDir string

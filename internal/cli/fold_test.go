@@ -32,7 +32,7 @@ type inspectFolding struct {
 
 func inspectJSON(t *testing.T, config string) inspectFolding {
 	t.Helper()
-	r := mustRun(t, "-q", "inspect", "--config", config, "--format", "json")
+	r := mustRunShared(t, "-q", "inspect", "--config", config, "--format", "json")
 	var got inspectFolding
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
@@ -46,7 +46,7 @@ func inspectJSON(t *testing.T, config string) inspectFolding {
 // inspectLines returns the values of the text output's lines with key.
 func inspectLines(t *testing.T, config, key string) []string {
 	t.Helper()
-	r := mustRun(t, "-q", "inspect", "--config", config)
+	r := mustRunShared(t, "-q", "inspect", "--config", config)
 	var out []string
 	for _, line := range strings.Split(r.stdout, "\n") {
 		if k, v, ok := strings.Cut(line, ":"); ok && k == key {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -103,13 +104,34 @@ type released struct {
 	dir string
 }
 
+// tpchRelease is releaseParams's run of the TPC-H example (tpchSpec),
+// made once in sharedDir: the release is seeded, so every test asking for
+// it would get the same run.
+var tpchRelease struct {
+	once sync.Once
+	r    released
+}
+
 // releaseParams releases config with a fixed seed and returns the run and
-// the report's parameters.
+// the report's parameters. The TPC-H example's release is made once per
+// test binary (tpchRelease) and shared by the tests that ask for it.
 func releaseParams(t *testing.T, config string) (released, map[string]any) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "out")
-	r := released{mustRun(t, "--log-level", "warn", "--seed", "1", "release", "--config", config, "--out", out), out}
-	b, err := os.ReadFile(filepath.Join(out, "privacy-report.json"))
+	var r released
+	if config == tpchSpec {
+		tpchRelease.once.Do(func() {
+			out := filepath.Join(sharedDir, "tpch-release")
+			tpchRelease.r = released{run(t, "--log-level", "warn", "--seed", "1", "release", "--config", config, "--out", out), out}
+		})
+		r = tpchRelease.r
+		if r.code != ExitOK {
+			t.Fatalf("synth release --config %s: exit %d, want 0\nstderr:\n%s", config, r.code, r.stderr)
+		}
+	} else {
+		out := filepath.Join(t.TempDir(), "out")
+		r = released{mustRun(t, "--log-level", "warn", "--seed", "1", "release", "--config", config, "--out", out), out}
+	}
+	b, err := os.ReadFile(filepath.Join(r.dir, "privacy-report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +152,7 @@ func releaseParams(t *testing.T, config string) (released, map[string]any) {
 // unit table's size, which the release (seeded) then confirms.
 func TestInspectSignalForecastTPCH(t *testing.T) {
 	var rep signalJSON
-	r := mustRun(t, "-q", "inspect", "--config", tpchSpec, "--format", "json")
+	r := mustRunShared(t, "-q", "inspect", "--config", tpchSpec, "--format", "json")
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +162,7 @@ func TestInspectSignalForecastTPCH(t *testing.T) {
 	if !strings.Contains(rep.Forecast.Basis, "Δ̃ = r = 1") || len(rep.Forecast.Marginals) != 8 || len(rep.Forecast.Suggestions) == 0 {
 		t.Errorf("forecast basis %q, %d marginals, suggestions %q", rep.Forecast.Basis, len(rep.Forecast.Marginals), rep.Forecast.Suggestions)
 	}
-	text := mustRun(t, "-q", "inspect", "--config", tpchSpec).stdout
+	text := mustRunShared(t, "-q", "inspect", "--config", tpchSpec).stdout
 	for _, want := range []string{"signal forecast:", "public parameters only, no data", "would help:", "more ε", "NON-PRIVATE signal forecast:"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("inspect text lacks %q", want)

@@ -50,7 +50,7 @@ func TestInspect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/json", func(t *testing.T) {
-			r := mustRun(t, "-q", "inspect", "--config", tt.config, "--format", "json")
+			r := mustRunShared(t, "-q", "inspect", "--config", tt.config, "--format", "json")
 			var got struct {
 				Relations          []string `json:"relations"`
 				UniverseSize       *int64   `json:"universe_size"`
@@ -97,7 +97,7 @@ func TestInspect(t *testing.T) {
 			}
 		})
 		t.Run(tt.name+"/text", func(t *testing.T) {
-			r := mustRun(t, "-q", "inspect", "--config", tt.config)
+			r := mustRunShared(t, "-q", "inspect", "--config", tt.config)
 			fields := map[string]string{}
 			for _, line := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
 				k, v, ok := strings.Cut(line, ":")

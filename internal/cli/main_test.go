@@ -5,7 +5,9 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -36,6 +38,49 @@ func mustRun(t *testing.T, args ...string) result {
 		t.Fatalf("synth %s: exit %d, want 0\nstderr:\n%s", strings.Join(args, " "), r.code, r.stderr)
 	}
 	return r
+}
+
+// sharedRuns holds the runs of mustRunShared, by command line.
+var sharedRuns struct {
+	sync.Mutex
+	m map[string]*sharedRun
+}
+
+// sharedRun is one command line's run, made once.
+type sharedRun struct {
+	once sync.Once
+	r    result
+}
+
+// mustRunShared is mustRun for a read-only, deterministic command (inspect)
+// on one of the checked-in examples, which several tests run with the same
+// arguments: the first test to ask runs it, the others read the same
+// result (stdout, stderr and exit code) instead of loading the TPC-H data
+// again. A command line naming anything but the examples' specs is run
+// every time, as mustRun does.
+func mustRunShared(t *testing.T, args ...string) result {
+	t.Helper()
+	i := slices.Index(args, "--config")
+	if i < 0 || i+1 >= len(args) || !slices.Contains([]string{tpchSpec, nationSpec, adultSpec}, args[i+1]) ||
+		!slices.Contains(args, "inspect") {
+		return mustRun(t, args...)
+	}
+	key := strings.Join(args, "\x00")
+	sharedRuns.Lock()
+	if sharedRuns.m == nil {
+		sharedRuns.m = map[string]*sharedRun{}
+	}
+	sr := sharedRuns.m[key]
+	if sr == nil {
+		sr = &sharedRun{}
+		sharedRuns.m[key] = sr
+	}
+	sharedRuns.Unlock()
+	sr.once.Do(func() { sr.r = run(t, args...) })
+	if sr.r.code != ExitOK {
+		t.Fatalf("synth %s: exit %d, want 0\nstderr:\n%s", strings.Join(args, " "), sr.r.code, sr.r.stderr)
+	}
+	return sr.r
 }
 
 // Paths of the examples, relative to this package's folder.
