@@ -216,7 +216,7 @@ func Prepare(h *hypergraph.Hypergraph, cfg Config, ledger *dp.Ledger) (*Plan, er
 	case OneTable:
 		pmwBudget = dp.Budget{Epsilon: eps, Delta: delta}
 	case TwoTable:
-		if p.pad, err = tdlap(eps/2, delta/2); err != nil {
+		if p.pad, err = dp.CachedTruncatedDiscreteLaplace(eps/2, delta/2, 1); err != nil {
 			return nil, fmt.Errorf("joinasone: Δ̃: %w", err)
 		}
 		mechanism, rule = "truncated discrete Laplace: noisy max degree Δ̃",
@@ -241,7 +241,7 @@ func Prepare(h *hypergraph.Hypergraph, cfg Config, ledger *dp.Ledger) (*Plan, er
 		} else if 2*tau > 2*maxLogFactor {
 			return nil, tooLarge(2 * tau)
 		}
-		if p.logPad, err = logPad(eps/2, delta/2, p.beta); err != nil {
+		if p.logPad, err = dp.CachedLogPad(eps/2, delta/2, p.beta); err != nil {
 			return nil, fmt.Errorf("joinasone: Δ̃: %w", err)
 		}
 		if f := p.logPad.MaxLogFactor(); f > maxLogFactor {

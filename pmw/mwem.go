@@ -284,7 +284,7 @@ func newMWEM(src dp.Source, u *Universe, fams []Family, cfg Config) (*mwem, erro
 		m.total = m.epsR
 	}
 	if !cfg.NoNHat {
-		if m.nhatNoise, err = nhatSampler(m.epsN, m.deltaN, int64(math.Ceil(cfg.Sensitivity))); err != nil {
+		if m.nhatNoise, err = dp.CachedTruncatedDiscreteLaplace(m.epsN, m.deltaN, int64(math.Ceil(cfg.Sensitivity))); err != nil {
 			return nil, fmt.Errorf("pmw: n̂: %w", err)
 		}
 	}

@@ -344,31 +344,6 @@ func chargeThenInit(l *dp.Ledger, charge func(*dp.Ledger) error, init func() err
 	return nil
 }
 
-// tdlapMemo caches the truncated Laplace samplers of n̂ by their public
-// parameters: building one solves for τ′ (logarithms and big rationals),
-// which cost more than a whole run on the audits' tiny universes. The
-// sampler is immutable (its Sample keeps no state), so runs may share it.
-var tdlapMemo sync.Map // tdlapKey → *dp.TruncatedDiscreteLaplace
-
-type tdlapKey struct {
-	eps, delta float64
-	sens       int64
-}
-
-// nhatSampler is dp.NewTruncatedDiscreteLaplace(eps, delta, sens), cached.
-func nhatSampler(eps, delta float64, sens int64) (*dp.TruncatedDiscreteLaplace, error) {
-	k := tdlapKey{eps, delta, sens}
-	if v, ok := tdlapMemo.Load(k); ok {
-		return v.(*dp.TruncatedDiscreteLaplace), nil
-	}
-	t, err := dp.NewTruncatedDiscreteLaplace(eps, delta, sens)
-	if err != nil {
-		return nil, err
-	}
-	tdlapMemo.Store(k, t)
-	return t, nil
-}
-
 // perStepMemo caches dp.PerStepEpsilon by its public arguments: its
 // bisection (200 steps of logarithms and square roots) cost about a
 // twentieth of a whole run on the audits' tiny universes. The value is a
@@ -545,7 +520,7 @@ func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, 
 	// |J| is an integer of sensitivity Δ̃, hence of integer sensitivity
 	// ⌈Δ̃⌉: the exact integer TLap pads it, so n̂ is an integer drawn with
 	// integer arithmetic (DESIGN.md §3, invariant 6).
-	if e.nhatNoise, err = nhatSampler(eps, delta, int64(math.Ceil(cfg.Sensitivity))); err != nil {
+	if e.nhatNoise, err = dp.CachedTruncatedDiscreteLaplace(eps, delta, int64(math.Ceil(cfg.Sensitivity))); err != nil {
 		return nil, fmt.Errorf("pmw: n̂: %w", err)
 	}
 	if cfg.autoRounds() {

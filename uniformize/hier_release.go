@@ -134,7 +134,7 @@ func PrepareHier(h *hypergraph.Hypergraph, cfg HierConfig, ledger *dp.Ledger) (*
 	if cfg.mut == hierNoMultiplicity {
 		p.sub = HierSplit{Eps: half.Epsilon, Delta: half.Delta, K: 1} // planted bug (audit tests only)
 	}
-	noise, err := tdlap(p.deg.Eps, p.deg.Delta)
+	noise, err := dp.CachedTruncatedDiscreteLaplace(p.deg.Eps, p.deg.Delta, 1)
 	if err != nil {
 		return nil, fmt.Errorf("uniformize: degree noise: %w", err)
 	}

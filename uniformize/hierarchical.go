@@ -293,7 +293,7 @@ func PartitionHierarchical(ctx context.Context, t *Tree, in HierInstance, p Hier
 	if p.Levels < 1 || p.Levels > hierMaxLevels {
 		return nil, fmt.Errorf("%w: levels = %d, want 1 to %d", ErrHierParams, p.Levels, hierMaxLevels)
 	}
-	noise, err := tdlap(p.Eps, p.Delta)
+	noise, err := dp.CachedTruncatedDiscreteLaplace(p.Eps, p.Delta, 1)
 	if err != nil {
 		return nil, fmt.Errorf("uniformize: degree noise: %w", err)
 	}

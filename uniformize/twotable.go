@@ -130,7 +130,7 @@ func PrepareTwoTable(h *hypergraph.Hypergraph, cfg TwoTableConfig, ledger *dp.Le
 	half := dp.Budget{Epsilon: cfg.Epsilon / 2, Delta: cfg.Delta / 2}
 	p := &TwoTablePlan{h: h, cfg: cfg, attrs: h.Boundary(1)}
 	var err error
-	if p.pad, err = tdlap(half.Epsilon, half.Delta); err != nil {
+	if p.pad, err = dp.CachedTruncatedDiscreteLaplace(half.Epsilon, half.Delta, 1); err != nil {
 		return nil, fmt.Errorf("uniformize: degree noise: %w", err)
 	}
 	// Every tuple lies in one bucket: k = 1.
