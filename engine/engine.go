@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
 )
@@ -42,6 +43,8 @@ type Engine struct {
 	// [Engine.loadScanned]); loads numbers the loads, naming their tables.
 	data  map[string]string
 	loads int64
+	// temps numbers the short-lived tables of statistics ([Engine.tempName]).
+	temps atomic.Int64
 	// inPlace makes Load read Parquet sources straight from the files
 	// instead of storing them in data tables (see [Engine.ReadInPlace]).
 	inPlace bool

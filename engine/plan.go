@@ -268,6 +268,27 @@ func (p *plan) statement(kept []int) string {
 // plainJoin is the statement of the plain join in p.order: one JOIN of the
 // relations and one GROUP BY of the kept variables.
 func (p *plan) plainJoin(kept []int) string {
+	sel, q := p.plainFrom(kept)
+	q = "SELECT " + strings.Join(append(sel, "count(*) AS c"), ", ") + q
+	if len(sel) > 0 {
+		q += " GROUP BY " + strings.Join(seq(len(sel)), ", ")
+	}
+	return q
+}
+
+// plainRows is the plain join in p.order without its GROUP BY: one row per
+// join row, with the kept variables and a count c of 1. Summing c per
+// value of kept gives [plan.plainJoin]'s rows; a caller that aggregates
+// the join rows by something coarser (a function of the kept variables)
+// saves the large GROUP BY. p.order must be set.
+func (p *plan) plainRows(kept []int) string {
+	sel, q := p.plainFrom(kept)
+	return "SELECT " + strings.Join(append(sel, "1 AS c"), ", ") + q
+}
+
+// plainFrom returns the select list of kept (each variable as its alias)
+// and the FROM … [WHERE …] of the plain join in p.order.
+func (p *plan) plainFrom(kept []int) ([]string, string) {
 	d := p.d
 	owner := map[int]string{} // variable -> its value on the first leaf holding it
 	// A join attribute of two leaves or more is compared by = in ON, which
@@ -310,14 +331,11 @@ func (p *plan) plainJoin(kept []int) string {
 	for _, v := range kept {
 		sel = append(sel, owner[v]+" AS "+p.alias(v))
 	}
-	q := "SELECT " + strings.Join(append(sel, "count(*) AS c"), ", ") + " FROM " + from.String()
+	q := " FROM " + from.String()
 	if len(conds) > 0 {
 		q += " WHERE " + strings.Join(conds, " AND ")
 	}
-	if len(sel) > 0 {
-		q += " GROUP BY " + strings.Join(seq(len(sel)), ", ")
-	}
-	return q
+	return sel, q
 }
 
 // factors makes every leaf a factor: grouped by its variables with the

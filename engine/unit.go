@@ -52,6 +52,11 @@ type UnitDegree struct {
 // from which the row count and its clipping are computed. Both are
 // aggregates computed by the engine: one row per cell and one per distinct
 // n_u leave it.
+//
+// The work: one statement stores every unit's n_u in a short-lived table
+// of the engine's schema (one row per unit), dropped before returning; the
+// degrees are a GROUP BY of that table and the cells one more pass over the
+// join, each join row weighted through that table (see unitHistogramSQL).
 func (e *Engine) UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]Cell, []UnitDegree, error) {
 	if grid < 1 || bound < grid || bound > 1<<40 {
 		return nil, nil, fmt.Errorf("%w: unit histogram: grid %d and bound %d (want 1 ≤ grid ≤ bound ≤ 2⁴⁰)", ErrInvalid, grid, bound)
@@ -60,32 +65,51 @@ func (e *Engine) UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, ke
 	if err != nil {
 		return nil, nil, err
 	}
-	q, nq, err := unitHistogramSQL(e.d, h, key, cols, sizes, grid, bound, mixed, e.keysOf(h))
+	q, err := unitHistogramSQL(e.d, h, key, cols, sizes, grid, bound, mixed, e.keysOf(h))
 	if err != nil {
 		return nil, nil, err
 	}
-	// Two statements, each building the join (see unitHistogramSQL for
-	// why not one).
-	var cells []Cell
-	if q != "" { // "" without columns: the degrees only
-		if err := e.scanPairs(ctx, q, "unit histogram", func(a, b int64) error {
-			if a < 0 {
-				return fmt.Errorf("%w: unit histogram: a cell lies outside the sizes %v", ErrInvalid, sizes)
-			}
-			cells = append(cells, Cell{Index: a, Count: b})
+	var degs []UnitDegree
+	scanDegrees := func(src string) error {
+		return e.scanPairs(ctx, q.degrees(src), "unit degrees", func(a, b int64) error {
+			degs = append(degs, UnitDegree{Rows: a, Units: b})
 			return nil
-		}); err != nil {
+		})
+	}
+	if q.cells == nil { // no columns: the degrees only, one statement
+		if err := scanDegrees("(" + q.n + ")"); err != nil {
 			return nil, nil, err
 		}
+		return nil, degs, nil
 	}
-	var degs []UnitDegree
-	if err := e.scanPairs(ctx, nq, "unit degrees", func(a, b int64) error {
-		degs = append(degs, UnitDegree{Rows: a, Units: b})
+	d := e.d
+	tmp := e.tempName("unit_n")
+	if _, err := e.db.ExecContext(ctx, d.replaceTable(tmp, q.n, false)); err != nil {
+		return nil, nil, statError(ctx, "unit row counts", err)
+	}
+	defer e.db.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+d.ident(tmp))
+	var cells []Cell
+	if err := e.scanPairs(ctx, q.cells(d.ident(tmp)), "unit histogram", func(a, b int64) error {
+		if a < 0 {
+			return fmt.Errorf("%w: unit histogram: a cell lies outside the sizes %v", ErrInvalid, sizes)
+		}
+		cells = append(cells, Cell{Index: a, Count: b})
 		return nil
 	}); err != nil {
 		return nil, nil, err
 	}
+	if err := scanDegrees(d.ident(tmp)); err != nil {
+		return nil, nil, err
+	}
 	return cells, degs, nil
+}
+
+// tempName returns a fresh name for a short-lived table of a statistic, in
+// the engine's schema, with the reserved prefix (no loaded table can have
+// it) and a number unique to this engine (statistics may run
+// concurrently).
+func (e *Engine) tempName(what string) string {
+	return fmt.Sprintf("%s%s_%d", ReservedPrefix, what, e.temps.Add(1))
 }
 
 // scanPairs runs q and calls f on every row of two integers. An engine
@@ -109,33 +133,67 @@ func (e *Engine) scanPairs(ctx context.Context, q, what string, f func(a, b int6
 	return statError(ctx, what, rows.Err())
 }
 
-// unitHistogramSQL returns the statements of [Engine.UnitHistogram]:
-// cells, the bounded cells ("" without columns), and degrees, the
-// histogram of n_u. The join is the count plan of
-// every relation of h grouped by the unit's key column and the binned
-// columns ([buildPlan]); the unit's key is carried as a plain column of its
-// relation (one relation holds it, so no comparison rule applies to it).
+// unitSQL holds the statements of [Engine.UnitHistogram].
+type unitSQL struct {
+	// n yields one row per unit with a join row: its key value u and its
+	// number of join rows nu.
+	n string
+	// degrees is the histogram of nu (columns nu, units) over src, a
+	// table or parenthesised query with n's columns.
+	degrees func(src string) string
+	// cells is the bounded cells over src as in degrees; nil without
+	// columns.
+	cells func(src string) string
+}
+
+// unitHistogramSQL returns the statements of [Engine.UnitHistogram].
+//
+// n is the count plan of every relation of h grouped by the unit's key
+// column alone ([buildPlan]; the key is carried as a plain column of its
+// relation: one relation holds it, so no comparison rule applies to it).
+// The cells join the same relations, this time keeping the binned
+// columns, to n on the unit's key, and sum each join row's weight w(n_u)
+// per cell. When the plan is a plain join (a key-join order, as TPC-H's
+// lineitem → orders → customer) the cells statement joins the rows
+// themselves and groups by the cell only: its one large aggregate has one
+// group per cell. Otherwise the join is the variable-elimination plan
+// grouped by the unit and the bins, weighted by its counts.
+//
+// Why not group the join by (unit, cells) once and derive both from it,
+// as this did before: that aggregate has one group per (unit, cell) pair
+// (some 40 M at TPC-H scale factor 10), which under the embedded engine's
+// 256MB memory limit spills, and read three times (once for n, once for
+// the cells, once for the degrees) it made the statistics 103.6 s at SF 10
+// Parquet; this form is one join grouped by unit (1.5 M groups), stored,
+// and one join grouped by cell (TestReleaseScale, SF 10 Parquet: the two
+// statements 28 s). One statement with the large aggregate MATERIALIZED
+// failed with "failed to pin block" at SF 10 under 256MB.
 func unitHistogramSQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64,
-	mixed map[string]bool, keys map[string][]string) (cells, degrees string, err error) {
+	mixed map[string]bool, keys map[string][]string) (*unitSQL, error) {
+	nj, err := unitJoinOf(d, h, key, nil, nil, mixed, keys, "unit histogram")
+	if err != nil {
+		return nil, err
+	}
+	// A NULL key is one unit too: it is refused by CheckPrimaryKey before
+	// any statistic runs, and compared by IS NOT DISTINCT FROM below.
+	q := &unitSQL{
+		// The plan yields one row per value of the key.
+		n: "SELECT " + nj.p.alias(nj.kept[0]) + " AS u, c AS nu FROM (" + nj.p.statement(nj.kept) + ") AS j",
+		degrees: func(src string) string {
+			return "SELECT CAST(nu AS BIGINT) AS nu, CAST(COUNT(*) AS BIGINT) AS units FROM " + src + " AS n GROUP BY nu ORDER BY nu"
+		},
+	}
+	if len(cols) == 0 {
+		return q, nil
+	}
 	j, err := unitJoinOf(d, h, key, cols, sizes, mixed, keys, "unit histogram")
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	p, kept := j.p, j.kept
-	u := p.alias(kept[0])
-	// n: the join rows of every unit (a NULL key is one unit too: it is
-	// refused by CheckPrimaryKey before any statistic runs).
-	// j and n are plain CTEs, and the cells and the degrees are two
-	// statements. One statement with j MATERIALIZED built the join once
-	// (TestReleaseScale SF 1 Parquet: statistics 5.80 s → 3.84 s) but a
-	// materialized CTE is held in DuckDB's buffers: at SF 10 (60 M line
-	// items, some 40 M rows of j) it failed with "Out of Memory Error:
-	// failed to pin block" under the default memory_limit of 256MB, also
-	// with only n materialized, while these statements spill and pass.
-	with := "WITH j AS (" + p.statement(kept) + "), n AS (SELECT " + u + " AS u, SUM(c) AS nu FROM j GROUP BY " + u + ")"
-	degrees = with + " SELECT CAST(nu AS BIGINT) AS nu, CAST(COUNT(*) AS BIGINT) AS units FROM n GROUP BY nu ORDER BY nu"
-	if len(cols) == 0 {
-		return "", degrees, nil
+	u := j.p.alias(j.kept[0])
+	rows := j.p.statement(j.kept)
+	if j.p.order != nil {
+		rows = j.p.plainRows(j.kept)
 	}
 	// w(u) = min(grid, ⌊bound/n_u⌋): the quotient of two integers below
 	// 2⁵³ is correctly rounded in DOUBLE PRECISION and differs from an
@@ -143,8 +201,11 @@ func unitHistogramSQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []s
 	// least 1/bound ≥ 2⁻⁴⁰, far above the 2⁻⁵³ of rounding: the floor is
 	// exact.
 	w := fmt.Sprintf("LEAST(%d, CAST(FLOOR(CAST(%d AS DOUBLE PRECISION) / CAST(n.nu AS DOUBLE PRECISION)) AS BIGINT))", grid, bound)
-	cells = with + " SELECT i, CAST(SUM(wc) AS BIGINT) FROM (SELECT " + j.cell() + " AS i, CAST(j.c AS BIGINT) * " + w + " AS wc FROM j JOIN n ON j." + u + " IS NOT DISTINCT FROM n.u) AS x GROUP BY i ORDER BY i"
-	return cells, degrees, nil
+	q.cells = func(src string) string {
+		return "SELECT i, CAST(SUM(wc) AS BIGINT) FROM (SELECT " + j.cell() + " AS i, CAST(j.c AS BIGINT) * " + w + " AS wc FROM (" +
+			rows + ") AS j JOIN " + src + " AS n ON j." + u + " IS NOT DISTINCT FROM n.u) AS x GROUP BY i ORDER BY i"
+	}
+	return q, nil
 }
 
 // unitJoinPlan is the join of a unit statistic: the count plan of every

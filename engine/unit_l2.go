@@ -86,7 +86,15 @@ func unitL2SQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []spec.Col
 	sq := func(w string) string { return "CAST(" + w + " AS " + wide + ") * CAST(" + w + " AS " + wide + ") * n2" }
 	w := "CASE WHEN " + sq("w0") + " > " + b2 + " THEN w0 - 1 WHEN w0 < " + fmt.Sprint(grid) + " AND " + sq("(w0 + 1)") + " <= " + b2 +
 		" THEN w0 + 1 ELSE w0 END"
-	q := "WITH j AS (" + p.statement(kept) + "), " +
+	// With a plain join (a key-join order) the rows themselves are grouped
+	// by unit and cell, one aggregate instead of the join grouped by unit
+	// and bins and then by unit and cell (SF 10 Parquet, the TPC-H
+	// example's (o_orderpriority, o_orderdate): 18.3 s → 13.1 s).
+	rows := p.statement(kept)
+	if p.order != nil {
+		rows = p.plainRows(kept)
+	}
+	q := "WITH j AS (" + rows + "), " +
 		"uc AS (SELECT " + u + " AS u, " + j.cell() + " AS i, " +
 		"CAST(SUM(c) AS " + wide + ") AS n FROM j GROUP BY 1, 2), " +
 		"un AS (SELECT u, SUM(n * n) AS n2 FROM uc GROUP BY u), " +

@@ -65,23 +65,23 @@ var floorViews = map[string]string{
 	  WHEN "l_quantity" < 46 THEN 8 ELSE 9 END AS "_synth_bin_l_quantity" FROM %s`,
 }
 
-// floorJoin is the join of the privacy-unit release's statistics, as the
+// floorFrom is the join of the privacy-unit release's statistics, as the
 // engine writes it (engine/unit.go, logged with DuckDB's log_query_path
-// from a release of examples/tpch/synth.yaml): the released columns' bins
-// and the unit per join row, counted.
-const floorJoin = `WITH j AS (SELECT t2."c_custkey" AS v0, t2."_synth_bin_c_mktsegment" AS v1, t1."_synth_bin_o_orderpriority" AS v2,
-  t0."_synth_bin_l_returnflag" AS v3, t0."_synth_bin_l_quantity" AS v4, t1."_synth_bin_o_orderdate" AS v5, count(*) AS c
-  FROM "lineitem" AS t0 JOIN "orders" AS t1 ON t1."o_orderkey" = t0."l_orderkey" JOIN "customer" AS t2 ON t2."c_custkey" = t1."o_custkey"
-  GROUP BY 1, 2, 3, 4, 5, 6), n AS (SELECT v0 AS u, SUM(c) AS nu FROM j GROUP BY v0) `
+// from a release of examples/tpch/synth.yaml).
+const floorFrom = ` FROM "lineitem" AS t0 JOIN "orders" AS t1 ON t1."o_orderkey" = t0."l_orderkey" JOIN "customer" AS t2 ON t2."c_custkey" = t1."o_custkey"`
 
-// floorHistogram is the release's bounded histogram query (the same SQL);
-// floorDegrees its per-unit contribution distribution (the same SQL).
+// floorUnits stores every unit's join-row count in the table n; floorDegrees
+// is its histogram and floorHistogram the bounded cells, each join row
+// weighted through n: the release's statistics SQL, word for word.
 const (
-	floorHistogram = floorJoin + `SELECT i, CAST(SUM(wc) AS BIGINT) FROM (SELECT CASE WHEN v1 < 0 OR v1 >= 5 OR v2 < 0 OR v2 >= 5 OR v3 < 0 OR v3 >= 3
+	floorUnits     = `CREATE TEMP TABLE n AS SELECT v0 AS u, c AS nu FROM (SELECT t2."c_custkey" AS v0, count(*) AS c` + floorFrom + ` GROUP BY 1) AS j`
+	floorHistogram = `SELECT i, CAST(SUM(wc) AS BIGINT) FROM (SELECT CASE WHEN v1 < 0 OR v1 >= 5 OR v2 < 0 OR v2 >= 5 OR v3 < 0 OR v3 >= 3
   OR v4 < 0 OR v4 >= 10 OR v5 < 0 OR v5 >= 7 THEN -1 ELSE ((((CAST(v1 AS BIGINT) * 5 + v2) * 3 + v3) * 10 + v4) * 7 + v5) END AS i,
   CAST(j.c AS BIGINT) * LEAST(65536, CAST(FLOOR(CAST(65536 AS DOUBLE PRECISION) / CAST(n.nu AS DOUBLE PRECISION)) AS BIGINT)) AS wc
-  FROM j JOIN n ON j.v0 IS NOT DISTINCT FROM n.u) AS x GROUP BY i ORDER BY i`
-	floorDegrees = floorJoin + `SELECT CAST(nu AS BIGINT) AS nu, CAST(COUNT(*) AS BIGINT) AS units FROM n GROUP BY nu ORDER BY nu`
+  FROM (SELECT t2."c_custkey" AS v0, t2."_synth_bin_c_mktsegment" AS v1, t1."_synth_bin_o_orderpriority" AS v2,
+  t0."_synth_bin_l_returnflag" AS v3, t0."_synth_bin_l_quantity" AS v4, t1."_synth_bin_o_orderdate" AS v5, 1 AS c` + floorFrom + `) AS j
+  JOIN n AS n ON j.v0 IS NOT DISTINCT FROM n.u) AS x GROUP BY i ORDER BY i`
+	floorDegrees = `SELECT CAST(nu AS BIGINT) AS nu, CAST(COUNT(*) AS BIGINT) AS units FROM n AS n GROUP BY nu ORDER BY nu`
 )
 
 // floorCopy writes rows rows of the released table's schema (three
@@ -187,6 +187,9 @@ func runFloor(ctx context.Context, r floorRun) (*floorTimes, error) {
 	}
 	st := &floorTimes{}
 	t0 := time.Now()
+	if _, err := db.ExecContext(ctx, floorUnits); err != nil {
+		return nil, fmt.Errorf("floor: unit row counts: %w", err)
+	}
 	rows, err := db.QueryContext(ctx, floorHistogram)
 	if err != nil {
 		return nil, fmt.Errorf("floor: histogram: %w", err)

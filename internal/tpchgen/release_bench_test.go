@@ -118,7 +118,7 @@ func TestReleaseScale(t *testing.T) {
 		formats = strings.Split(v, ",")
 	}
 	var b strings.Builder
-	b.WriteString("| SF | input | engine | method | rows written | load + checks | statistics | mechanism | write | total | peak RSS of synth | fair floor (files + histogram + degrees + COPY) | total / floor |\n")
+	b.WriteString("| SF | input | engine | method | rows written | load + checks | statistics | mechanism | write | total | peak RSS of synth | fair floor (files + unit counts and histogram + degrees + COPY) | total / floor |\n")
 	b.WriteString("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, sf := range sfs {
 		for _, format := range formats {
@@ -267,7 +267,7 @@ func runChild(t *testing.T, arg string) {
 		switch {
 		case p == release.PhaseLoad && done == 0:
 			loadStart = now
-		case p == release.PhaseLoad && done == 1:
+		case p == release.PhaseLoad && done == total:
 			loadEnd = now
 		case p == release.PhasePMW && pmw.IsZero():
 			pmw = now
