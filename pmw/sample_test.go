@@ -57,6 +57,27 @@ func randomModel(t *testing.T, r *rand.Rand, maxD, maxBins int, scale float64) (
 	return g, full
 }
 
+// dealModes are the two ways extend deals a pool (the same law), for
+// tests that run both: by the pool's size, always the shuffled deck,
+// always the hypergeometric draws.
+var dealModes = []struct {
+	name string
+	by   func(groups, cells, rows int64) bool
+}{
+	{"by size", func(groups, cells, rows int64) bool { return groups*cells < rows }},
+	{"deck", func(int64, int64, int64) bool { return false }},
+	{"hypergeometric", func(int64, int64, int64) bool { return true }},
+}
+
+// eachDeal runs f once per deal mode, dealByHypergeometric set to it.
+func eachDeal(t *testing.T, f func(t *testing.T)) {
+	defer func(old func(int64, int64, int64) bool) { dealByHypergeometric = old }(dealByHypergeometric)
+	for _, m := range dealModes {
+		dealByHypergeometric = m.by
+		t.Run(m.name, f)
+	}
+}
+
 // TestDrawCountsControlledRounding: the rows drawCounts draws keep every
 // clique marginal within rounding of the model's. The root clique's counts
 // are within one row of rows·P per cell; a child clique c's count of
@@ -67,29 +88,31 @@ func randomModel(t *testing.T, r *rand.Rand, maxD, maxBins int, scale float64) (
 // replaced) adds one rounding error per prefix and fails this on most
 // instances. Deterministic bounds: no false failures.
 func TestDrawCountsControlledRounding(t *testing.T) {
-	r := rand.New(rand.NewPCG(stattest.Seed(t), 11))
-	for inst := range 200 {
-		g, _ := randomModel(t, r, 5, 4, 1.5)
-		rows := int64(1 + r.IntN(5000))
-		full := make([]float64, cellsOf(g.sizes, seqInts(len(g.sizes))))
-		var total int64
-		last := int64(-1)
-		if err := g.drawCounts(dp.NewSeededSource(uint64(inst)), rows, func(cell, c int64) error {
-			if cell <= last || c <= 0 {
-				t.Fatalf("instance %d: emitted (%d, %d) after cell %d", inst, cell, c, last)
+	eachDeal(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(stattest.Seed(t), 11))
+		for inst := range 200 {
+			g, _ := randomModel(t, r, 5, 4, 1.5)
+			rows := int64(1 + r.IntN(5000))
+			full := make([]float64, cellsOf(g.sizes, seqInts(len(g.sizes))))
+			var total int64
+			last := int64(-1)
+			if err := g.drawCounts(dp.NewSeededSource(uint64(inst)), rows, func(cell, c int64) error {
+				if cell <= last || c <= 0 {
+					t.Fatalf("instance %d: emitted (%d, %d) after cell %d", inst, cell, c, last)
+				}
+				last = cell
+				full[cell] += float64(c)
+				total += c
+				return nil
+			}); err != nil {
+				t.Fatal(err)
 			}
-			last = cell
-			full[cell] += float64(c)
-			total += c
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+			if total != rows {
+				t.Fatalf("instance %d: %d rows, want %d", inst, total, rows)
+			}
+			checkControlled(t, g, full, rows, inst)
 		}
-		if total != rows {
-			t.Fatalf("instance %d: %d rows, want %d", inst, total, rows)
-		}
-		checkControlled(t, g, full, rows, inst)
-	}
+	})
 }
 
 // TestDrawCountsUnbiased: over many draws, the mean count of every cell of
@@ -102,36 +125,38 @@ func TestDrawCountsControlledRounding(t *testing.T) {
 // models (3 columns of 2–3 bins) and for cells expected at least 50 times
 // over the draws, where the normal approximation holds.
 func TestDrawCountsUnbiased(t *testing.T) {
-	r := rand.New(rand.NewPCG(stattest.Seed(t), 12))
-	src := dp.NewSeededSource(stattest.Seed(t))
-	for inst := range 3 {
-		g, p := randomModel(t, r, 3, 3, 1)
-		const rows, R = 37, 4000
-		sum := make([]float64, len(p))
-		sum2 := make([]float64, len(p))
-		cur := make([]float64, len(p))
-		for range R {
-			clear(cur)
-			if err := g.drawCounts(src, rows, func(cell, c int64) error { cur[cell] = float64(c); return nil }); err != nil {
-				t.Fatal(err)
+	eachDeal(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(stattest.Seed(t), 12))
+		src := dp.NewSeededSource(stattest.Seed(t))
+		for inst := range 3 {
+			g, p := randomModel(t, r, 3, 3, 1)
+			const rows, R = 37, 4000
+			sum := make([]float64, len(p))
+			sum2 := make([]float64, len(p))
+			cur := make([]float64, len(p))
+			for range R {
+				clear(cur)
+				if err := g.drawCounts(src, rows, func(cell, c int64) error { cur[cell] = float64(c); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				for i, c := range cur {
+					sum[i] += c
+					sum2[i] += c * c
+				}
 			}
-			for i, c := range cur {
-				sum[i] += c
-				sum2[i] += c * c
+			for i := range p {
+				if rows*p[i]*R < 50 {
+					continue // too rare for the normal approximation
+				}
+				mean := sum[i] / R
+				sd := math.Sqrt(math.Max(sum2[i]/R-mean*mean, 0))
+				se := math.Max(sd, 0.5/math.Sqrt(R)) / math.Sqrt(R)
+				if math.Abs(mean-rows*p[i]) > 5.5*se {
+					t.Errorf("instance %d cell %d: mean count %.4f, model %.4f (se %.4f)", inst, i, mean, rows*p[i], se)
+				}
 			}
 		}
-		for i := range p {
-			if rows*p[i]*R < 50 {
-				continue // too rare for the normal approximation
-			}
-			mean := sum[i] / R
-			sd := math.Sqrt(math.Max(sum2[i]/R-mean*mean, 0))
-			se := math.Max(sd, 0.5/math.Sqrt(R)) / math.Sqrt(R)
-			if math.Abs(mean-rows*p[i]) > 5.5*se {
-				t.Errorf("instance %d cell %d: mean count %.4f, model %.4f (se %.4f)", inst, i, mean, rows*p[i], se)
-			}
-		}
-	}
+	})
 }
 
 // TestDenseCountsFollowTheTree: an MWEM result's rows are drawn through the
@@ -224,38 +249,40 @@ func checkControlled(t *testing.T, g *graphical, full []float64, rows int64, ins
 // the 10 instances). A deal that hands each group a block of cells instead
 // of a random hand gives statistics in the thousands.
 func TestDrawCountsIndependentAcrossCliques(t *testing.T) {
-	r := rand.New(rand.NewPCG(stattest.Seed(t), 13))
-	for inst := range 10 {
-		sizes := []int{2 + r.IntN(4), 2 + r.IntN(4)}
-		g, err := newGraphical(sizes, [][]int{{0}, {1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for f := range g.theta {
-			for k := range g.theta[f] {
-				g.theta[f][k] = r.NormFloat64()
+	eachDeal(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(stattest.Seed(t), 13))
+		for inst := range 10 {
+			sizes := []int{2 + r.IntN(4), 2 + r.IntN(4)}
+			g, err := newGraphical(sizes, [][]int{{0}, {1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for f := range g.theta {
+				for k := range g.theta[f] {
+					g.theta[f][k] = r.NormFloat64()
+				}
+			}
+			g.calibrate()
+			const rows = 3000
+			tab := make([]float64, sizes[0]*sizes[1])
+			if err := g.drawCounts(dp.NewSeededSource(uint64(inst)), rows, func(cell, c int64) error { tab[cell] = float64(c); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			pa, _ := g.marginal([]int{0})
+			pb, _ := g.marginal([]int{1})
+			var chi2 float64
+			for a := range sizes[0] {
+				for b := range sizes[1] {
+					e := rows * pa[a] * pb[b]
+					chi2 += (tab[a*sizes[1]+b] - e) * (tab[a*sizes[1]+b] - e) / e
+				}
+			}
+			dof := float64((sizes[0] - 1) * (sizes[1] - 1))
+			if limit := (distuv.ChiSquared{K: dof}).Quantile(1 - 1e-6); chi2 > limit {
+				t.Errorf("instance %d sizes %v: χ² = %.1f > %.1f (%v dof)", inst, sizes, chi2, limit, dof)
 			}
 		}
-		g.calibrate()
-		const rows = 3000
-		tab := make([]float64, sizes[0]*sizes[1])
-		if err := g.drawCounts(dp.NewSeededSource(uint64(inst)), rows, func(cell, c int64) error { tab[cell] = float64(c); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		pa, _ := g.marginal([]int{0})
-		pb, _ := g.marginal([]int{1})
-		var chi2 float64
-		for a := range sizes[0] {
-			for b := range sizes[1] {
-				e := rows * pa[a] * pb[b]
-				chi2 += (tab[a*sizes[1]+b] - e) * (tab[a*sizes[1]+b] - e) / e
-			}
-		}
-		dof := float64((sizes[0] - 1) * (sizes[1] - 1))
-		if limit := (distuv.ChiSquared{K: dof}).Quantile(1 - 1e-6); chi2 > limit {
-			t.Errorf("instance %d sizes %v: χ² = %.1f > %.1f (%v dof)", inst, sizes, chi2, limit, dof)
-		}
-	}
+	})
 }
 
 // BenchmarkDrawCounts draws 2 M rows through the junction tree of a

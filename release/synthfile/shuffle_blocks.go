@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+
+	"github.com/synth-dp/synth/dp"
 )
 
 // ShuffleBlockRows is the number of rows of one block of [ShuffleBlocks]:
@@ -204,84 +206,11 @@ func shuffleBlock(idx []int32, counts []int64, rows int64, mode Sampling, key [3
 	return err
 }
 
-// hypergeometric draws the number of marked items among n drawn without
-// replacement from N items of which k are marked (0 ≤ k, n ≤ N, N ≥ 1).
-//
-// Small draws (min(k, n, N−k, N−n) ≤ hyperDirectMax) are simulated: each
-// draw an integer Int64N, exact. Larger ones are drawn by inversion from
-// the mode (chop-down search alternating below and above it, the HIN
-// algorithm of Kachitvichyanukul & Schmeiser 1985): the probability of the
-// mode from math.Lgamma, its neighbours by the exact ratio of consecutive
-// probabilities; the law is the hypergeometric one up to the rounding of
-// those float64 products (a relative error of about 1e-9 at a million
-// rows), and a uniform that falls past the rounded support is redrawn, not
-// clamped. Expected work is O(standard deviation).
+// hypergeometric is [dp.HypergeometricWith] with hyperDirectMax.
 func hypergeometric(rnd *rand.Rand, N, k, n int64) int64 {
-	// Symmetries: count the unmarked when most are marked, the undrawn
-	// when most are drawn.
-	switch {
-	case 2*k > N:
-		return n - hypergeometric(rnd, N, N-k, n)
-	case 2*n > N:
-		return k - hypergeometric(rnd, N, k, N-n)
-	}
-	// Now k, n ≤ N/2.
-	if min(k, n) <= hyperDirectMax {
-		small, big := min(k, n), max(k, n)
-		// Draw small items from N of which big are marked: the same law.
-		var x int64
-		pool, marked := N, big
-		for range small {
-			if rnd.Int64N(pool) < marked {
-				x++
-				marked--
-			}
-			pool--
-		}
-		return x
-	}
-	lo, hi := max(0, n-(N-k)), min(n, k)
-	m := (n + 1) * (k + 1) / (N + 2)
-	if m > hi {
-		m = hi
-	}
-	lc := func(a, b int64) float64 { // log C(a, b)
-		x, _ := math.Lgamma(float64(a + 1))
-		y, _ := math.Lgamma(float64(b + 1))
-		z, _ := math.Lgamma(float64(a - b + 1))
-		return x - y - z
-	}
-	pm := math.Exp(lc(k, m) + lc(N-k, n-m) - lc(N, n))
-	fk, fn, fN := float64(k), float64(n), float64(N)
-	for {
-		u := rnd.Float64() - pm
-		if u < 0 {
-			return m
-		}
-		xd, xu, pd, pu := m, m, pm, pm
-		for xd > lo || xu < hi {
-			if xd > lo {
-				// P(x−1)/P(x) = x(N−k−n+x) / ((k−x+1)(n−x+1)).
-				x := float64(xd)
-				pd *= x * (fN - fk - fn + x) / ((fk - x + 1) * (fn - x + 1))
-				xd--
-				if u -= pd; u < 0 {
-					return xd
-				}
-			}
-			if xu < hi {
-				// P(x+1)/P(x) = (k−x)(n−x) / ((x+1)(N−k−n+x+1)).
-				x := float64(xu)
-				pu *= (fk - x) * (fn - x) / ((x + 1) * (fN - fk - fn + x + 1))
-				xu++
-				if u -= pu; u < 0 {
-					return xu
-				}
-			}
-		}
-	}
+	return dp.HypergeometricWith(rnd, N, k, n, hyperDirectMax)
 }
 
-// hyperDirectMax is the largest min(k, n) [hypergeometric] simulates draw
-// by draw; tests lower it to send small draws through the inversion.
-var hyperDirectMax int64 = 16
+// hyperDirectMax is [dp.HypergeometricDirect] but in tests, which lower it
+// to send small draws through the inversion.
+var hyperDirectMax int64 = dp.HypergeometricDirect

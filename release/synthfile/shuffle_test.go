@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 )
 
@@ -235,63 +234,6 @@ func chiSquare(obs map[string]int, probs map[string]float64, r int) (float64, in
 		bins++
 	}
 	return stat, bins - 1
-}
-
-// hyperPMF is the hypergeometric law (N items, k marked, n drawn) by the
-// recurrence of consecutive probabilities, normalised by its sum: the
-// oracle of TestHypergeometric.
-func hyperPMF(N, k, n int64) map[string]float64 {
-	lo, hi := max(0, n-(N-k)), min(n, k)
-	w := []float64{1}
-	for x := lo; x < hi; x++ {
-		fx := float64(x)
-		w = append(w, w[len(w)-1]*(float64(k)-fx)*(float64(n)-fx)/((fx+1)*(float64(N-k-n)+fx+1)))
-	}
-	var sum float64
-	for _, v := range w {
-		sum += v
-	}
-	out := map[string]float64{}
-	for i, v := range w {
-		out[strconv.FormatInt(lo+int64(i), 10)] = v / sum
-	}
-	return out
-}
-
-// TestHypergeometric checks hypergeometric's law against the exact one by
-// χ² (4·10⁴ draws, level 1−10⁻⁵), on both of its paths (the draw-by-draw
-// simulation and the inversion from the mode, forced by hyperDirectMax =
-// 0) and every symmetry (most marked, most drawn). A binomial draw in its
-// place (n draws with replacement) fails the cases where n is a large part
-// of N: its variance is larger by (N−1)/(N−n).
-func TestHypergeometric(t *testing.T) {
-	cases := []struct{ N, k, n int64 }{
-		{10, 3, 4}, {20, 10, 10}, {50, 45, 7}, {50, 7, 45}, {200, 120, 150},
-		{1000, 300, 700}, {5000, 40, 2500}, {100000, 30000, 50000}, {7, 7, 3}, {9, 0, 4}, {12, 5, 12},
-	}
-	const R = 40_000
-	for _, direct := range []int64{16, 0} {
-		old := hyperDirectMax
-		hyperDirectMax = direct
-		for ci, c := range cases {
-			rnd := rand.New(rand.NewPCG(uint64(ci), uint64(direct)))
-			obs := map[string]int{}
-			for range R {
-				obs[strconv.FormatInt(hypergeometric(rnd, c.N, c.k, c.n), 10)]++
-			}
-			stat, df := chiSquare(obs, hyperPMF(c.N, c.k, c.n), R)
-			if df == 0 {
-				if math.IsInf(stat, 1) {
-					t.Errorf("direct ≤ %d, N %d k %d n %d: an impossible value %v", direct, c.N, c.k, c.n, obs)
-				}
-				continue
-			}
-			if crit := chiSquareCrit99999(df); stat > crit {
-				t.Errorf("direct ≤ %d, N %d k %d n %d: χ² %.1f > %.1f (%d df)", direct, c.N, c.k, c.n, stat, crit, df)
-			}
-		}
-		hyperDirectMax = old
-	}
 }
 
 // permutations returns every distinct arrangement of the multiset
