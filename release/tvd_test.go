@@ -154,12 +154,17 @@ func TestAccuracyTable(t *testing.T) {
 }
 
 // TestAdultTVD: a release of the Adult example at ε = 1 (δ = 1e-6), scored
-// by the independent scorer, has a mean TVD of at most 0.05 over every 1-
-// and 2-way marginal of its eight released columns (36 tables, most of them
-// outside the workload) and over the workload's marginals. Fresh crypto
-// noise: over 12 runs the all-pairs mean lay in [0.0398, 0.0405] and the
-// workload mean near 0.003, so 0.05 is some 50 standard deviations away and
-// a false failure is not a practical concern.
+// by the independent scorer, has a mean TVD of at most 0.01 over the
+// workload's marginals and at most 0.06 over every 1- and 2-way marginal
+// of its eight released columns (36 tables, most of them outside the
+// workload; uniform: 0.556). Fresh crypto noise. Since pmw.model auto
+// picks the factored model (cb25e0a), whose factors are the measured sets
+// only, the pairs outside the workload come out less close: over 13 runs
+// the all-pairs mean lay in [0.0484, 0.0502] and the workload mean in
+// [0.0013, 0.0017]. Pinned to the dense model the same release measures
+// 0.040 and 0.0024 (3 runs), the figure this test's old bound of 0.05 was
+// set against; on the factored model that bound failed about one run in
+// ten. Both bounds are now some 20 standard deviations away.
 func TestAdultTVD(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole Adult release; skipped under -short")
@@ -169,8 +174,8 @@ func TestAdultTVD(t *testing.T) {
 	pairs := score.Score(truthCache[s.Digest()], mustSynthetic(t, s, sum.Parquet), score.AllOneTwoWay(len(s.Release.Columns)), s.ReleaseSizes())
 	t.Logf("Adult ε = 1: workload mean TVD %.4f (uniform %.3f); all 1- and 2-way %.4f (uniform %.3f); %d rows for %d",
 		r.MeanTVD, r.MeanUniformTVD, pairs.MeanTVD, pairs.MeanUniformTVD, r.Rows, r.TrueRows)
-	if r.MeanTVD > 0.05 || pairs.MeanTVD > 0.05 {
-		t.Fatalf("mean TVD: workload %.4f, all 1- and 2-way %.4f; want ≤ 0.05", r.MeanTVD, pairs.MeanTVD)
+	if r.MeanTVD > 0.01 || pairs.MeanTVD > 0.06 {
+		t.Fatalf("mean TVD: workload %.4f (want ≤ 0.01), all 1- and 2-way %.4f (want ≤ 0.06)", r.MeanTVD, pairs.MeanTVD)
 	}
 }
 
