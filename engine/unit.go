@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/spec"
@@ -115,7 +117,13 @@ func (e *Engine) tempName(what string) string {
 // scanPairs runs q and calls f on every row of two integers. An engine
 // error is a [*StatError]: its message holds no data (the run's budget is
 // charged by then).
+//
+// Each statement is logged at debug level ("engine: statistic", with its
+// SQL, which holds names and public parameters only, and its wall time).
 func (e *Engine) scanPairs(ctx context.Context, q, what string, f func(a, b int64) error) error {
+	defer func(start time.Time) {
+		slog.Debug("engine: statistic", "stat", what, "sql", q, "seconds", time.Since(start).Seconds())
+	}(time.Now())
 	rows, err := e.db.QueryContext(ctx, q)
 	if err != nil {
 		return statError(ctx, what, err)

@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,6 +52,10 @@ type stageTimes struct {
 	Load, Stats, Mechanism, Write, Total time.Duration
 	Rows                                 int64
 	MaxRSS                               int64 // bytes, the child process's peak
+	// L2 are the statements of the L2-clipped marginals the release ran
+	// (engine.UnitMarginalL2, from the engine's debug log), which the fair
+	// floor runs too.
+	L2 []string
 }
 
 // childRun is what the parent asks the child to run.
@@ -118,7 +125,7 @@ func TestReleaseScale(t *testing.T) {
 		formats = strings.Split(v, ",")
 	}
 	var b strings.Builder
-	b.WriteString("| SF | input | engine | method | rows written | load + checks | statistics | mechanism | write | total | peak RSS of synth | fair floor (files + unit counts and histogram + degrees + COPY) | total / floor |\n")
+	b.WriteString("| SF | input | engine | method | rows written | load + checks | statistics | mechanism | write | total | peak RSS of synth | fair floor (files + unit counts and histogram + degrees + L2 marginals + COPY) | total / floor |\n")
 	b.WriteString("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, sf := range sfs {
 		for _, format := range formats {
@@ -157,7 +164,9 @@ func TestReleaseScale(t *testing.T) {
 							// As many rows as the unit release wrote: the join's
 							// size up to noise, or release.DefaultMaxRows (10 M at
 							// SF 10, where the join has 60 M rows).
-							ft := runFloorChild(t, floorRun{Data: data, Format: format, Out: filepath.Join(t.TempDir(), "floor.parquet"), Copy: cp, Rows: best[false].Rows})
+							// The same L2 marginals as the unit release.
+							ft := runFloorChild(t, floorRun{Data: data, Format: format, Out: filepath.Join(t.TempDir(), "floor.parquet"), Copy: cp,
+								Rows: best[false].Rows, L2: best[false].L2})
 							t.Logf("SF %g %s floor (copy %v): %+v", sf, format, cp, *ft)
 							if floor == nil || ft.Total < floor.Total {
 								floor = ft
@@ -173,7 +182,7 @@ func TestReleaseScale(t *testing.T) {
 					}
 					fl, ratio := "—", "—"
 					if floor != nil {
-						fl = fmt.Sprintf("%s + %s + %s + %s = %s (%.2f GiB)", sec(floor.Load), sec(floor.Histogram), sec(floor.Degrees), sec(floor.Write), sec(floor.Total), float64(floor.MaxRSS)/(1<<30))
+						fl = fmt.Sprintf("%s + %s + %s + %s + %s = %s (%.2f GiB)", sec(floor.Load), sec(floor.Histogram), sec(floor.Degrees), sec(floor.L2), sec(floor.Write), sec(floor.Total), float64(floor.MaxRSS)/(1<<30))
 						ratio = fmt.Sprintf("%.2f", b1.Total.Seconds()/floor.Total.Seconds())
 					}
 					fmt.Fprintf(&b, "| %g | %s | %s | %s | %d | %s | %s | %s | %s | %s | %.2f GiB | %s | %s |\n", sf, format, eng.name, method, b1.Rows,
@@ -260,6 +269,8 @@ func runChild(t *testing.T, arg string) {
 		s.Tables[i].Format = spec.FormatOf(s.Tables[i].Source)
 	}
 	var st stageTimes
+	l2 := &statLog{next: slog.Default().Handler(), stat: "L2 unit marginal"}
+	slog.SetDefault(slog.New(l2))
 	start := time.Now()
 	var loadStart, loadEnd, pmw, write time.Time
 	progress := func(p release.Phase, done, total int64) {
@@ -296,8 +307,73 @@ func runChild(t *testing.T, arg string) {
 	st.Load, st.Stats, st.Mechanism, st.Write = loadEnd.Sub(loadStart), pmw.Sub(loadEnd), write.Sub(pmw), end.Sub(write)
 	st.Total, st.Rows = end.Sub(start), sum.Rows
 	st.MaxRSS = highWaterRSS()
+	st.L2 = l2.statements()
 	out, _ := json.Marshal(st)
 	fmt.Printf("\nSTAGES %s\n", out)
+}
+
+// statLog is a slog handler that keeps the SQL of the engine's debug
+// records of one statistic ("engine: statistic" with stat = stat) and
+// passes every other record at Info and above to next.
+type statLog struct {
+	next slog.Handler
+	stat string
+	mu   *sync.Mutex
+	sqls *[]string
+}
+
+func (h *statLog) init() {
+	if h.mu == nil {
+		h.mu, h.sqls = new(sync.Mutex), new([]string)
+	}
+}
+
+func (h *statLog) Enabled(ctx context.Context, l slog.Level) bool {
+	return l == slog.LevelDebug || h.next.Enabled(ctx, l)
+}
+
+func (h *statLog) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message != "engine: statistic" {
+		if r.Level >= slog.LevelInfo && h.next.Enabled(ctx, r.Level) {
+			return h.next.Handle(ctx, r)
+		}
+		return nil
+	}
+	var stat, q string
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "stat":
+			stat = a.Value.String()
+		case "sql":
+			q = a.Value.String()
+		}
+		return true
+	})
+	if stat == h.stat {
+		h.init()
+		h.mu.Lock()
+		*h.sqls = append(*h.sqls, q)
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+func (h *statLog) WithAttrs(as []slog.Attr) slog.Handler {
+	h.init()
+	return &statLog{next: h.next.WithAttrs(as), stat: h.stat, mu: h.mu, sqls: h.sqls}
+}
+
+func (h *statLog) WithGroup(name string) slog.Handler {
+	h.init()
+	return &statLog{next: h.next.WithGroup(name), stat: h.stat, mu: h.mu, sqls: h.sqls}
+}
+
+// statements returns the SQL kept so far.
+func (h *statLog) statements() []string {
+	h.init()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(*h.sqls)
 }
 
 // highWaterRSS returns this process's peak resident set size in bytes,
