@@ -363,12 +363,7 @@ func unitVectors(entries []Entry, d int) ([][]coord, error) {
 	}
 	// A stable sort keeps the input order within a (unit, coordinate), so
 	// the sums add up in the same order as the entries come.
-	slices.SortStableFunc(es, func(a, b Entry) int {
-		if a.Unit != b.Unit {
-			return cmp.Compare(a.Unit, b.Unit)
-		}
-		return a.Coord - b.Coord
-	})
+	es = sortEntries(es)
 	var out [][]coord
 	for i := 0; i < len(es); {
 		u := es[i].Unit
@@ -383,6 +378,55 @@ func unitVectors(entries []Entry, d int) ([][]coord, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// sortEntries sorts es stably by (unit, coordinate), as
+// slices.SortStableFunc would. Units numbered densely from 0 (as
+// Contributions numbers them) go through a counting sort, one pass, and
+// each unit's few entries are then sorted by coordinate unless already in
+// order: the stable merge sort of the whole slice was some 7% of the CPU
+// of `synth answer --multi` over 25 groups at TPC-H SF 1 (1.2 M entries).
+// Other numberings fall back to that sort. It may reuse es.
+func sortEntries(es []Entry) []Entry {
+	byCoord := func(a, b Entry) int { return a.Coord - b.Coord }
+	lo, hi := 0, -1
+	for i, e := range es {
+		if i == 0 || e.Unit < lo {
+			lo = e.Unit
+		}
+		if i == 0 || e.Unit > hi {
+			hi = e.Unit
+		}
+	}
+	if len(es) == 0 || lo < 0 || hi >= 4*len(es)+16 {
+		slices.SortStableFunc(es, func(a, b Entry) int {
+			if a.Unit != b.Unit {
+				return cmp.Compare(a.Unit, b.Unit)
+			}
+			return byCoord(a, b)
+		})
+		return es
+	}
+	start := make([]int, hi+2)
+	for _, e := range es {
+		start[e.Unit+1]++
+	}
+	for u := range hi + 1 {
+		start[u+1] += start[u]
+	}
+	out := make([]Entry, len(es))
+	next := slices.Clone(start[:hi+1])
+	for _, e := range es {
+		out[next[e.Unit]] = e
+		next[e.Unit]++
+	}
+	for u := range hi + 1 {
+		v := out[start[u]:start[u+1]]
+		if !slices.IsSortedFunc(v, byCoord) {
+			slices.SortStableFunc(v, byCoord)
+		}
+	}
+	return out
 }
 
 // maxPsi is the largest contribution, in grid steps, the mechanisms take:

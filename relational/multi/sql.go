@@ -3,6 +3,7 @@ package multi
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -61,13 +62,35 @@ func Contributions(ctx context.Context, db relational.DB, s *spec.Spec, queries 
 		if err != nil {
 			return nil, 0, err
 		}
+		// The coordinate of each group's texts as they come, memoised: a
+		// query has few groups and its rows many units (the key built
+		// per row was a good part of `answer --multi`'s own CPU).
+		memo := map[string]int{}
+		var raw []byte
 		err = groupedSums(ctx, db, s, q, []spec.ColumnRef{col}, g, func(keys []sql.NullString, psi float64) error {
-			vals := make([]string, len(q.GroupBy))
-			for i := range vals {
-				vals[i] = normGroup(s.Column(q.GroupBy[i]), keys[i+1])
+			raw = raw[:0] // each text as valid flag, length, bytes: unambiguous
+			for _, v := range keys[1:] {
+				if v.Valid {
+					raw = append(raw, 1)
+				} else {
+					raw = append(raw, 0)
+				}
+				raw = binary.AppendUvarint(raw, uint64(len(v.String)))
+				raw = append(raw, v.String...)
 			}
-			k, ok := index[coordKey(qi, vals)]
-			if !ok || psi == 0 {
+			k, seen := memo[string(raw)]
+			if !seen {
+				vals := make([]string, len(q.GroupBy))
+				for i := range vals {
+					vals[i] = normGroup(s.Column(q.GroupBy[i]), keys[i+1])
+				}
+				var ok bool
+				if k, ok = index[coordKey(qi, vals)]; !ok {
+					k = -1
+				}
+				memo[string(raw)] = k
+			}
+			if k < 0 || psi == 0 {
 				return nil
 			}
 			id, ok := ids[keys[0].String]
