@@ -93,3 +93,33 @@ func HypergeometricWith(rnd *rand.Rand, N, k, n, direct int64) int64 {
 		}
 	}
 }
+
+// DrawWithoutReplacement draws n items without replacement from a pool
+// holding left[i] items of kind i, total = Σ left[i] in all (n ≤ total):
+// the counts drawn of each kind follow the multivariate hypergeometric
+// law, drawn kind by kind (the count of kind i among the items still to
+// draw, from the items left of kinds i, i+1, …, by [HypergeometricWith]
+// with direct). It subtracts what it draws from left and calls take(i, x)
+// for every kind with x > 0 drawn, in kind order. Dealing a uniformly
+// shuffled pool to several takers in turn is this draw once per taker.
+func DrawWithoutReplacement(rnd *rand.Rand, left []int64, total, n, direct int64, take func(i int, x int64)) {
+	from := total // items left of kinds i, i+1, …
+	for i, c := range left {
+		if n == 0 {
+			return
+		}
+		if c == 0 {
+			continue
+		}
+		x := c // every item left is drawn
+		if n < from {
+			x = HypergeometricWith(rnd, from, c, n, direct)
+		}
+		from -= c
+		if x > 0 {
+			left[i] -= x
+			n -= x
+			take(i, x)
+		}
+	}
+}

@@ -228,9 +228,8 @@ func (g *graphical) extend(src dp.Source, r *rand.Rand, c int, gs groupSet) grou
 // to the groups in order gives the first group a uniformly random hand of
 // its n_g cards, whose tally over the split's cells is multivariate
 // hypergeometric, and the rest of the deck stays uniformly shuffled for
-// the next group. So each group's tally is drawn cell by cell (the count
-// of cell k among the hand's cards still to place, drawn from the cards
-// left of cells k, k+1, …), and the drawn cards leave the deck. Work is
+// the next group. So each group's tally is one dp.DrawWithoutReplacement
+// from the cards left, and the drawn cards leave the deck. Work is
 // one hypergeometric draw per (group, cell) until the hand is placed,
 // against one swap per row for the deck: extend takes this path when the
 // pool has more rows than groups times cells (a 6 M-row TPC-H SF 1 release
@@ -244,27 +243,9 @@ func (g *graphical) dealHypergeometric(r *rand.Rand, gs groupSet, pool []int, sp
 	}
 	rest := ns // cards left in the deck
 	for _, i := range pool {
-		hand := gs.n[i] // cards of this group still to place
-		from := rest    // cards left of cells k, k+1, …
-		for k := range split {
-			if hand == 0 {
-				break
-			}
-			c := left[k]
-			if c == 0 {
-				continue
-			}
-			x := c // the hand takes all the cards left
-			if hand < from {
-				x = dp.Hypergeometric(r, from, c, hand)
-			}
-			from -= c
-			if x > 0 {
-				next.add(gs.cell[i]+offs[split[k].i], x)
-				left[k] -= x
-				hand -= x
-			}
-		}
+		dp.DrawWithoutReplacement(r, left, rest, gs.n[i], dp.HypergeometricDirect, func(k int, x int64) {
+			next.add(gs.cell[i]+offs[split[k].i], x)
+		})
 		rest -= gs.n[i]
 	}
 }

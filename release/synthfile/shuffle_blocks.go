@@ -128,25 +128,9 @@ func ShuffleBlocks(rnd *rand.Rand, cells, counts []int64, rows int64, mode Sampl
 		} else {
 			// The block's cells: a multivariate hypergeometric draw of n
 			// from the pool, cell by cell.
-			need, rest := n, leftTotal
-			for i, c := range left {
-				if need == 0 {
-					break
-				}
-				if c == 0 {
-					continue
-				}
-				x := c // the block takes all that is left
-				if need < rest {
-					x = hypergeometric(rnd, rest, c, need)
-				}
-				rest -= c
-				if x > 0 {
-					j.idx, j.counts = append(j.idx, int32(i)), append(j.counts, x)
-					left[i] -= x
-					need -= x
-				}
-			}
+			dp.DrawWithoutReplacement(rnd, left, leftTotal, n, hyperDirectMax, func(i int, x int64) {
+				j.idx, j.counts = append(j.idx, int32(i)), append(j.counts, x)
+			})
 			leftTotal -= n
 		}
 		for w := 0; w < 4; w++ {
@@ -206,11 +190,6 @@ func shuffleBlock(idx []int32, counts []int64, rows int64, mode Sampling, key [3
 	return err
 }
 
-// hypergeometric is [dp.HypergeometricWith] with hyperDirectMax.
-func hypergeometric(rnd *rand.Rand, N, k, n int64) int64 {
-	return dp.HypergeometricWith(rnd, N, k, n, hyperDirectMax)
-}
-
 // hyperDirectMax is [dp.HypergeometricDirect] but in tests, which lower it
-// to send small draws through the inversion.
+// to send small draws through the inversion of [dp.HypergeometricWith].
 var hyperDirectMax int64 = dp.HypergeometricDirect
