@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"sync"
 )
 
 // This file holds the exact samplers of Canonne, Kamath and Steinke, "The
@@ -332,3 +333,42 @@ func DiscreteGaussian(src Source, sigma float64) int64 {
 	}
 	return g.Sample(src)
 }
+
+// DiscreteGaussianPool hands out samplers of N_ℤ(0, σ²) for one σ to
+// callers on several goroutines: a [DiscreteGaussianSampler] keeps scratch
+// space and is not safe for concurrent use, and building one sets up exact
+// rationals, so a mechanism run many times at the same σ (the privacy
+// audits) takes one from the pool and puts it back after its draws.
+type DiscreteGaussianPool struct {
+	sigma float64
+	pool  sync.Pool
+}
+
+// NewDiscreteGaussianPool returns a pool of samplers of N_ℤ(0, σ²), or
+// [NewDiscreteGaussian]'s error for σ.
+func NewDiscreteGaussianPool(sigma float64) (*DiscreteGaussianPool, error) {
+	g, err := NewDiscreteGaussian(sigma)
+	if err != nil {
+		return nil, err
+	}
+	p := &DiscreteGaussianPool{sigma: sigma}
+	p.pool.Put(g)
+	return p, nil
+}
+
+// Sigma returns σ.
+func (p *DiscreteGaussianPool) Sigma() float64 { return p.sigma }
+
+// Get returns a sampler the caller alone uses until it calls [Put].
+func (p *DiscreteGaussianPool) Get() *DiscreteGaussianSampler {
+	if g, ok := p.pool.Get().(*DiscreteGaussianSampler); ok {
+		return g
+	}
+	// Cannot fail: the same σ was accepted by NewDiscreteGaussianPool, and
+	// the check is a function of σ alone.
+	g, _ := NewDiscreteGaussian(p.sigma)
+	return g
+}
+
+// Put returns a sampler from [Get] to the pool.
+func (p *DiscreteGaussianPool) Put(g *DiscreteGaussianSampler) { p.pool.Put(g) }

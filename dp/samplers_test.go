@@ -287,3 +287,36 @@ func TestNoiseScale(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscreteGaussianPool: a pooled sampler draws what a fresh sampler of
+// the same σ draws from the same seeded source, whether it is the pool's
+// first sampler or one built on a miss (taken concurrently); an invalid σ
+// is NewDiscreteGaussian's error.
+func TestDiscreteGaussianPool(t *testing.T) {
+	const sigma = 3.7
+	p, err := NewDiscreteGaussianPool(sigma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Sigma() != sigma {
+		t.Fatalf("σ %v, want %v", p.Sigma(), sigma)
+	}
+	fresh, err := NewDiscreteGaussian(sigma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := p.Get(), p.Get() // the second is built on a miss
+	for _, g := range []*DiscreteGaussianSampler{a, b} {
+		s1, s2 := NewSeededSource(11), NewSeededSource(11)
+		for range 200 {
+			if x, y := g.Sample(s1), fresh.Sample(s2); x != y {
+				t.Fatalf("pooled sampler drew %d, fresh %d", x, y)
+			}
+		}
+	}
+	p.Put(a)
+	p.Put(b)
+	if _, err := NewDiscreteGaussianPool(-1); err == nil {
+		t.Fatal("σ = −1 accepted")
+	}
+}

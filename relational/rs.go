@@ -139,13 +139,12 @@ type rsRelease struct {
 }
 
 // rsNoise is the noise of one sensitivity Δ: a discrete Laplace sampler
-// (safe for concurrent use) or the Gaussian σ with a pool of samplers (not
-// safe for concurrent use); err is the set-up's error.
+// (safe for concurrent use) or a pool of Gaussian samplers; err is the
+// set-up's error.
 type rsNoise struct {
 	once  sync.Once
 	lap   *dp.DiscreteLaplaceSampler
-	sigma float64
-	gauss sync.Pool
+	gauss *dp.DiscreteGaussianPool
 	err   error
 }
 
@@ -189,12 +188,9 @@ func (r *rsRelease) noiseFor(sens float64) *rsNoise {
 		case "", NoiseLaplace:
 			n.lap, n.err = dp.NewDiscreteLaplace(dp.NoiseScale(sens, cfg.Epsilon/2))
 		case NoiseGaussian:
-			if n.sigma, n.err = rsGaussianSigma(cfg.Epsilon/2, cfg.Delta/2, sens); n.err != nil {
-				return
-			}
-			var g *dp.DiscreteGaussianSampler
-			if g, n.err = dp.NewDiscreteGaussian(n.sigma); n.err == nil {
-				n.gauss.Put(g)
+			var sigma float64
+			if sigma, n.err = rsGaussianSigma(cfg.Epsilon/2, cfg.Delta/2, sens); n.err == nil {
+				n.gauss, n.err = dp.NewDiscreteGaussianPool(sigma)
 			}
 		}
 		if n.err != nil {
@@ -233,15 +229,8 @@ func (r *rsRelease) run(src dp.Source) (RSResult, error) {
 		if n.err != nil {
 			return RSResult{}, n.err
 		}
-		sigma := n.sigma
-		g, _ := n.gauss.Get().(*dp.DiscreteGaussianSampler)
-		if g == nil {
-			var err error
-			// Cannot fail: the same σ succeeded when the noise was built.
-			if g, err = dp.NewDiscreteGaussian(sigma); err != nil {
-				return RSResult{}, fmt.Errorf("relational: residual sensitivity noise: %w", err)
-			}
-		}
+		sigma := n.gauss.Sigma()
+		g := n.gauss.Get()
 		v := qi + g.Sample(src)
 		n.gauss.Put(g)
 		return RSResult{Value: v, Mechanism: "residual sensitivity, padded bound + discrete Gaussian ((ε,δ)-DP)",

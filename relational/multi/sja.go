@@ -186,10 +186,9 @@ type runner struct {
 // rungState is what [runner.run] needs for one radius r̃ = 2^(idx−1).
 type rungState struct {
 	once  sync.Once
-	sigma float64   // in grid steps
-	sum   []int64   // Σ_i x_i (read only once built)
-	err   error     // the sampler's error for σ
-	pool  sync.Pool // *dp.DiscreteGaussianSampler of σ (not safe for concurrent use)
+	sum   []int64                  // Σ_i x_i (read only once built)
+	err   error                    // the sampler's error for σ
+	gauss *dp.DiscreteGaussianPool // σ in grid steps
 }
 
 func newRunner(ctx context.Context, entries []Entry, d int, cfg Config) (*runner, error) {
@@ -240,13 +239,12 @@ func (r *runner) rung(idx int) *rungState {
 		if sigma < dp.MinDiscreteScale {
 			sigma = dp.MinDiscreteScale // more noise is still private
 		}
-		st.sigma = sigma
-		gauss, err := dp.NewDiscreteGaussian(sigma)
+		gauss, err := dp.NewDiscreteGaussianPool(sigma)
 		if err != nil {
 			st.err = invalid("radius r̃ = %v needs noise σ = %v grid steps beyond the exact sampler's range: %v", radius, sigma, err)
 			return
 		}
-		st.pool.Put(gauss)
+		st.gauss = gauss
 		clipR := rGrid
 		if cfg.clipFactor != 0 {
 			clipR *= cfg.clipFactor
@@ -284,19 +282,13 @@ func (r *runner) run(src dp.Source) (Result, error) {
 	if st.err != nil {
 		return Result{}, st.err
 	}
-	gauss, _ := st.pool.Get().(*dp.DiscreteGaussianSampler)
-	if gauss == nil {
-		// Cannot fail: the same σ succeeded when the rung was built.
-		if gauss, err = dp.NewDiscreteGaussian(st.sigma); err != nil {
-			return Result{}, err
-		}
-	}
+	gauss := st.gauss.Get()
 	res.Values = make([]int64, r.d)
 	for k := range st.sum {
 		res.Values[k] = int64(math.Round(float64(st.sum[k]+gauss.Sample(src)) * g))
 	}
-	st.pool.Put(gauss)
-	res.Sigma = st.sigma * g
+	st.gauss.Put(gauss)
+	res.Sigma = st.gauss.Sigma() * g
 	slack := 0.0
 	if g < 1 {
 		slack = 0.5 // round((Σx + Z)·g)
