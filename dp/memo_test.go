@@ -4,7 +4,8 @@ import "testing"
 
 // TestMemo: the memoised samplers have a fresh sampler's parameters and
 // draw the same values from the same seeded source, on the first call and
-// on the second (served from the cache); errors are returned, not cached.
+// on the second (served from the cache); PerStepEpsilon's memo returns
+// the uncached value; errors are returned, not cached.
 func TestMemo(t *testing.T) {
 	for _, b := range [][4]float64{{1, 5e-4, 0.1, 1}, {0.25, 1e-6, 0.02, 3}, {4, 0.1, 1, 1}} {
 		for range 2 {
@@ -42,6 +43,23 @@ func TestMemo(t *testing.T) {
 				}
 			}
 		}
+	}
+	for _, c := range []struct {
+		eps, delta float64
+		k          int
+	}{{1, 1e-6, 20}, {0.5, 0, 7}, {4, 1e-3, 400}} {
+		want, err := perStepEpsilon(c.eps, c.delta, c.k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if got, err := PerStepEpsilon(c.eps, c.delta, c.k); err != nil || got != want {
+				t.Fatalf("PerStepEpsilon%v = %v, %v; uncached %v", c, got, err, want)
+			}
+		}
+	}
+	if _, err := PerStepEpsilon(1, 1e-6, 0); err == nil {
+		t.Fatal("k = 0 accepted")
 	}
 	if _, err := CachedTruncatedDiscreteLaplace(-1, 0.1, 1); err == nil {
 		t.Fatal("invalid ε accepted")

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/big"
 	"sort"
-	"sync"
 
 	"github.com/synth-dp/synth/dp"
 )
@@ -344,32 +343,6 @@ func chargeThenInit(l *dp.Ledger, charge func(*dp.Ledger) error, init func() err
 	return nil
 }
 
-// perStepMemo caches dp.PerStepEpsilon by its public arguments: its
-// bisection (200 steps of logarithms and square roots) cost about a
-// twentieth of a whole run on the audits' tiny universes. The value is a
-// pure function of the arguments, so the cached one is the same float.
-var perStepMemo sync.Map // perStepKey → float64
-
-type perStepKey struct {
-	eps, delta float64
-	k          int
-}
-
-// perStepEpsilon is dp.PerStepEpsilon(eps, delta, k), cached (errors are
-// not cached).
-func perStepEpsilon(eps, delta float64, k int) (float64, error) {
-	key := perStepKey{eps, delta, k}
-	if v, ok := perStepMemo.Load(key); ok {
-		return v.(float64), nil
-	}
-	v, err := dp.PerStepEpsilon(eps, delta, k)
-	if err != nil {
-		return 0, err
-	}
-	perStepMemo.Store(key, v)
-	return v, nil
-}
-
 // totalCap is the public bound at which the true histogram total
 // saturates: one more than 2⁵³, the largest n̂ a run accepts, so that a
 // total beyond 2⁵³ always gives an n̂ beyond it (the truncated Laplace pad
@@ -527,7 +500,7 @@ func newEngine(src dp.Source, u *Universe, fams []Family, cfg Config) (*engine, 
 		// T and ε₀ are set in init, once n̂ is known.
 		return e, nil
 	}
-	if e.eps0, err = perStepEpsilon(eps, delta, 2*e.rounds); err != nil {
+	if e.eps0, err = dp.PerStepEpsilon(eps, delta, 2*e.rounds); err != nil {
 		return nil, fmt.Errorf("pmw: rounds: %w", err)
 	}
 	return e, nil
@@ -634,7 +607,7 @@ func (e *engine) init(hist []Cell) error {
 	if e.cfg.autoRounds() {
 		e.rounds = AutoRounds(e.nhat, e.cfg.Epsilon/2, e.cfg.Delta/2, e.cfg.Sensitivity, u.size, e.nq, e.cfg.MaxRounds)
 		var err error
-		if e.eps0, err = perStepEpsilon(e.cfg.Epsilon/2, e.cfg.Delta/2, 2*e.rounds); err != nil {
+		if e.eps0, err = dp.PerStepEpsilon(e.cfg.Epsilon/2, e.cfg.Delta/2, 2*e.rounds); err != nil {
 			return fmt.Errorf("pmw: rounds: %w", err)
 		}
 	}
