@@ -193,57 +193,22 @@ func runFloor(ctx context.Context, r floorRun) (*floorTimes, error) {
 	if _, err := db.ExecContext(ctx, floorUnits); err != nil {
 		return nil, fmt.Errorf("floor: unit row counts: %w", err)
 	}
-	rows, err := db.QueryContext(ctx, floorHistogram)
-	if err != nil {
-		return nil, fmt.Errorf("floor: histogram: %w", err)
-	}
 	var total int64
-	for rows.Next() {
-		var i, wc int64
-		if err := rows.Scan(&i, &wc); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("floor: histogram: %w", err)
-		}
-		total += wc
-	}
-	if err := rows.Close(); err != nil {
-		return nil, fmt.Errorf("floor: histogram: %w", err)
+	if err := scanPairs(ctx, db, floorHistogram, "histogram", func(_, wc int64) { total += wc }); err != nil {
+		return nil, err
 	}
 	t1 := time.Now()
-	rows, err = db.QueryContext(ctx, floorDegrees)
-	if err != nil {
-		return nil, fmt.Errorf("floor: degrees: %w", err)
-	}
 	var joinSize int64
-	for rows.Next() {
-		var nu, units int64
-		if err := rows.Scan(&nu, &units); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("floor: degrees: %w", err)
-		}
-		joinSize += nu * units
-	}
-	if err := rows.Close(); err != nil {
-		return nil, fmt.Errorf("floor: degrees: %w", err)
+	if err := scanPairs(ctx, db, floorDegrees, "degrees", func(nu, units int64) { joinSize += nu * units }); err != nil {
+		return nil, err
 	}
 	if total == 0 || joinSize == 0 {
 		return nil, fmt.Errorf("floor: empty join (histogram weight %d, join size %d)", total, joinSize)
 	}
 	t2 := time.Now()
 	for _, q := range r.L2 {
-		rows, err := db.QueryContext(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("floor: L2 marginal: %w", err)
-		}
-		for rows.Next() {
-			var i, w int64
-			if err := rows.Scan(&i, &w); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("floor: L2 marginal: %w", err)
-			}
-		}
-		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("floor: L2 marginal: %w", err)
+		if err := scanPairs(ctx, db, q, "L2 marginal", func(int64, int64) {}); err != nil {
+			return nil, err
 		}
 	}
 	t3 := time.Now()
@@ -255,6 +220,27 @@ func runFloor(ctx context.Context, r floorRun) (*floorTimes, error) {
 	st.Load, st.Histogram, st.Degrees, st.L2, st.Write, st.Total = t0.Sub(start), t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), end.Sub(t3), end.Sub(start)
 	st.MaxRSS = highWaterRSS()
 	return st, nil
+}
+
+// scanPairs runs q, whose rows are two integers, and calls f on each;
+// errors name the statistic what.
+func scanPairs(ctx context.Context, db *sql.DB, q, what string, f func(a, b int64)) error {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("floor: %s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a, b int64
+		if err := rows.Scan(&a, &b); err != nil {
+			return fmt.Errorf("floor: %s: %w", what, err)
+		}
+		f(a, b)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("floor: %s: %w", what, err)
+	}
+	return nil
 }
 
 // runFloorChild runs the floor in a fresh process (the test binary
