@@ -66,42 +66,54 @@ func bin(ctx context.Context, db *sql.DB, q string, cols, drop []*spec.Column, p
 	for i := range raw {
 		dst[i] = &raw[i]
 	}
-next:
 	for rows.Next() {
 		if err := rows.Scan(dst...); err != nil {
 			return nil, fmt.Errorf("score: %w", err)
 		}
-		for j, c := range drop {
-			v := raw[len(cols)+j]
-			if !v.Valid || v.String == "" {
-				continue next
-			}
-			if _, err := c.Bin(v.String); err != nil {
-				continue next
-			}
+		r, ok, err := binRow(raw, cols, drop, policies)
+		if err != nil {
+			return nil, err
 		}
-		r := make([]int, len(cols))
-		for j, c := range cols {
-			if !raw[j].Valid {
-				continue next
-			}
-			b, err := c.Bin(raw[j].String)
-			if err != nil && policies && errors.Is(err, spec.ErrOutOfDomain) {
-				switch c.OutOfDomain {
-				case spec.OutOfDomainDrop:
-					continue next
-				case spec.OutOfDomainClamp:
-					b, err = clamped(c, raw[j].String, err)
-				}
-			}
-			if err != nil {
-				return nil, fmt.Errorf("score: column %s: value %q: %w", c.Name, raw[j].String, err)
-			}
-			r[j] = b
+		if ok {
+			out.Rows = append(out.Rows, r)
 		}
-		out.Rows = append(out.Rows, r)
 	}
 	return out, rows.Err()
+}
+
+// binRow bins one row of text values: raw holds the released columns
+// cols, then the drop columns drop (see bin for the policies). ok is false
+// when the row is skipped.
+func binRow(raw []sql.NullString, cols, drop []*spec.Column, policies bool) (r []int, ok bool, err error) {
+	for j, c := range drop {
+		v := raw[len(cols)+j]
+		if !v.Valid || v.String == "" {
+			return nil, false, nil
+		}
+		if _, err := c.Bin(v.String); err != nil {
+			return nil, false, nil
+		}
+	}
+	r = make([]int, len(cols))
+	for j, c := range cols {
+		if !raw[j].Valid {
+			return nil, false, nil
+		}
+		b, err := c.Bin(raw[j].String)
+		if err != nil && policies && errors.Is(err, spec.ErrOutOfDomain) {
+			switch c.OutOfDomain {
+			case spec.OutOfDomainDrop:
+				return nil, false, nil
+			case spec.OutOfDomainClamp:
+				b, err = clamped(c, raw[j].String, err)
+			}
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("score: column %s: value %q: %w", c.Name, raw[j].String, err)
+		}
+		r[j] = b
+	}
+	return r, true, nil
 }
 
 // clamped is the bin of a clamp column's value outside its range: the

@@ -1,0 +1,382 @@
+package score_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"errors"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/synth-dp/synth/internal/score"
+	"github.com/synth-dp/synth/internal/tablestest"
+	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/spec"
+)
+
+func loadSpec(t *testing.T, example, file string) *spec.Spec {
+	t.Helper()
+	s, err := spec.Load(filepath.Join("..", "..", "examples", example, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestOwnershipTree: the trees of the examples, with nation and region's
+// r_name placed in customer (folded) and lineitem's composite key.
+func TestOwnershipTree(t *testing.T) {
+	for _, c := range []struct {
+		example, file string
+		tables        []string
+		edges         []string
+		cols          map[string][]int
+	}{
+		{"tpch", "nation.yaml", []string{"customer", "orders", "lineitem"},
+			[]string{"customer.c_custkey<-orders.o_custkey", "orders.o_orderkey<-lineitem.l_orderkey"},
+			map[string][]int{"customer": {0, 1}, "orders": {2}, "lineitem": {3, 4}}},
+		{"retail", "synth.yaml", []string{"customers", "invoices", "lines"},
+			[]string{"customers.customer_id<-invoices.customer_id", "invoices.invoice_no<-lines.invoice_no"},
+			map[string][]int{"customers": {0}, "invoices": {1, 2}, "lines": {3, 4}}},
+	} {
+		t.Run(c.example+"/"+c.file, func(t *testing.T) {
+			tr, err := score.OwnershipTree(loadSpec(t, c.example, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(tr.Tables, c.tables) {
+				t.Errorf("tables %v, want %v", tr.Tables, c.tables)
+			}
+			var edges []string
+			for _, e := range tr.Edges {
+				edges = append(edges, e.Parent+"."+e.PK[0]+"<-"+e.Child+"."+e.FK[0])
+			}
+			if !slices.Equal(edges, c.edges) {
+				t.Errorf("edges %v, want %v", edges, c.edges)
+			}
+			for tb, want := range c.cols {
+				if !slices.Equal(tr.Columns[tb], want) {
+					t.Errorf("columns of %s %v, want %v", tb, tr.Columns[tb], want)
+				}
+			}
+		})
+	}
+	// No unit: no tree.
+	s := loadSpec(t, "tpch", "synth.yaml")
+	s.Privacy.Unit = ""
+	if _, err := score.OwnershipTree(s); !errors.Is(err, score.ErrNoTree) {
+		t.Errorf("no unit: err %v, want ErrNoTree", err)
+	}
+}
+
+// TestEvaluateTablesTPCH and TestEvaluateTablesRetail: a tables folder
+// holding the true tables scores 0 on every table marginal, every fan-out
+// and every group query; the same folder with one column shuffled across
+// its table's rows, or with one edge's children given parents at random,
+// scores clearly worse on what the change breaks. Each threshold is a
+// quarter or less of the value measured on the perturbed folder (seeded
+// perturbations, values in the comments), so the test fails only if the
+// evaluator cannot see the change.
+func TestEvaluateTablesTPCH(t *testing.T) {
+	// TPC-H: the return flag depends on the order date (R and A only
+	// before mid-1995): shuffling o_orderdate breaks the tie between an
+	// order and its line items (group queries 0.078). Orders per customer
+	// are not what random parents give (fan-out TVD 0.57, groups 0.26).
+	evaluateTables(t, evalCase{"tpch", "synth.yaml", "orders", 4, 0, 0.02, "orders", 0.1, 0.05})
+}
+
+func TestEvaluateTablesRetail(t *testing.T) {
+	// Retail: quantity and unit price are tied in a line (2-way TVD 0.22
+	// once shuffled, groups 0.017); lines per invoice are very skewed
+	// (fan-out TVD 0.55, groups 1.10 with random parents).
+	evaluateTables(t, evalCase{"retail", "synth.yaml", "lines", 4, 0.05, 0.004, "lines", 0.1, 0.25})
+}
+
+type evalCase struct {
+	example, file string
+	// shuffleTable's released column shuffleCol (a release position) is
+	// shuffled; every 2-way marginal of that table with the column must
+	// move by at least minPair (0: not checked), the group queries' mean
+	// error reach minGroups, and every 1-way marginal stay.
+	shuffleTable string
+	shuffleCol   int
+	minPair      float64
+	minGroups    float64
+	// reassign's rows get random parents: its fan-out TVD must reach
+	// minFanOut, the group queries' mean error minGroupsRnd, and no table
+	// marginal may move.
+	reassign     string
+	minFanOut    float64
+	minGroupsRnd float64
+}
+
+func evaluateTables(t *testing.T, c evalCase) {
+	ctx := context.Background()
+	s := loadSpec(t, c.example, c.file)
+	names := layout.ColumnNames(s)
+	tr, err := score.OwnershipTree(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth, err := score.TrueTables(ctx, s, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := score.GroupQueries(s, tr, score.DefaultGroupQueries, score.DefaultGroupSeed)
+	eval := func(ts *score.Tables) *score.TablesScore {
+		t.Helper()
+		dir := t.TempDir()
+		if err := tablestest.Write(ctx, dir, s, ts); err != nil {
+			t.Fatal(err)
+		}
+		syn, err := score.SyntheticTables(ctx, s, tr, dir, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := score.ScoreTables(s, truth, syn, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Groups, err = score.ScoreGroups(s, truth, syn, qs, score.DefaultGroupSeed); err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	// The whole path once, on the true copy.
+	dir := t.TempDir()
+	if err := tablestest.Write(ctx, dir, s, truth); err != nil {
+		t.Fatal(err)
+	}
+	zero, err := score.EvaluateTables(ctx, s, dir, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range zero.Tables {
+		if ts.TrueRows != ts.Rows || ts.MaxTVD != 0 || len(ts.Marginals) == 0 {
+			t.Errorf("true copy: table %s: rows %d of %d, max TVD %v over %d marginals", ts.Table, ts.Rows, ts.TrueRows, ts.MaxTVD, len(ts.Marginals))
+		}
+	}
+	for _, f := range zero.FanOuts {
+		if f.TVD != 0 || f.TrueMean <= 1 {
+			t.Errorf("true copy: fan-out %s→%s TVD %v (true mean %v)", f.Parent, f.Child, f.TVD, f.TrueMean)
+		}
+	}
+	if g := zero.Groups; g.Mean != 0 || g.Queries != score.DefaultGroupQueries || len(g.Edges) != len(tr.Edges) || g.ZeroTrue > g.Queries/2 {
+		t.Errorf("true copy: group queries %+v", g)
+	}
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	sh := tablestest.Clone(truth)
+	tablestest.ShuffleColumn(sh, c.shuffleTable, c.shuffleCol, rng)
+	got := eval(sh)
+	t.Logf("shuffled %s: groups mean %.4f median %.4f", names[c.shuffleCol], got.Groups.Mean, got.Groups.Median)
+	if got.Groups.Mean < c.minGroups {
+		t.Errorf("shuffled %s: group-query mean error %v < %v", names[c.shuffleCol], got.Groups.Mean, c.minGroups)
+	}
+	for _, ts := range got.Tables {
+		for _, m := range ts.Marginals {
+			t.Logf("shuffled: %s %v TVD %.4f", ts.Table, m.Columns, m.TVD)
+			if len(m.Columns) == 1 && m.TVD > 1e-12 {
+				t.Errorf("shuffled: 1-way %v moved by %v", m.Columns, m.TVD)
+			}
+			if c.minPair > 0 && ts.Table == c.shuffleTable && len(m.Columns) == 2 && slices.Contains(m.Columns, names[c.shuffleCol]) && m.TVD < c.minPair {
+				t.Errorf("shuffled: %v TVD %v < %v", m.Columns, m.TVD, c.minPair)
+			}
+		}
+	}
+
+	re := tablestest.Clone(truth)
+	tablestest.ReassignChildren(re, c.reassign, rng)
+	got = eval(re)
+	t.Logf("reassigned %s: groups mean %.4f median %.4f", c.reassign, got.Groups.Mean, got.Groups.Median)
+	if got.Groups.Mean < c.minGroupsRnd {
+		t.Errorf("reassigned %s: group-query mean error %v < %v", c.reassign, got.Groups.Mean, c.minGroupsRnd)
+	}
+	for _, f := range got.FanOuts {
+		t.Logf("reassigned: fan-out %s→%s TVD %.4f", f.Parent, f.Child, f.TVD)
+		if f.Child == c.reassign && f.TVD < c.minFanOut {
+			t.Errorf("reassigned %s: fan-out TVD %v < %v", c.reassign, f.TVD, c.minFanOut)
+		}
+	}
+	for _, ts := range got.Tables {
+		if ts.MaxTVD > 1e-12 {
+			t.Errorf("reassigned: table %s marginals moved (max TVD %v)", ts.Table, ts.MaxTVD)
+		}
+	}
+}
+
+// TestTrueTablesOracle: the true customer table of examples/tpch/nation.yaml
+// (region name folded in through nation) and its orders per customer,
+// against a brute-force count over the CSV files in Go.
+func TestTrueTablesOracle(t *testing.T) {
+	ctx := context.Background()
+	s := loadSpec(t, "tpch", "nation.yaml")
+	tr, err := score.OwnershipTree(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := score.TrueTables(ctx, s, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) [][]string {
+		f, err := os.Open(filepath.Join("..", "..", "testdata", "tpch", name+".csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		recs, err := csv.NewReader(f).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs[1:]
+	}
+	region := map[string]string{}
+	for _, r := range read("region") {
+		region[r[0]] = r[1]
+	}
+	nationRegion := map[string]string{}
+	for _, r := range read("nation") {
+		nationRegion[r[0]] = region[r[2]]
+	}
+	orders := map[string]int{}
+	for _, r := range read("orders") {
+		orders[r[1]]++
+	}
+	rname := s.Column(spec.ColumnRef{Table: "region", Column: "r_name"})
+	want := map[int]int{}
+	wantFan := map[int]int{}
+	for _, r := range read("customer") {
+		b, err := rname.Bin(nationRegion[r[3]])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[b]++
+		wantFan[score.FanOutBin(orders[r[0]])]++
+	}
+	cust := ts.Get("customer")
+	got := map[int]int{}
+	for _, r := range cust.Rows {
+		got[r[0]]++ // r_name is customer's first released column
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("r_name over customers %v, want %v", got, want)
+	}
+	n := make([]int, len(cust.Rows))
+	for _, p := range ts.Get("orders").Parent {
+		n[p]++
+	}
+	gotFan := map[int]int{}
+	for _, k := range n {
+		gotFan[score.FanOutBin(k)]++
+	}
+	if !maps.Equal(gotFan, wantFan) || wantFan[0] == 0 {
+		t.Errorf("orders per customer by bin %v, want %v (with customers without orders)", gotFan, wantFan)
+	}
+}
+
+// TestSyntheticTablesIntegrity: a foreign key that does not resolve, a
+// repeated primary key and a value outside its domain are errors naming
+// the file.
+func TestSyntheticTablesIntegrity(t *testing.T) {
+	ctx := context.Background()
+	s := loadSpec(t, "tpch", "synth.yaml")
+	names := layout.ColumnNames(s)
+	tr, err := score.OwnershipTree(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth, err := score.TrueTables(ctx, s, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A small release: the first 20 customers, their orders and lines.
+	small := &score.Tables{Tree: tr}
+	keep := map[string]map[int]int{}
+	for _, e := range truth.Tables {
+		edge, hasParent := tr.ParentEdge(e.Table)
+		out := &score.Entities{Table: e.Table, Cols: e.Cols}
+		keep[e.Table] = map[int]int{}
+		for i, r := range e.Rows {
+			p := -1
+			if hasParent {
+				var ok bool
+				if p, ok = keep[edge.Parent][e.Parent[i]]; !ok {
+					continue
+				}
+				out.Parent = append(out.Parent, p)
+			} else if i >= 20 {
+				continue
+			}
+			keep[e.Table][i] = len(out.Rows)
+			out.Rows = append(out.Rows, r)
+		}
+		small.Tables = append(small.Tables, out)
+	}
+	for _, c := range []struct {
+		name, table, sql, want string
+	}{
+		{"dangling foreign key", "orders", `SELECT * REPLACE (CASE WHEN o_orderkey = 3 THEN 999999 ELSE o_custkey END AS o_custkey) FROM t`, "does not resolve"},
+		{"repeated key", "orders", `SELECT * REPLACE (CASE WHEN o_orderkey = 3 THEN 2 ELSE o_orderkey END AS o_orderkey) FROM t`, "is repeated"},
+		{"out of domain", "lineitem", `SELECT * REPLACE (CASE WHEN l_linenumber = 1 THEN 'X' ELSE l_returnflag END AS l_returnflag) FROM t`, "l_returnflag"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := tablestest.Write(ctx, dir, s, small); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := score.SyntheticTables(ctx, s, tr, dir, names); err != nil {
+				t.Fatalf("intact release: %v", err)
+			}
+			path := score.TablePath(dir, c.table)
+			db, err := sql.Open("duckdb", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			q := "CREATE TABLE t AS SELECT * FROM read_parquet('" + path + "'); COPY (" + c.sql + ") TO '" + path + "' (FORMAT parquet)"
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+			_, err = score.SyntheticTables(ctx, s, tr, dir, names)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("err %v, want one naming %s and %q", err, path, c.want)
+			}
+		})
+	}
+}
+
+func TestFanOutBinAndGroupError(t *testing.T) {
+	for n, want := range map[int]int{0: 0, 1: 1, 2: 2, 3: 2, 4: 3, 7: 3, 8: 4, 15: 4, 16: 5} {
+		if got := score.FanOutBin(n); got != want {
+			t.Errorf("FanOutBin(%d) = %d, want %d", n, got, want)
+		}
+	}
+	if l := score.FanOutLabel(3); l != "4–7" {
+		t.Errorf("FanOutLabel(3) = %q", l)
+	}
+	for _, c := range []struct {
+		t, y    float64
+		n, nHat int
+		want    float64
+	}{
+		{50, 100, 1000, 2000, 0},       // rescaled to the true population
+		{0, 10, 1000, 1000, 1},         // floor: 1 % of N
+		{200, 100, 1000, 1000, 0.5},    // relative to the truth
+		{200, 100, 1000, 0, 1},         // no synthetic parent
+		{5, 5, 100, 100, 0},            // exact
+		{0.05, 0, 10, 10, 0.05 / 0.1},  // floor 0.1 above the truth
+		{100, 150, 1000, 1000, 0.5},    // over
+		{100, 50, 1000, 1000 / 2, 0.0}, // over, rescaled
+	} {
+		if got := score.GroupError(c.t, c.y, c.n, c.nHat); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("GroupError(%v, %v, %d, %d) = %v, want %v", c.t, c.y, c.n, c.nHat, got, c.want)
+		}
+	}
+}
