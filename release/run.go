@@ -15,6 +15,7 @@ import (
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/internal/failpoint"
 	"github.com/synth-dp/synth/internal/version"
 	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/pmw"
@@ -598,6 +599,7 @@ func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir s
 	if err != nil {
 		return 0, err
 	}
+	failpoint.Hit(failpoint.RowsWritten)
 	pf, err := w.Finish()
 	if err != nil {
 		return 0, err

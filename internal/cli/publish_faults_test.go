@@ -3,8 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,13 +12,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/synth-dp/synth/dp/lifetime"
+	"github.com/synth-dp/synth/internal/failpoint"
 	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/publish"
 )
 
 // buildSynth returns the synth binary to start: this package's test
@@ -128,93 +130,104 @@ func synthCmd(bin, config, out string, eps string, env ...string) *exec.Cmd {
 	return cmd
 }
 
-// TestReleaseKillAtomic kills `synth release` with SIGKILL at random points
-// (half of the runs sleep just before and just after the publish rename, so
-// that kills land there too): the output folder always holds the previous
-// complete release or the new complete one, never a mix, and the next
-// complete run leaves no staging folder behind.
+// TestReleaseKillAtomic kills `synth release` with SIGKILL at each point
+// of a run where a kill could leave something behind (see failpoint: just
+// after the ledger charge; with every row given to the Parquet writer of
+// the staging folder, the file unfinished; with the staging folder
+// complete just before the publish rename; just after the rename or
+// exchange, the previous release not yet removed), over a previous release
+// and over none. A kill before the rename leaves the previous complete
+// release (or no folder), a kill after it the new one, never a mix; the
+// ledger keeps the charge of every killed run (each was charged before it
+// read data); the next complete run leaves no staging folder behind. The
+// points are reached, not timed: each run must die of the SIGKILL, and the
+// staging folder it leaves must say where.
 func TestReleaseKillAtomic(t *testing.T) {
 	bin := buildSynth(t)
 	config, _ := writeTiny(t, tinyOptions{})
-	out := filepath.Join(t.TempDir(), "rel")
-	trials := 60
-	if testing.Short() {
-		trials = 4
-	}
-	if b, err := synthCmd(bin, config, out, "1").CombinedOutput(); err != nil {
-		t.Fatalf("first release: %v\n%s", err, b)
-	}
-	// How long a run takes with the publish sleeps.
-	const sleep = "40ms"
-	start := time.Now()
-	if b, err := synthCmd(bin, config, out, "1", publish.PublishSleepEnv+"="+sleep).CombinedOutput(); err != nil {
-		t.Fatalf("timed release: %v\n%s", err, b)
-	}
-	full := time.Since(start)
-	rng := rand.New(rand.NewPCG(1, 2))
-	prev := "1"
-	outcomes := map[string]int{}
-	for i := range trials {
-		eps := fmt.Sprintf("%.4f", 1+float64(i+1)/1000)
-		var env []string
-		if i%2 == 0 {
-			env = append(env, publish.PublishSleepEnv+"="+sleep)
-		}
+	ledger := filepath.Join(t.TempDir(), "ledger.jsonl")
+	charges := 0
+	release := func(out, eps string, env ...string) ([]byte, error) {
 		cmd := synthCmd(bin, config, out, eps, env...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		kill := time.Duration(rng.Float64() * 1.1 * float64(full))
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		var exited bool
-		select {
-		case err := <-done:
-			exited = true
-			if err != nil {
-				t.Fatalf("trial %d: run failed before the kill: %v\n%s", i, err, stderr.String())
-			}
-		case <-time.After(kill):
-			cmd.Process.Kill()
-			<-done
-		}
-		got, err := releaseState(t, out, false)
+		cmd.Args = append(cmd.Args, "--ledger", ledger)
+		b, err := cmd.CombinedOutput()
+		charges++ // every run below charges, killed or not
+		return b, err
+	}
+	checkLedger := func(where string) {
+		t.Helper()
+		h, err := lifetime.Read(ledger)
 		if err != nil {
-			t.Fatalf("trial %d (kill after %v, exited %v): %v", i, kill, exited, err)
+			t.Fatalf("%s: the ledger: %v", where, err)
 		}
-		want := fmt.Sprint(mustFloat(t, eps))
-		// A staging folder left beside the release holding both files
-		// means the kill landed in the publish: just before the rename
-		// (it holds the new files, the folder the previous release) or
-		// just after it (it holds the previous release).
-		where := ""
-		if staged := stagedRelease(t, out); staged {
-			where = " (killed at the publish)"
-		}
-		switch got {
-		case prev:
-			outcomes["previous"+where]++
-		case want:
-			outcomes["new"+where]++
-			prev = got
-		default:
-			t.Fatalf("trial %d: the folder holds the release of ε = %s, want %s (previous) or %s (new)", i, got, prev, want)
+		if len(h.Entries) != charges {
+			t.Fatalf("%s: the ledger holds %d charges, want %d: a charge was lost", where, len(h.Entries), charges)
 		}
 	}
-	t.Logf("%d kills: %v (a run takes %v)", trials, outcomes, full)
-	if !testing.Short() && (outcomes["previous"]+outcomes["previous (killed at the publish)"] == 0 || outcomes["new"]+outcomes["new (killed at the publish)"] == 0) {
-		t.Errorf("kills did not land on both sides of the publish: %v", outcomes)
+	points := []struct {
+		name      string
+		published bool // the target holds the new release
+	}{
+		{failpoint.LedgerCharged, false},
+		{failpoint.RowsWritten, false},
+		{failpoint.BeforePublish, false},
+		{failpoint.AfterPublish, true},
 	}
-	// The next complete run cleans what the killed runs left.
-	if b, err := synthCmd(bin, config, out, "3").CombinedOutput(); err != nil {
-		t.Fatalf("final release: %v\n%s", err, b)
+	trial := 0
+	for _, previous := range []bool{true, false} {
+		for _, p := range points {
+			trial++
+			where := fmt.Sprintf("kill at %s, previous release %v", p.name, previous)
+			out := filepath.Join(t.TempDir(), "rel")
+			prev := ""
+			if previous {
+				if b, err := release(out, "1"); err != nil {
+					t.Fatalf("%s: first release: %v\n%s", where, err, b)
+				}
+				prev = "1"
+			}
+			eps := fmt.Sprintf("%.4f", 1+float64(trial)/1000)
+			b, err := release(out, eps, failpoint.KillEnv+"="+p.name)
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || !killed(ee) {
+				t.Fatalf("%s: the run was not killed at its point: %v\n%s", where, err, b)
+			}
+			got, err := releaseState(t, out, !previous)
+			if err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			want := prev
+			if p.published {
+				want = fmt.Sprint(mustFloat(t, eps))
+			}
+			if got != want {
+				t.Fatalf("%s: the folder holds the release of ε = %q, want %q", where, got, want)
+			}
+			// Where the kill landed: a staging folder holding a complete
+			// release is left just before the rename (the new files) and
+			// just after an exchange (the previous release).
+			wantStaged := p.name == failpoint.BeforePublish || p.name == failpoint.AfterPublish && previous
+			if staged := stagedRelease(t, out); staged != wantStaged {
+				t.Fatalf("%s: a complete staging folder left: %v, want %v", where, staged, wantStaged)
+			}
+			checkLedger(where)
+			// The next complete run cleans what the killed run left.
+			if b, err := release(out, "3"); err != nil {
+				t.Fatalf("%s: next release: %v\n%s", where, err, b)
+			}
+			if got, err := releaseState(t, out, false); err != nil || got != "3" {
+				t.Fatalf("%s: next release: ε %s, %v", where, got, err)
+			}
+			onlyRelease(t, out)
+			checkLedger(where)
+		}
 	}
-	if got, err := releaseState(t, out, false); err != nil || got != "3" {
-		t.Fatalf("final release: ε %s, %v", got, err)
-	}
-	onlyRelease(t, out)
+}
+
+// killed reports whether the process of ee died of SIGKILL.
+func killed(ee *exec.ExitError) bool {
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
 // stagedRelease reports whether a staging folder beside out holds both
@@ -296,7 +309,7 @@ func TestReleaseConcurrentAtomic(t *testing.T) {
 }
 
 // TestReleaseConcurrentRefused: while one --overwrite release holds its
-// output folder (here: sleeping just before its publish), a second
+// output folder (here: paused just before its publish), a second
 // --overwrite release into the same folder is refused at once, before it
 // reads any data (its data file is missing: that error must not be the one
 // reported), and the first completes; the folder holds the first's
@@ -308,7 +321,8 @@ func TestReleaseConcurrentRefused(t *testing.T) {
 	if b, err := synthCmd(bin, config, out, "1").CombinedOutput(); err != nil {
 		t.Fatalf("first release: %v\n%s", err, b)
 	}
-	first := synthCmd(bin, config, out, "2", publish.PublishSleepEnv+"=3s")
+	pause := t.TempDir()
+	first := synthCmd(bin, config, out, "2", failpoint.PauseEnv+"="+failpoint.BeforePublish+"="+pause)
 	var stderr bytes.Buffer
 	first.Stderr = &stderr
 	if err := first.Start(); err != nil {
@@ -316,16 +330,21 @@ func TestReleaseConcurrentRefused(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- first.Wait() }()
-	// Wait until the first has written its release into its staging folder.
-	for deadline := time.Now().Add(time.Minute); !stagedRelease(t, out); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the first run never staged its release\n%s", stderr.String())
+	// Wait until the first has staged its release and paused before its
+	// publish: it waits there for the resume file, however long the
+	// second run takes.
+	for {
+		if _, err := os.Stat(filepath.Join(pause, "paused")); err == nil {
+			break
 		}
 		select {
 		case err := <-done:
 			t.Fatalf("the first run ended before its publish: %v\n%s", err, stderr.String())
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+	if !stagedRelease(t, out) {
+		t.Fatal("the first run paused before its publish without a staged release")
 	}
 	// The second run's spec names data that is gone.
 	second := filepath.Join(dir, "second.yaml")
@@ -339,6 +358,9 @@ func TestReleaseConcurrentRefused(t *testing.T) {
 	b, err := synthCmd(bin, second, out, "3").CombinedOutput()
 	if err == nil || !strings.Contains(string(b), "being written by another run") {
 		t.Errorf("the second run while the first holds %s: %v\n%s; want a refusal naming the other run", out, err, b)
+	}
+	if err := os.WriteFile(filepath.Join(pause, "resume"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("the first run: %v\n%s", err, stderr.String())

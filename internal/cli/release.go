@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/failpoint"
 	"github.com/synth-dp/synth/internal/progress"
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release"
@@ -170,6 +171,7 @@ func runRelease(cmd *cobra.Command, g *globalOptions, s *spec.Spec, command stri
 	if err := chargeLedger(cmd, g, s, command, "release (method: "+string(s.Release.Method)+")", b); err != nil {
 		return nil, err
 	}
+	failpoint.Hit(failpoint.LedgerCharged)
 	o.Spec, o.Engine, o.Source, o.Logger = s, g.engine, g.source(), g.logger
 	// Progress bars on stderr, only when it is a terminal.
 	bars := progress.New(g.stderr, g.quiet)

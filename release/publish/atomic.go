@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/synth-dp/synth/internal/failpoint"
 	"github.com/synth-dp/synth/release/layout"
 )
 
@@ -402,12 +403,6 @@ const (
 	probeSize = 64 << 10
 )
 
-// PublishSleepEnv names a test hook: when the environment variable holds a
-// Go duration, [Stage.Publish] sleeps that long just before its rename and
-// just after it (before removing the previous release it swapped out), so
-// that a fault-injection test can kill the process there.
-const PublishSleepEnv = "SYNTH_TEST_PUBLISH_SLEEP"
-
 // Stage is the staging folder of one release (see the package doc,
 // "Release folders").
 type Stage struct {
@@ -597,15 +592,6 @@ func (s *Stage) Dir() string { return s.dir }
 // Target returns the folder the release is published as.
 func (s *Stage) Target() string { return s.target }
 
-// publishSleep is the PublishSleepEnv hook's duration (0: none).
-func publishSleep() time.Duration {
-	d, err := time.ParseDuration(os.Getenv(PublishSleepEnv))
-	if err != nil {
-		return 0
-	}
-	return d
-}
-
 // Publish makes the staging folder the target, atomically (see the package
 // doc), and reports whether a previous release was replaced. The files
 // in the staging folder must be complete and synced. Without overwrite, a
@@ -617,12 +603,13 @@ func (s *Stage) Publish(overwrite bool) (replaced bool, err error) {
 		return false, errors.New("release: staging folder already published or aborted")
 	}
 	syncDir(s.dir)
-	sleep := publishSleep() // test hook: 0 outside tests
-	time.Sleep(sleep)
+	// Fault-injection tests stop the process just before the rename and
+	// just after it (before the previous release is removed).
+	failpoint.Hit(failpoint.BeforePublish)
 	for range 10 {
 		err := syscall.Rename(s.dir, s.target)
 		if err == nil {
-			time.Sleep(sleep)
+			failpoint.Hit(failpoint.AfterPublish)
 			s.finish()
 			s.unlock()
 			return false, nil
@@ -652,7 +639,7 @@ func (s *Stage) Publish(overwrite bool) (replaced bool, err error) {
 		}
 		// s.dir now holds the previous release, unlocked; remove it if it
 		// still looks like one (a cleaner may have taken it already).
-		time.Sleep(sleep)
+		failpoint.Hit(failpoint.AfterPublish)
 		old := s.dir
 		s.finish()
 		if _, foreign, err := classify(old); err == nil && len(foreign) == 0 {
