@@ -12,11 +12,16 @@ import (
 	"github.com/synth-dp/synth/residual/internal/brute"
 )
 
-// cancelAfter and cancelWithin are the delay before the test contexts are
-// cancelled and the time the searches get to notice.
+// cancelAfter is the delay before the test contexts are cancelled;
+// cancelWithin only guards against a hang. What the test checks is that
+// the search returns context.Canceled: one that ignored its context would
+// run far longer than the test, or finish with no error (a failure
+// either way). It does not time how soon the search notices — a bound of
+// a second or two fails on a loaded machine by chance — so cancelWithin is
+// generous.
 const (
 	cancelAfter  = 50 * time.Millisecond
-	cancelWithin = 2 * time.Second
+	cancelWithin = 2 * time.Minute
 )
 
 // star8 returns a star of 8 private relations R0..R7 sharing attribute hub.
@@ -42,9 +47,9 @@ func (c *randomCounter) MaxBoundaryCount(ctx context.Context, h *hypergraph.Hype
 	return c.v[e], nil
 }
 
-// expensive runs f, which should take far longer than cancelWithin, under a
+// expensive runs f, which should take far longer than cancelAfter, under a
 // context cancelled after cancelAfter, and checks that it returns an error
-// wrapping context.Canceled within cancelWithin.
+// wrapping context.Canceled (within cancelWithin, a guard against a hang).
 func expensive(t *testing.T, what string, f func(ctx context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -58,9 +63,6 @@ func expensive(t *testing.T, what string, f func(ctx context.Context) error) {
 		elapsed := time.Since(start)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("%s: error %v after %v, want one wrapping context.Canceled", what, err, elapsed)
-		}
-		if elapsed > cancelWithin {
-			t.Errorf("%s: returned %v after start, want within %v", what, elapsed, cancelWithin)
 		}
 		t.Logf("%s: %v after %v", what, err, elapsed)
 	case <-time.After(cancelWithin):
