@@ -4,7 +4,7 @@ BIN     ?= bin/synth
 PKGS    ?= ./...
 export CGO_ENABLED = 1
 
-.PHONY: all build test test-short bench accuracy lint demo clean
+.PHONY: all build test test-short bench accuracy accuracy-small lint demo clean
 
 all: build
 
@@ -47,6 +47,12 @@ bench:
 ## TPC-H and Online Retail, ε ∈ {0.5, 1, 4}, 3 seeds; minutes). PEER=DIR adds a peer's outputs.
 accuracy:
 	SYNTH_ACCURACY_TABLE=1 SYNTH_PEER_DIR=$(PEER) $(GO) test -run '^TestAccuracyTable$$' -count=1 -timeout 60m -v ./release/
+
+## accuracy-small: the small-data table (issue 40): Adult and Bank subsamples
+## at 500 / 2,000 / 5,000 rows and Retail with 100 customers, ε ∈ {0.5, 1, 4},
+## 5 seeds; PEERS=DIR1,DIR2 adds peers' outputs (release/smalldata_test.go).
+accuracy-small:
+	SYNTH_SMALL_TABLE=1 SYNTH_PEER_DIRS=$(PEERS) $(GO) test -run '^TestSmallDataTable$$' -count=1 -timeout 60m -v ./release/
 
 ## lint: gofmt and go vet (and staticcheck when installed)
 lint:

@@ -53,32 +53,41 @@ func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"
 // released one, or one of drop) is empty or outside its domain is skipped,
 // and a clamp column's number or date outside its range goes to the
 // nearest end's bin. Synthetic files are read without policies: every
-// value must bin.
-func bin(ctx context.Context, db *sql.DB, q string, cols, drop []*spec.Column, policies bool) (*Table, error) {
+// value must bin. With key, q has one more column after drop's, returned
+// for every kept row.
+func bin(ctx context.Context, db *sql.DB, q string, cols, drop []*spec.Column, policies, key bool) (*Table, []string, error) {
 	rows, err := db.QueryContext(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("score: %w\n%s", err, q)
+		return nil, nil, fmt.Errorf("score: %w\n%s", err, q)
 	}
 	defer rows.Close()
 	out := &Table{}
-	raw := make([]sql.NullString, len(cols)+len(drop))
+	var keys []string
+	n := len(cols) + len(drop)
+	if key {
+		n++
+	}
+	raw := make([]sql.NullString, n)
 	dst := make([]any, len(raw))
 	for i := range raw {
 		dst[i] = &raw[i]
 	}
 	for rows.Next() {
 		if err := rows.Scan(dst...); err != nil {
-			return nil, fmt.Errorf("score: %w", err)
+			return nil, nil, fmt.Errorf("score: %w", err)
 		}
 		r, ok, err := binRow(raw, cols, drop, policies)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ok {
 			out.Rows = append(out.Rows, r)
+			if key {
+				keys = append(keys, raw[n-1].String)
+			}
 		}
 	}
-	return out, rows.Err()
+	return out, keys, rows.Err()
 }
 
 // binRow bins one row of text values: raw holds the released columns
@@ -158,9 +167,21 @@ func open() (*sql.DB, error) {
 // applied in Go (see bin): a join row survives only if every drop column
 // of its tables holds a value of its domain, and clamp columns clamp.
 func Truth(ctx context.Context, s *spec.Spec) (*Table, error) {
+	t, _, err := truth(ctx, s, false)
+	return t, err
+}
+
+// TruthUnits is [Truth] with, for every row, the privacy unit's primary
+// key (as text) of the join row: what a peer that bounds each unit's rows
+// by hand needs. The spec must name a unit with a one-column primary key.
+func TruthUnits(ctx context.Context, s *spec.Spec) (*Table, []string, error) {
+	return truth(ctx, s, true)
+}
+
+func truth(ctx context.Context, s *spec.Spec, units bool) (*Table, []string, error) {
 	db, err := open()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer db.Close()
 	var from []string
@@ -192,11 +213,23 @@ func Truth(ctx context.Context, s *spec.Spec) (*Table, error) {
 			}
 		}
 	}
+	if units {
+		var u *spec.Table
+		for i := range s.Tables {
+			if s.Tables[i].Name == s.Privacy.Unit {
+				u = &s.Tables[i]
+			}
+		}
+		if u == nil || len(u.PrimaryKey) != 1 {
+			return nil, nil, fmt.Errorf("score: the spec's privacy unit %q is not a table with a one-column primary key", s.Privacy.Unit)
+		}
+		sel = append(sel, "CAST("+ident(u.Name)+"."+ident(u.PrimaryKey[0])+" AS VARCHAR)")
+	}
 	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + strings.Join(from, ", ")
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	return bin(ctx, db, q, s.ReleaseColumns(), drop, true)
+	return bin(ctx, db, q, s.ReleaseColumns(), drop, true, units)
 }
 
 // Synthetic reads a synthetic file (Parquet, or CSV with a header) whose
@@ -214,7 +247,8 @@ func Synthetic(ctx context.Context, s *spec.Spec, path string, names []string) (
 	for _, n := range names {
 		sel = append(sel, "CAST("+ident(n)+" AS VARCHAR)")
 	}
-	return bin(ctx, db, "SELECT "+strings.Join(sel, ", ")+" FROM "+readerFor(path), s.ReleaseColumns(), nil, false)
+	t, _, err := bin(ctx, db, "SELECT "+strings.Join(sel, ", ")+" FROM "+readerFor(path), s.ReleaseColumns(), nil, false, false)
+	return t, err
 }
 
 // Marginal returns the normalised marginal table of t over the released

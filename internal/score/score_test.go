@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/synth-dp/synth/engine"
@@ -152,4 +153,75 @@ func truthMatchesEngine(t *testing.T, s *spec.Spec) int64 {
 		t.Fatalf("engine join size %d, scorer %d", n, len(truth.Rows))
 	}
 	return n
+}
+
+// TestTruthUnits: the small Retail sample (100 customers) read with its
+// unit's keys has Truth's rows in the same order and, per customer, as
+// many join rows as lines.csv has for that customer's invoices (counted
+// here from the raw files, without a join); a spec without a unit is an
+// error.
+func TestTruthUnits(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "retail", "small")
+	yaml := `privacy: {epsilon: 1, delta: 1e-6, unit: customers}
+tables:
+  - name: customers
+    source: ` + filepath.Join(dir, "customers.csv") + `
+    primary_key: customer_id
+    columns:
+      customer_id: {type: key}
+      country: {type: categorical, values: [Australia, Austria, Bahrain, Belgium, Brazil, Canada, Channel Islands, Cyprus, Czech Republic, Denmark, EIRE, European Community, Finland, France, Germany, Greece, Hong Kong, Iceland, Israel, Italy, Japan, Lebanon, Lithuania, Malta, Netherlands, Norway, Poland, Portugal, RSA, Saudi Arabia, Singapore, Spain, Sweden, Switzerland, USA, United Arab Emirates, United Kingdom, Unspecified]}
+  - name: invoices
+    source: ` + filepath.Join(dir, "invoices.csv") + `
+    primary_key: invoice_no
+    columns:
+      invoice_no: {type: key}
+      customer_id: {type: key}
+      cancelled: {type: boolean}
+join:
+  - invoices.customer_id = customers.customer_id
+release:
+  columns: [country, cancelled]
+`
+	s, err := spec.Parse([]byte(yaml), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	plain, err := Truth(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, keys, err := TruthUnits(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != len(tab.Rows) || len(tab.Rows) != len(plain.Rows) {
+		t.Fatalf("%d keys, %d rows, Truth %d rows", len(keys), len(tab.Rows), len(plain.Rows))
+	}
+	got := map[string]int{}
+	for _, k := range keys {
+		got[k]++
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "invoices.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if i > 0 {
+			want[strings.Split(line, ",")[1]]++
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d units, want %d", len(got), len(want))
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("customer %s: %d rows, want %d", k, got[k], n)
+		}
+	}
+	s.Privacy.Unit = ""
+	if _, _, err := TruthUnits(ctx, s); err == nil {
+		t.Fatal("no unit: no error")
+	}
 }
