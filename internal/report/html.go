@@ -156,6 +156,24 @@ figcaption { font-size: .85rem; max-width: 36rem; }
 {{range .Headline}}<tr><td class="l">{{.Kind}}</td><td class="l">{{.Metric}}</td><td>{{.Families}}</td><td>{{.Queries}}</td><td class="{{grade .Synthetic .Uniform}}">{{num .Synthetic}}</td><td>{{num .Uniform}}</td><td>{{ptr .RatioToUniform}}</td><td class="l {{grade .Synthetic .Uniform}}">{{verdict .Synthetic .Uniform}}</td></tr>
 {{end}}</table>
 
+{{with .Tables}}<h2>Tables of the release</h2>
+<p class="note">Every 1- and 2-way marginal of each table's released columns, counted over the table's own rows (TVD; lower is better, the uniform distribution's beside it).</p>
+<table>
+<tr><th class="l">table</th><th>true rows</th><th>rows</th><th>marginals</th><th>mean TVD</th><th>max TVD</th><th>uniform mean TVD</th></tr>
+{{range .Tables}}<tr><td class="l">{{.Table}}</td><td>{{.TrueRows}}</td><td>{{.Rows}}</td><td>{{len .Marginals}}</td><td class="{{grade .MeanTVD .MeanUnifTV}}">{{num .MeanTVD}}</td><td>{{num .MaxTVD}}</td><td>{{num .MeanUnifTV}}</td></tr>
+{{end}}</table>
+<p class="note">Children per parent on every edge of the ownership tree, over every parent (parents without children included), in bins 0, 1, 2–3, 4–7, …</p>
+<table>
+<tr><th class="l">edge</th><th>true mean</th><th>mean</th><th>TVD</th></tr>
+{{range .FanOuts}}<tr><td class="l">{{.Parent}} → {{.Child}}</td><td>{{num .TrueMean}}</td><td>{{num .Mean}}</td><td>{{num .TVD}}</td></tr>
+{{end}}</table>
+{{with .Groups}}<p class="note">{{.Queries}} group queries (seed {{.Seed}}; docs/relational-eval.md): parents with a fan-out in a range, an attribute in a set and at least k children satisfying a condition. Error |true − synthetic·N/N̂| / max(true, N/100); {{.ZeroTrue}} queries have a true answer of 0.</p>
+<table>
+<tr><th class="l">edge</th><th>queries</th><th>mean error</th><th>median error</th></tr>
+{{range .Edges}}<tr><td class="l">{{.Parent}} → {{.Child}}</td><td>{{.Queries}}</td><td>{{num .Mean}}</td><td>{{num .Median}}</td></tr>
+{{end}}<tr><th class="l">all</th><td>{{.Queries}}</td><td>{{num .Mean}}</td><td>{{num .Median}}</td></tr>
+</table>{{end}}
+{{end}}
 {{range .Sections}}<h2>{{.Title}}</h2>
 {{range .Figures}}<figure><a href="{{.File}}"><img {{.Src}} alt="{{.Title}}"></a><figcaption>{{.Caption}}</figcaption></figure>
 {{end}}{{end}}

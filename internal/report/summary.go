@@ -12,6 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/score"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/workload"
 )
@@ -46,6 +47,9 @@ type Input struct {
 	// PrivacySource is where it was read from.
 	Privacy       *dp.Report
 	PrivacySource string
+	// Tables is the score of a tables release (score.EvaluateTables), nil
+	// for a flat release.
+	Tables *score.TablesScore
 }
 
 // Summary is summary.json: the report's numbers. It is computed from the
@@ -67,6 +71,9 @@ type Summary struct {
 	Headline []Headline `json:"headline"`
 	// Families are the workload's families in workload order.
 	Families []Family `json:"families"`
+	// Tables is the score of a tables release (per-table marginals,
+	// fan-outs, group queries); omitted for a flat release.
+	Tables *score.TablesScore `json:"tables,omitempty"`
 }
 
 // Privacy is the part of a release's privacy report the page shows.
@@ -185,7 +192,7 @@ func Summarize(in Input) (*Summary, error) {
 	}
 	s := &Summary{
 		Format: Format, Label: workload.InternalLabel, Config: in.Config, Synthetic: a.Synthetic,
-		TrueRows: a.TrueRows, SyntheticRows: a.SyntheticRows, Headline: []Headline{}, Families: []Family{},
+		TrueRows: a.TrueRows, SyntheticRows: a.SyntheticRows, Headline: []Headline{}, Families: []Family{}, Tables: in.Tables,
 	}
 	if p := in.Privacy; p != nil {
 		s.Privacy = &Privacy{
