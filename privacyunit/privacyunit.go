@@ -88,16 +88,7 @@ const countQuantileShare = 0.45
 
 // clipCandidates are the public candidates of the count's clip C: ⌈2^(j/2)⌉
 // for j = 0..40 (1 … 2²⁰ rows per unit), without repeats.
-var clipCandidates = func() []int64 {
-	var out []int64
-	for j := 0; j <= 40; j++ {
-		c := int64(math.Ceil(math.Pow(2, float64(j)/2) - 1e-9))
-		if len(out) == 0 || out[len(out)-1] != c {
-			out = append(out, c)
-		}
-	}
-	return out
-}()
+var clipCandidates = dp.ClipLadder(1 << 20)
 
 // Config holds the public parameters of a privacy-unit release.
 type Config struct {
@@ -547,24 +538,15 @@ func histogramTruth(sizes []int, cells []engine.Cell) pmw.Truth {
 // then Σ_u min(n_u, C) plus discrete Laplace noise of scale C/ε_N, clamped
 // at 0 (post-processing).
 func (p *Plan) count(src dp.Source, degs []engine.UnitDegree) (rows, clip int64, scale float64, err error) {
-	scores := make([]float64, len(clipCandidates))
-	best := 0
-	for j, c := range clipCandidates {
+	k := dp.ChooseClip(src, clipCandidates, func(c int64) float64 {
 		var above int64
 		for _, d := range degs {
 			if d.Rows > c {
 				above += d.Units
 			}
 		}
-		scores[j] = -float64(above) - p.stepPenalty()*float64(j)
-		if scores[j] > scores[best] {
-			best = j
-		}
-	}
-	k := best
-	if p.cfg.mutation != mutTrueClip {
-		k = dp.ExponentialGrid(src, scores, p.epsQ, 1, 0)
-	}
+		return float64(above)
+	}, p.epsQ, p.cfg.mutation == mutTrueClip)
 	clip = clipCandidates[k]
 	var sum int64
 	for _, d := range degs {

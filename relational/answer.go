@@ -32,6 +32,13 @@ type Options struct {
 	// Base is R2T's ratio between thresholds ([R2TConfig.Base]); 0 means
 	// 2.
 	Base float64
+	// Clip answers every query and group together with the clipped
+	// Laplace mechanism (see answerClipped) instead of R2T per answer; it
+	// needs one unit per query's join results. GS is then the public bound
+	// on one unit's rows, the top of the clip's ladder.
+	Clip bool
+
+	clipMutation clipMutation // planted bug for the audits (tests only)
 }
 
 // Result is one released answer: only DP outputs and public parameters.
@@ -130,6 +137,9 @@ func (q *Query) NonNegative(s *spec.Spec) bool {
 // (ε, δ). Every decision that could depend on data (number of answers,
 // mechanism, units, solver) is made from the spec and the queries first.
 func Answer(ctx context.Context, db DB, src dp.Source, s *spec.Spec, queries []*Query, opt Options, ledger *dp.Ledger) ([]Result, error) {
+	if opt.Clip && len(opt.Units) > 0 {
+		return answerClipped(ctx, db, src, s, queries, opt, ledger)
+	}
 	if err := opt.Budget.Validate(); err != nil {
 		return nil, fmt.Errorf("relational: %w", err)
 	}

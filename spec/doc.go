@@ -102,6 +102,12 @@
 // runs R2T or multi-query SJA under the same relation; without one, both
 // are tuple-level DP.
 //
+// max_unit_rows (optional, with unit) is a public bound on the join rows
+// one unit reaches, a whole number from 1 to 2^30: synth answer's clipped
+// mechanism chooses its clip at or below it and R2T races up to it
+// (default 2^20). It is never checked against the data; a unit with more
+// rows is clipped to it.
+//
 // # workload
 //
 // Without a workload section (or with an empty one) a release keeps every

@@ -35,3 +35,21 @@ func TestPrivacyLedgerAndLifetime(t *testing.T) {
 		}
 	}
 }
+
+// privacy.max_unit_rows is a whole number of rows from 1 to 2^30.
+func TestPrivacyMaxUnitRows(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Parse([]byte(budgetSpec("privacy: {epsilon: 1, delta: 0, max_unit_rows: 139}")), filepath.Join(dir, "s.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Privacy.MaxUnitRows != 139 {
+		t.Fatalf("max_unit_rows = %d, want 139", s.Privacy.MaxUnitRows)
+	}
+	for _, v := range []string{"0", "2.5", "-3", "2000000000", "lots"} {
+		_, err := Parse([]byte(budgetSpec("privacy: {epsilon: 1, delta: 0, max_unit_rows: "+v+"}")), filepath.Join(dir, "s.yaml"))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "privacy.max_unit_rows") {
+			t.Errorf("max_unit_rows %s: got %v, want an error naming privacy.max_unit_rows", v, err)
+		}
+	}
+}

@@ -410,7 +410,7 @@ func (p *parser) path(s string) string {
 // ---- sections ----
 
 func (p *parser) privacy(n *yaml.Node) {
-	m := p.mapping(n, "privacy", "epsilon", "delta", "unit", "ledger", "lifetime")
+	m := p.mapping(n, "privacy", "epsilon", "delta", "unit", "max_unit_rows", "ledger", "lifetime")
 	eps := p.number(m.required("epsilon"), "privacy.epsilon")
 	if eps <= 0 {
 		p.fail(deref(m.get("epsilon")), "privacy.epsilon", "must be > 0, got %v", eps)
@@ -428,6 +428,14 @@ func (p *parser) privacy(n *yaml.Node) {
 	p.s.Privacy = Privacy{Epsilon: eps, Delta: delta}
 	if u := m.get("unit"); u != nil {
 		p.s.Privacy.Unit = p.str(u, "privacy.unit")
+	}
+	if mr := m.get("max_unit_rows"); mr != nil {
+		v := p.number(mr, "privacy.max_unit_rows")
+		if !(v >= 1 && v <= 1<<30) || v != math.Floor(v) {
+			p.fail(deref(mr), "privacy.max_unit_rows", "want a whole number of rows between 1 and 2^30, got %v", v)
+		} else {
+			p.s.Privacy.MaxUnitRows = int64(v)
+		}
 	}
 	if l := m.get("ledger"); l != nil {
 		path := p.str(l, "privacy.ledger")

@@ -149,6 +149,13 @@ type Privacy struct {
 	// belongs to the unit it references by foreign keys. Empty means
 	// tuple-level DP, which is what releases use.
 	Unit string
+	// MaxUnitRows is a public bound on the join rows one unit reaches
+	// (privacy.max_unit_rows; 0 when not declared): the top of the clip
+	// ladder of synth answer's clipped mechanism and R2T's GS_Q of a
+	// count. It is public knowledge, never checked against the data (that
+	// would leak): a unit with more rows is clipped to it, which only
+	// lowers the answers, never the privacy.
+	MaxUnitRows int64
 	// Ledger is the lifetime budget ledger (privacy.ledger), an absolute
 	// path resolved against the spec's folder; empty when the spec names
 	// none. Every release and answer run on the spec appends its budget

@@ -81,12 +81,20 @@ Privacy:
     more accurate).
 
 Choice of mechanism (said in the output, with the reason): without a unit,
-the residual-sensitivity mechanism. With a unit, one answer gets R2T and
-two or more answers (GROUP BY groups of all queries together) get
-multi-query SJA (below) when δ > 0 — it answers them together at the whole
-budget, where R2T would run once per answer at ε/d; --mechanism r2t keeps
-one R2T run per answer, --mechanism multi (or --multi) asks for
-multi-query SJA. The budget is the spec's privacy section or
+the residual-sensitivity mechanism. With a unit, whenever every query's
+join results belong to one unit (of one unit table) and its summand is
+non-negative: the clipped Laplace mechanism (--mechanism clip) — part of ε
+(30%) chooses a clip C from the public ladder ⌈2^(j/2)⌉ ≤ GS by the
+exponential mechanism (near the largest units' contributions), each
+unit's contributions to all the answers are clipped to C together (L1),
+and every answer gets discrete Laplace noise of scale C/ε_N: pure ε-DP,
+error about C/ε (docs/answers.md measures it against R2T, multi-query SJA
+and the unit release). Otherwise one answer gets R2T and two or more
+answers (GROUP BY groups of all queries together) get multi-query SJA
+(below) when δ > 0; --mechanism r2t keeps one R2T run per answer,
+--mechanism multi (or --multi) asks for multi-query SJA. --gs (or the
+spec's privacy.max_unit_rows) is the public bound on one unit's rows: the
+top of the clip's ladder and R2T's GS_Q. The budget is the spec's privacy section or
 --epsilon/--delta; per-answer mechanisms share it evenly over the d
 answers (basic composition). Answers are integers; a COUNT, or a SUM whose
 declared domains make it non-negative, is never printed below 0 (the DP
@@ -138,13 +146,13 @@ Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
 				return usageErrorf("--format %q: want text, csv or json", o.format)
 			}
 			switch o.mech {
-			case mechAuto, mechR2T, mechMulti:
+			case mechAuto, mechR2T, mechMulti, mechClip:
 			default:
-				return usageErrorf("--mechanism %q: want auto, r2t or multi", o.mech)
+				return usageErrorf("--mechanism %q: want auto, clip, r2t or multi", o.mech)
 			}
 			if o.multi {
-				if o.mech == mechR2T {
-					return usageErrorf("--multi and --mechanism r2t exclude each other")
+				if o.mech == mechR2T || o.mech == mechClip {
+					return usageErrorf("--multi and --mechanism %s exclude each other", o.mech)
 				}
 				o.mech = mechMulti
 			}
@@ -187,6 +195,9 @@ Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
 			if deltaSet {
 				s.Privacy.Delta = o.delta
 			}
+			if !cmd.Flags().Changed("gs") && s.Privacy.MaxUnitRows > 0 {
+				o.gs = float64(s.Privacy.MaxUnitRows)
+			}
 			unit := s.Privacy.Unit
 			if cmd.Flags().Changed("unit") {
 				unit = o.unit
@@ -211,11 +222,11 @@ Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
 	f.StringVar(&o.unit, "unit", "", "user-level DP: the primary private relation(s), comma-separated (replaces privacy.unit; empty: tuple-level DP)")
 	f.Float64Var(&o.epsilon, "epsilon", 0, "privacy budget ε of the run, replacing the spec's privacy.epsilon")
 	f.Float64Var(&o.delta, "delta", 0, "privacy budget δ of the run, replacing the spec's privacy.delta")
-	f.Float64Var(&o.gs, "gs", relational.DefaultGS, "user-level DP (R2T and multi-query SJA): public bound GS_Q on one unit's contribution to a count")
+	f.Float64Var(&o.gs, "gs", relational.DefaultGS, "user-level DP: public bound on one unit's join rows (GS_Q of a count; the clip ladder's top); default privacy.max_unit_rows, else 2^20")
 	f.Float64Var(&o.base, "r2t-base", 2, "R2T: ratio between thresholds τ, a power of two (2: τ = 2, 4, 8, … as in the paper's analysis; 4 runs half the rungs)")
 	f.StringVar(&o.noise, "noise", string(relational.NoiseLaplace), "residual sensitivity with δ > 0: laplace or gaussian")
 	f.StringVar(&o.format, "format", "text", "output format: text, csv or json")
-	f.StringVar(&o.mech, "mechanism", mechAuto, "user-level DP: auto (multi-query SJA for two or more answers when δ > 0, else R2T), r2t (one R2T run per answer, ε split evenly) or multi")
+	f.StringVar(&o.mech, "mechanism", mechAuto, "user-level DP: auto (clip when every query's results belong to one unit; else multi-query SJA for two or more answers when δ > 0, else R2T), clip, r2t (one R2T run per answer, ε split evenly) or multi")
 	f.BoolVar(&o.multi, "multi", false, "the same as --mechanism multi: answer all queries and groups together (Dong–Sun–Yi multi-query SJA; needs δ > 0)")
 	f.BoolVar(&o.ranges, "ranges", false, "tuple-level DP: the queries are range counts on one table, answered with their set sensitivity (Inan et al.)")
 	return cmd
@@ -277,6 +288,7 @@ const (
 	mechAuto  = "auto"
 	mechR2T   = "r2t"
 	mechMulti = "multi"
+	mechClip  = "clip"
 )
 
 // The mechanisms answer can run.
@@ -287,6 +299,7 @@ const (
 	kindRanges
 	kindR2T
 	kindMulti
+	kindClip
 )
 
 // answerPlan is the mechanism of a run, chosen from public inputs only
@@ -335,8 +348,23 @@ func planAnswer(s *spec.Spec, qs []*relational.Query, units []string, budget dp.
 		r2t.reason = fmt.Sprintf("--mechanism r2t: one R2T run per answer at ε/%d each (basic composition; privacy unit %s)", d, unit)
 		return r2t
 	}
+	clip := answerPlan{kind: kindClip, name: relational.ClipMechanism,
+		report: "synth answer: clipped Laplace (per-unit clip chosen by the exponential mechanism over a public ladder, then discrete Laplace)"}
+	if o.mech == mechClip {
+		clip.reason = fmt.Sprintf("--mechanism clip: each unit's contributions to the %d answers clipped together to a privately chosen C, then discrete Laplace noise of scale C/ε (privacy unit %s)", d, unit)
+		return clip
+	}
+	clipErr := relational.CheckClip(s, qs, units)
+	if clipErr == nil && d == 1 {
+		L, _ := relational.Rungs(o.gs)
+		clip.reason = fmt.Sprintf("one answer under privacy unit %s: clipped Laplace — %.0f%% of ε chooses a clip C near the largest units' contributions "+
+			"(exponential mechanism over the ladder ⌈2^(j/2)⌉ ≤ %s rows per unit), then discrete Laplace noise of scale C/ε_N (pure ε-DP): error about C/ε. "+
+			"R2T's noise at the same threshold carries its ladder's factor L·ln(L/β) ≈ %.0f (L = %d rungs up to GS %s); --mechanism r2t for it",
+			unit, 100*relational.ClipQuantileShare, strconv.FormatFloat(o.gs, 'f', -1, 64), float64(L)*math.Log(float64(L)/relational.R2TFailure), L, strconv.FormatFloat(o.gs, 'f', -1, 64))
+		return clip
+	}
 	if d == 1 {
-		r2t.reason = fmt.Sprintf("one answer under privacy unit %s: R2T (pure ε-DP, instance-optimal for a single query)", unit)
+		r2t.reason = fmt.Sprintf("one answer under privacy unit %s: R2T (pure ε-DP, instance-optimal for a single query); the clipped mechanism cannot run: %v", unit, clipErr)
 		return r2t
 	}
 	err := multi.Check(s, qs, multi.Options{Budget: budget, Units: units, GS: o.gs})
@@ -438,6 +466,8 @@ func answerWith(ctx context.Context, eng *engine.Engine, src dp.Source, s *spec.
 	switch plan.kind {
 	case kindRanges:
 		return answerRanges(ctx, eng, src, s, texts, units, budget, ledger)
+	case kindClip:
+		return relational.Answer(ctx, eng, src, s, qs, relational.Options{Budget: budget, Units: units, GS: o.gs, Clip: true}, ledger)
 	case kindMulti:
 		return multi.Answer(ctx, eng, src, s, qs, multi.Options{Budget: budget, Units: units, GS: o.gs}, ledger)
 	}
@@ -516,7 +546,8 @@ func boundsNote(plan answerPlan) string {
 			"LOWER 95%: the true answer is at least this with probability 95%."
 	}
 	return "NOISE ±95%: the noise only: |value − answer of the truncated query| with probability 95%. " +
-		"The truncation at THRESHOLD (R2T: each unit's contribution capped at τ; multi-query SJA: each unit's vector clipped to norm r̃) " +
+		"The truncation at THRESHOLD (clipped Laplace: each unit's contributions to all answers together capped at C in L1, per answer in its own units; " +
+		"R2T: each unit's contribution capped at τ; multi-query SJA: each unit's vector clipped to norm r̃) " +
 		"also lowers the value, by an amount no DP output can bound from above. " +
 		"LOWER 95%: the true answer is at least this with probability 95%, truncation included."
 }

@@ -91,11 +91,12 @@ func TestAnswerJSONTupleDP(t *testing.T) {
 	}
 }
 
-// TestAnswerR2TFromSpecUnit checks that privacy.unit selects R2T, that
+// TestAnswerR2TFromSpecUnit checks that privacy.unit with --mechanism r2t
+// runs R2T, that
 // --epsilon replaces the budget, and that the answer of a query without
 // GROUP BY has a null group.
 func TestAnswerR2TFromSpecUnit(t *testing.T) {
-	r := mustRun(t, "answer", "--config", answerSpec, "--query", answerQ3, "--epsilon", "4", "--r2t-base", "4", "--format", "json", "--seed", "2", "-q")
+	r := mustRun(t, "answer", "--config", answerSpec, "--query", answerQ3, "--mechanism", "r2t", "--epsilon", "4", "--r2t-base", "4", "--format", "json", "--seed", "2", "-q")
 	d := decodeAnswers(t, r.stdout)
 	if len(d.Answers) != 1 || d.Answers[0].Group != nil || !strings.HasPrefix(d.Answers[0].Mechanism, "R2T") {
 		t.Fatalf("answers %+v", d.Answers)
@@ -222,8 +223,10 @@ func TestSplitQueries(t *testing.T) {
 // TestAnswerMechanismChoice checks which mechanism answer runs and that
 // the output says which and why: under a privacy unit, several answers
 // (groups or queries) default to multi-query SJA (one spend of the whole
-// budget), --mechanism r2t keeps one R2T run per answer, one answer and
-// δ = 0 keep R2T, and no unit means the residual-sensitivity mechanism.
+// budget), one answer to the clipped Laplace mechanism (one spend, split
+// between the clip and the noise), --mechanism r2t keeps one R2T run per answer, δ = 0
+// keeps R2T for several, and no unit means the residual-sensitivity
+// mechanism.
 func TestAnswerMechanismChoice(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -240,7 +243,11 @@ func TestAnswerMechanismChoice(t *testing.T) {
 		{"--mechanism r2t", []string{"--mechanism", "r2t", "--query", answerShipModes},
 			"R2T", "R2T", 7, []string{"--mechanism r2t", "ε/7"}},
 		{"one answer", []string{"--query", answerQ3},
-			"R2T", "R2T", 1, []string{"one answer"}},
+			"clipped Laplace", "clipped Laplace", 1, []string{"one answer", "--mechanism r2t"}},
+		{"one answer, --mechanism r2t", []string{"--mechanism", "r2t", "--query", answerQ3},
+			"R2T", "R2T", 1, []string{"--mechanism r2t"}},
+		{"--mechanism clip", []string{"--mechanism", "clip", "--query", answerShipModes},
+			"clipped Laplace", "clipped Laplace", 1, []string{"--mechanism clip"}},
 		{"δ = 0", []string{"--delta", "0", "--query", answerShipModes},
 			"R2T", "R2T", 7, []string{"δ = 0", "multi-query SJA"}},
 		{"--multi", []string{"--multi", "--query", answerQ3},

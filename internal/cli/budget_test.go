@@ -75,7 +75,7 @@ func TestLedgerAnswerAndBudget(t *testing.T) {
 	specPath, dir := writeTiny(t, tinyOptions{delta: "0"})
 	ledger := filepath.Join(dir, "answers.jsonl")
 	q := "SELECT COUNT(*) FROM a JOIN b ON b.aid = a.id"
-	args := []string{"--ledger", ledger, "--lifetime-epsilon", "1.2", "--lifetime-delta", "0", "answer", "--config", specPath, "--unit", "a", "--query", q, "--epsilon", "0.5"}
+	args := []string{"--ledger", ledger, "--lifetime-epsilon", "1.2", "--lifetime-delta", "0", "answer", "--config", specPath, "--unit", "a", "--mechanism", "r2t", "--query", q, "--epsilon", "0.5"}
 	mustRun(t, args...)
 	mustRun(t, args...)
 	// Broken data: the refusal must come before the data is read.
