@@ -4,7 +4,7 @@ BIN     ?= bin/synth
 PKGS    ?= ./...
 export CGO_ENABLED = 1
 
-.PHONY: all build test test-short bench accuracy accuracy-small lint demo clean
+.PHONY: all build test test-short bench accuracy accuracy-small tables-baseline tables-compare lint demo clean
 
 all: build
 
@@ -42,6 +42,16 @@ test-short:
 ## bench: run every benchmark once (benchmarks may read ../shared/data)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## tables-baseline: issue 37's by-hand baseline of a tables release (each table
+## released alone, children at random under a DP fan-out histogram) on TPC-H
+## and Retail, ε 1 and 4, 3 seeds, scored by the tables evaluator (minutes;
+## docs/relational-eval.md). tables-compare: the release beside it.
+tables-baseline:
+	SYNTH_TABLES_BASELINE=1 $(GO) test -run '^TestBaseline$$' -count=1 -timeout 60m -v ./internal/tablestest/
+
+tables-compare:
+	SYNTH_TABLES_COMPARE=1 $(GO) test -run '^TestCompare$$' -count=1 -timeout 120m -v ./internal/tablestest/
 
 ## accuracy: the accuracy table (TVD of the workload marginals on Adult, Bank,
 ## TPC-H and Online Retail, ε ∈ {0.5, 1, 4}, 3 seeds; minutes). PEER=DIR adds a peer's outputs.
