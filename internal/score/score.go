@@ -10,6 +10,16 @@
 // every value — true or synthetic — is binned in Go by spec.Column.Bin, not
 // by the engine's SQL binning. It reads private data: its numbers are
 // internal (DESIGN.md §3, invariant 5).
+//
+// # Tables releases
+//
+// A tables release (DIR/tables/<table>.parquet beside the flat file) is
+// scored table by table ([EvaluateTables]; docs/relational-eval.md): the
+// privacy unit's ownership tree from the spec ([OwnershipTree]), the true
+// and synthetic tables linked by their keys ([TrueTables],
+// [SyntheticTables]), every 1- and 2-way marginal of each table's own
+// rows and the fan-out of every edge ([ScoreTables]), and seeded group
+// queries ([GroupQueries], [ScoreGroups]).
 package score
 
 import (
