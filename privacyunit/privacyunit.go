@@ -126,6 +126,12 @@ type Config struct {
 	Rounds, MaxRounds int
 	// Progress hears of every PMW round.
 	Progress func(round, rounds int)
+	// NoCount skips the clipped row count: all of ε but the automatic
+	// r's share goes to the marginals, and Result.Rows is the model's
+	// own DP estimate of the bounded weight, in rows (for the tables
+	// release's levels, whose unit level holds exactly one row per unit
+	// and whose child levels take their sizes from the fan-outs).
+	NoCount bool
 
 	mutation mutation
 }
@@ -244,16 +250,21 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 		return nil, fmt.Errorf("privacyunit: count share %v, want 0 < s < 1", share)
 	}
 	epsC := share * cfg.Epsilon
+	if cfg.NoCount {
+		epsC = 0
+	}
 	p.epsQ, p.epsN = countQuantileShare*epsC, (1-countQuantileShare)*epsC
 	if cfg.AutoBound {
 		p.epsR = DefaultBoundShare * cfg.Epsilon
 	}
 	// The count's largest noise scale is public: check it now.
-	if _, err := dp.NewDiscreteLaplace(dp.NoiseScale(float64(clipCandidates[len(clipCandidates)-1]), p.epsN)); err != nil {
-		return nil, fmt.Errorf("privacyunit: row count noise: %w", err)
-	}
-	if _, err := dp.NewDiscreteLaplace(dp.NoiseScale(1, p.epsN)); err != nil {
-		return nil, fmt.Errorf("privacyunit: row count noise: %w", err)
+	if !cfg.NoCount {
+		if _, err := dp.NewDiscreteLaplace(dp.NoiseScale(float64(clipCandidates[len(clipCandidates)-1]), p.epsN)); err != nil {
+			return nil, fmt.Errorf("privacyunit: row count noise: %w", err)
+		}
+		if _, err := dp.NewDiscreteLaplace(dp.NoiseScale(1, p.epsN)); err != nil {
+			return nil, fmt.Errorf("privacyunit: row count noise: %w", err)
+		}
 	}
 	p.pmwCfg = pmw.Config{
 		Epsilon:     cfg.Epsilon - epsC - p.epsR,
@@ -292,20 +303,9 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 			return nil, err
 		}
 	}
-	if p.countL, err = root.Split("row count (clipped count of the join)", dp.Budget{Epsilon: epsC},
-		"basic composition of the clip's choice and the count", map[string]any{"share": share}); err != nil {
-		return nil, err
-	}
-	if err := p.countL.Charge("row count: clip C (exponential mechanism over public candidates)", dp.Budget{Epsilon: p.epsQ},
-		"score −#{units with more than C_j join rows} − j/ε_C over the public ladder C_j ∈ {⌈2^(j/2)⌉}, 1 … 2²⁰; "+
-			"deleting a unit changes the count of units above C_j by at most 1 and the penalty not at all: sensitivity 1 "+
-			"(dp.ExponentialGrid, exact)",
-		map[string]any{"candidates": len(clipCandidates), "step_penalty": p.stepPenalty()}); err != nil {
-		return nil, err
-	}
-	if err := p.countL.Charge("row count: Σ_u min(n_u, C) + discrete Laplace", dp.Budget{Epsilon: p.epsN},
-		"deleting a unit removes its n_u join rows, which count min(n_u, C) ≤ C: sensitivity C; discrete Laplace of scale C/ε "+
-			"on the integer sum is ε-DP (the geometric mechanism); C is a DP output, so the two compose", nil); err != nil {
+	if cfg.NoCount {
+		p.countL = root
+	} else if err := p.chargeCount(root, epsC, share); err != nil {
 		return nil, err
 	}
 	if p.pmwL, err = root.Split("pmw on the bounded histogram", dp.Budget{Epsilon: p.pmwCfg.Epsilon, Delta: p.pmwCfg.Delta},
@@ -314,6 +314,28 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 	}
 	p.pmwCfg.Ledger = p.pmwL
 	return p, nil
+}
+
+// chargeCount charges the clipped row count's two parts under root.
+func (p *Plan) chargeCount(root *dp.Ledger, epsC, share float64) error {
+	var err error
+	if p.countL, err = root.Split("row count (clipped count of the join)", dp.Budget{Epsilon: epsC},
+		"basic composition of the clip's choice and the count", map[string]any{"share": share}); err != nil {
+		return err
+	}
+	if err := p.countL.Charge("row count: clip C (exponential mechanism over public candidates)", dp.Budget{Epsilon: p.epsQ},
+		"score −#{units with more than C_j join rows} − j/ε_C over the public ladder C_j ∈ {⌈2^(j/2)⌉}, 1 … 2²⁰; "+
+			"deleting a unit changes the count of units above C_j by at most 1 and the penalty not at all: sensitivity 1 "+
+			"(dp.ExponentialGrid, exact)",
+		map[string]any{"candidates": len(clipCandidates), "step_penalty": p.stepPenalty()}); err != nil {
+		return err
+	}
+	if err := p.countL.Charge("row count: Σ_u min(n_u, C) + discrete Laplace", dp.Budget{Epsilon: p.epsN},
+		"deleting a unit removes its n_u join rows, which count min(n_u, C) ≤ C: sensitivity C; discrete Laplace of scale C/ε "+
+			"on the integer sum is ε-DP (the geometric mechanism); C is a DP output, so the two compose", nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // sensitivityNote states Δ̃ of the marginals for the current bound.
@@ -426,9 +448,12 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	rows, clip, scale, err := p.count(src, degs)
-	if err != nil {
-		return nil, err
+	var rows, clip int64
+	var scale float64
+	if !p.cfg.NoCount {
+		if rows, clip, scale, err = p.count(src, degs); err != nil {
+			return nil, err
+		}
 	}
 	out := &Result{Rows: rows, Clip: clip, CountScale: scale}
 	// weight is the marginals' total (in grid steps: an unbiased DP
@@ -456,6 +481,17 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 		weight, res.Rows = res.Rows, rows
 		out.PMW = res
 	}
+	if p.cfg.NoCount {
+		// The model's own estimate of the bounded weight, in rows (a DP
+		// output: post-processing).
+		rows = max(0, (weight+Grid/2)/Grid)
+		if out.Factored != nil {
+			out.Factored.Rows = rows
+		} else {
+			out.PMW.Rows = rows
+		}
+		out.Rows = rows
+	}
 	// The marginals' total against the DP row count: the share bounding
 	// removed. Post-processing.
 	share := 0.0
@@ -466,7 +502,9 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 	// of DP outputs (no raw float leaves the run, DESIGN.md §3 inv. 6).
 	share = math.Round(share*1000) / 1000
 	p.countL.Publish("pmw_rows", float64(rows))
-	p.countL.Publish("row_count_clip", float64(clip))
+	if !p.cfg.NoCount {
+		p.countL.Publish("row_count_clip", float64(clip))
+	}
 	p.pmwL.Publish("bounded_share_permille", share*1000)
 	out.BoundedShare = share
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/synth-dp/synth/release/publish"
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"
@@ -76,6 +77,10 @@ type Output struct {
 	// Signals says what each measured marginal carried, noise in rows (nil
 	// when the method does not say: the uniformized releases).
 	Signals []Signal
+	// WriteTables, when set, writes the release's synthetic tables into
+	// the staging folder dir through files (a tables release); called
+	// after the join file is written, before anything is committed.
+	WriteTables func(ctx context.Context, dir string, files *publish.Group) ([]string, error)
 	// RowsSD is the standard deviation, in rows, of the noise of the DP
 	// row count (public given the DP outputs it depends on, Δ̃ or the
 	// clip); 0 when the method does not say. See [NearZero].
@@ -124,8 +129,12 @@ func ChooseMethod(s *spec.Spec) (Method, string, error) {
 		if s.Release.ContributionBoundAuto {
 			r = fmt.Sprintf("an r chosen privately with %g%% of ε", 100*privacyunit.DefaultBoundShare)
 		}
-		return unitMethod{}, fmt.Sprintf("privacy.unit %s is declared: user-level DP, each unit's rows bounded to %s in all "+
-			"(release.contribution_bound)", s.Privacy.Unit, r), nil
+		why := fmt.Sprintf("privacy.unit %s is declared: user-level DP, each unit's rows bounded to %s in all "+
+			"(release.contribution_bound)", s.Privacy.Unit, r)
+		if s.Release.OutputKind() == spec.OutputTables {
+			return tablesMethod{}, why + "; release.output tables: the ownership tree's tables with synthetic keys, drawn level by level", nil
+		}
+		return unitMethod{}, why, nil
 	}
 	if s.Release.Method == spec.PrivacyUnit {
 		return nil, "", fmt.Errorf("%w: release.method privacy-unit needs privacy.unit", spec.ErrInvalid)

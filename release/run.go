@@ -66,7 +66,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := r.write(ctx, p, c, rows, stage.Dir(), report, reportJSON)
+	n, err := r.write(ctx, p, c, out, rows, stage.Dir(), report, reportJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -549,7 +549,7 @@ func (r *run) report(p *Plan, c *charged, out *Output, rp *rowPlan, started time
 // write writes the Parquet file and both reports into the staging folder
 // dir and commits them (each file synced and in place); it returns the
 // rows written.
-func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir string, report dp.Report, reportJSON []byte) (int64, error) {
+func (r *run) write(ctx context.Context, p *Plan, c *charged, out *Output, rp *rowPlan, dir string, report dp.Report, reportJSON []byte) (int64, error) {
 	var measureCols []synthfile.MeasureColumn
 	if c.mplan != nil {
 		measureCols = c.mplan.columns(p.Sizes)
@@ -605,6 +605,15 @@ func (r *run) write(ctx context.Context, p *Plan, c *charged, rp *rowPlan, dir s
 		return 0, err
 	}
 	var files publish.Group
+	if out.WriteTables != nil {
+		names, err := out.WriteTables(ctx, dir, &files)
+		if err != nil {
+			files.Abort()
+			pf.Abort()
+			return 0, err
+		}
+		r.log.Info("synthetic tables written", "tables", names)
+	}
 	files.Add(pf)
 	if err := writeFile(&files, filepath.Join(dir, layout.ReportName), append(reportJSON, '\n')); err != nil {
 		return 0, err

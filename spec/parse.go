@@ -942,7 +942,7 @@ func (p *parser) checkJoin() {
 }
 
 func (p *parser) release(n *yaml.Node) {
-	m := p.mapping(n, "release", "method", "columns", "beta", "rows", "measures", "measures_share", "contribution_bound", "contribution_norm")
+	m := p.mapping(n, "release", "method", "columns", "beta", "rows", "measures", "measures_share", "contribution_bound", "contribution_norm", "output")
 	if v := m.get("rows"); v != nil {
 		x := p.number(v, "release.rows")
 		if !(x >= 1 && x <= 1<<53) || x != math.Trunc(x) {
@@ -976,6 +976,12 @@ func (p *parser) release(n *yaml.Node) {
 		p.s.Release.ContributionNorm = Norm(p.choice(v, "release.contribution_norm", string(NormL1), string(NormL2)))
 		if p.s.Privacy.Unit == "" {
 			p.fail(deref(v), "release.contribution_norm", "needs privacy.unit: the norm bounds each unit's rows")
+		}
+	}
+	if v := m.get("output"); v != nil {
+		p.s.Release.Output = OutputKind(p.choice(v, "release.output", string(OutputJoin), string(OutputTables)))
+		if p.s.Release.Output == OutputTables && p.s.Privacy.Unit == "" {
+			p.fail(deref(v), "release.output", "tables needs privacy.unit: the synthetic tables are drawn unit by unit down the unit's ownership tree")
 		}
 	}
 	if v := m.get("beta"); v != nil {

@@ -287,6 +287,33 @@ type Release struct {
 	// selection and the 1-way marginals stay L1). "" means
 	// [DefaultContributionNorm].
 	ContributionNorm Norm
+	// Output (release.output) is what a privacy-unit release writes:
+	// [OutputTables] (the synthetic tables with their keys, and their
+	// join) or [OutputJoin] (the join alone). "" means [OutputJoin]; see
+	// [Release.OutputKind].
+	Output OutputKind
+}
+
+// OutputKind is what a release writes (release.output).
+type OutputKind string
+
+// The output kinds.
+const (
+	// OutputJoin writes one Parquet file of the join's released columns.
+	OutputJoin OutputKind = "join"
+	// OutputTables also writes every private table of the unit's
+	// ownership tree with synthetic keys (tables/<table>.parquet), and
+	// the join file as the join of those tables. It needs privacy.unit.
+	OutputTables OutputKind = "tables"
+)
+
+// OutputKind returns the release's output kind: Output, or [OutputJoin]
+// when it is "".
+func (r Release) OutputKind() OutputKind {
+	if r.Output == "" {
+		return OutputJoin
+	}
+	return r.Output
 }
 
 // Norm is the norm of a privacy-unit release's contribution bound.

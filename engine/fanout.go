@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Hop is one foreign-key edge of an ownership path: the rows of Child
+// whose column FK equals the primary key column PK of Parent belong to
+// that parent row. Both are loaded private tables.
+type Hop struct {
+	Parent, PK string
+	Child, FK  string
+}
+
+// keyEq is the SQL equality of two key columns, compared as text when
+// their stored types differ (as the join plans compare mixed attributes).
+func (e *Engine) keyEq(ctx context.Context, ta, a, tb, b string, aliasA, aliasB string) (string, error) {
+	d := e.d
+	typesA, err := e.columnTypes(ctx, ta)
+	if err != nil {
+		return "", err
+	}
+	typesB, err := e.columnTypes(ctx, tb)
+	if err != nil {
+		return "", err
+	}
+	x, y := aliasA+"."+d.ident(a), aliasB+"."+d.ident(b)
+	if typesA[a] != typesB[b] {
+		x, y = keyText(d, x), keyText(d, y)
+	}
+	return x + " = " + y, nil
+}
+
+// childCounts is the subquery of every parent key's number of children:
+// columns k (the key) and n (the count), for the non-NULL keys.
+func (e *Engine) childCounts(h Hop) string {
+	d := e.d
+	fk := d.ident(h.FK)
+	return "(SELECT " + fk + " AS k, COUNT(*) AS n FROM " + d.ident(h.Child) + " WHERE " + fk + " IS NOT NULL GROUP BY " + fk + ")"
+}
+
+// binCase is the SQL bin of the count x in the half-open bins of lows
+// (lows[0] = 0 < lows[1] < …): the last bin takes every count at or
+// above its low end (the clip).
+func binCase(x string, lows []int64) string {
+	var b strings.Builder
+	b.WriteString("CASE")
+	for i := len(lows) - 1; i >= 1; i-- {
+		fmt.Fprintf(&b, " WHEN %s >= %d THEN %d", x, lows[i], i)
+	}
+	b.WriteString(" ELSE 0 END")
+	return b.String()
+}
+
+// AddFanout adds to the loaded table h.Parent the binned column named
+// column (a declared-column name; stored as [BinColumn](column)) holding,
+// for every parent row, the bin in lows of its number of h.Child rows
+// (0 for a row no child references), and declares its size len(lows)
+// for the folds and statistics that follow. Fold the tables again after
+// it. It reads private data only to store a per-row count inside the
+// engine; nothing leaves it.
+func (e *Engine) AddFanout(ctx context.Context, h Hop, column string, lows []int64) error {
+	if len(lows) == 0 || lows[0] != 0 {
+		return fmt.Errorf("%w: fan-out bins %v: want lows starting at 0", ErrInvalid, lows)
+	}
+	d := e.d
+	col := d.ident(BinColumn(column))
+	typesP, err := e.columnTypes(ctx, h.Parent)
+	if err != nil {
+		return err
+	}
+	typesC, err := e.columnTypes(ctx, h.Child)
+	if err != nil {
+		return err
+	}
+	pk, fk := "p."+d.ident(h.PK), "f.k"
+	if typesP[h.PK] != typesC[h.FK] {
+		pk, fk = keyText(d, pk), keyText(d, fk)
+	}
+	// The relation may be a view over the loaded file: build the table
+	// with the new column beside it, drop the old relation, and give the
+	// new table its name.
+	var kind string
+	if err := e.db.QueryRowContext(ctx, "SELECT table_type FROM information_schema.tables WHERE table_name = $1 AND table_schema = current_schema()", h.Parent).Scan(&kind); err != nil {
+		return statError(ctx, "fan-out of "+h.Parent+" in "+h.Child, err)
+	}
+	drop := "DROP TABLE "
+	if strings.Contains(strings.ToUpper(kind), "VIEW") {
+		drop = "DROP VIEW "
+	}
+	tmp := d.ident(ReservedPrefix + "fan_" + h.Parent)
+	stmts := []string{
+		"DROP TABLE IF EXISTS " + tmp,
+		"CREATE TABLE " + tmp + " AS SELECT p.*, " + binCase("COALESCE(f.n, 0)", lows) + " AS " + col + " FROM " + d.ident(h.Parent) + " AS p LEFT JOIN " + e.childCounts(h) + " AS f ON " + pk + " = " + fk,
+		drop + d.ident(h.Parent),
+		"ALTER TABLE " + tmp + " RENAME TO " + d.ident(h.Parent),
+	}
+	for _, q := range stmts {
+		if _, err := e.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("DEBUG %s: %w", q, err)
+		}
+	}
+	e.forget(h.Parent)
+	e.mu.Lock()
+	if e.sizes[h.Parent] == nil {
+		e.sizes[h.Parent] = map[string]int{}
+	}
+	e.sizes[h.Parent][column] = len(lows)
+	e.mu.Unlock()
+	return nil
+}
+
+// UnitMaxFanout returns, for the ownership path path (path[0].Parent is
+// the unit table, path[i].Child = path[i+1].Parent) and the last hop's
+// edge, how many units have each largest fan-out: for every unit, the
+// largest number of path[len−1].Child rows that one of its
+// path[len−1].Parent rows has (0 for a unit without such rows), counted
+// by that largest value. f hears (largest fan-out, units) pairs. An
+// aggregate over units: the input of a DP clip choice.
+func (e *Engine) UnitMaxFanout(ctx context.Context, unitKey string, path []Hop, f func(fanout, units int64) error) error {
+	if len(path) == 0 {
+		return fmt.Errorf("%w: unit max fan-out: empty path", ErrInvalid)
+	}
+	d := e.d
+	var from strings.Builder
+	from.WriteString(d.ident(path[0].Parent) + " AS t0")
+	for i := 0; i+1 < len(path); i++ {
+		a := "t" + strconv.Itoa(i+1)
+		eq, err := e.keyEq(ctx, path[i].Child, path[i].FK, path[i].Parent, path[i].PK, a, "t"+strconv.Itoa(i))
+		if err != nil {
+			return err
+		}
+		from.WriteString(" LEFT JOIN " + d.ident(path[i].Child) + " AS " + a + " ON " + eq)
+	}
+	last := path[len(path)-1]
+	la := "t" + strconv.Itoa(len(path)-1)
+	typesP, err := e.columnTypes(ctx, last.Parent)
+	if err != nil {
+		return err
+	}
+	typesC, err := e.columnTypes(ctx, last.Child)
+	if err != nil {
+		return err
+	}
+	pk, fk := la+"."+d.ident(last.PK), "f.k"
+	if typesP[last.PK] != typesC[last.FK] {
+		pk, fk = keyText(d, pk), keyText(d, fk)
+	}
+	from.WriteString(" LEFT JOIN " + e.childCounts(last) + " AS f ON " + fk + " = " + pk)
+	q := "SELECT m, COUNT(*) FROM (SELECT t0." + d.ident(unitKey) + " AS u, COALESCE(MAX(f.n), 0) AS m FROM " + from.String() +
+		" GROUP BY t0." + d.ident(unitKey) + ") AS per_unit GROUP BY m ORDER BY m"
+	return e.scanPairs(ctx, q, "largest fan-out per unit", f)
+}

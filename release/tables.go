@@ -1,0 +1,825 @@
+package release
+
+// The tables release (release.output: tables): a privacy-unit release
+// that writes the private tables of the unit's ownership tree with
+// synthetic keys, and their join.
+//
+// Model. The ownership tree is the unit U and every private table that
+// reaches it through foreign keys child.fk = parent.primary_key. Every
+// table T of the tree gets one synthetic distribution, its level, over
+//
+//	context(T) = the released columns of T's ancestors, and the fan-out of
+//	             T's parent into T (how many T rows the parent has);
+//	own(T)     = T's released columns (with those of the public lookups
+//	             folded into it), and T's fan-out into each of its child
+//	             tables.
+//
+// A level is a privacy-unit release of the path join U ⋈ … ⋈ T over
+// context(T) ∪ own(T): each row of it is one row of T, every unit's rows
+// weigh at most r together (per-unit contribution bounding, package
+// privacyunit), and the factored PMW fits its 1-way marginals and the
+// selected 2-way marginals of (own, context) and (own, own) pairs. The
+// synthetic database is then drawn top down: N̂ units from U's level; for
+// every synthetic parent, as many children as its drawn fan-out, each
+// child's own columns drawn from its level conditioned on its context.
+//
+// Why this removes the flat release's bias: the flat release bounds each
+// unit to r join rows in all, so a unit with 1,000 rows weighs what a unit
+// with one row weighs, and the released join is a per-unit average. Here
+// the number of rows each parent has is itself a released column, measured
+// at the parent's level (at the unit level every unit is exactly one row,
+// so nothing is bounded away), and the children's columns are measured
+// given that fan-out: units of similar size share a context, so the
+// per-unit average inside a context is close to the per-row truth, and the
+// fan-out rebuilds the row counts. Sibling correlation (two orders of one
+// customer alike) is carried by what the siblings share: their parent's
+// columns and fan-out. A latent class per parent is not modelled yet.
+//
+// Privacy. Neighbours delete one unit with its whole subtree.
+//   - Fan-out clip of an edge A→C (exponential mechanism over the public
+//     ladder fanoutLows): score −#{units owning an A row with more than τ_j
+//     C rows} − j/ε_e. Deleting a unit changes that count by at most one
+//     and no other unit's rows: sensitivity 1. The clip is a DP output;
+//     the levels' domains depend on it (adaptive composition).
+//   - A level is privacyunit's release on its path join, DP under the same
+//     neighbour relation with its (ε_k, δ_k): deleting a unit removes its
+//     rows of T, whose bounded weights add up to at most r (the fan-out
+//     columns are functions of the unit's own subtree, so they change only
+//     on the deleted unit's rows).
+//   - The clips and the levels compose by basic composition: Σ ε_e + Σ ε_k
+//     = ε, Σ δ_k = δ. Drawing the tables and their join from the levels'
+//     models is post-processing.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/privacyunit"
+	"github.com/synth-dp/synth/spec"
+)
+
+// TablesDir is the folder of a tables release's table files, inside the
+// release folder: tables/<table>.parquet.
+const TablesDir = "tables"
+
+// fanoutLows are the low ends of the public fan-out bins: one bin per
+// count up to 7, then two bins an octave, up to 2¹⁶ children per parent.
+var fanoutLows = func() []int64 {
+	out := []int64{0, 1, 2, 3, 4, 5, 6, 7}
+	for b := int64(8); b <= 1<<16; b *= 2 {
+		out = append(out, b, b+b/2)
+	}
+	return out
+}()
+
+// fanoutClip is the clip τ_j of candidate j ≥ 1 of the ladder: the largest
+// count of bin j (the domain keeps bins 0…j, and bin j takes every count
+// at or above its low end, clipped to τ_j).
+func fanoutClip(j int) int64 { return fanoutLows[j+1] - 1 }
+
+// fanoutClipCandidates is the number of clip candidates j = 1 … n.
+var fanoutClipCandidates = len(fanoutLows) - 2
+
+// tablesClipShare is the share of ε that chooses the fan-out clips (split
+// evenly over the tree's edges); the rest goes to the levels.
+const tablesClipShare = 0.1
+
+// maxLevelCells bounds a level's dense joint (its context × own cells):
+// public, checked before any data is read.
+const maxLevelCells = 1 << 24
+
+// treeTable is one private table of the ownership tree.
+type treeTable struct {
+	name     string
+	parent   int    // index of the parent table, −1 for the unit
+	fk       string // this table's column referencing the parent's key
+	pk       []string
+	children []int
+	released []spec.ColumnRef // original refs of the released columns it owns
+	depth    int
+}
+
+// ownTree is a spec's ownership tree, the unit first, parents before
+// children.
+type ownTree struct {
+	tables []treeTable
+	index  map[string]int
+}
+
+// fanName is the declared name of the fan-out column of parent into child
+// (reserved prefix: no declared column may take it).
+func fanName(child string) string { return engine.ReservedPrefix + "fanout_" + child }
+
+// buildTree reads the ownership tree of s: the unit, and every private
+// table whose foreign key child.fk = parent.primary_key leads to a table
+// of the tree. Released columns go to the private table that owns them (a
+// public table's to the private table it is folded into).
+func buildTree(s *spec.Spec, owner func(table string) (string, bool)) (*ownTree, error) {
+	u := s.Table(s.Privacy.Unit)
+	if u == nil || u.Public {
+		return nil, fmt.Errorf("%w: release.output tables: privacy.unit %q is not a private table", ErrUnsupported, s.Privacy.Unit)
+	}
+	t := &ownTree{index: map[string]int{}}
+	t.tables = append(t.tables, treeTable{name: u.Name, parent: -1, pk: slices.Clone(u.PrimaryKey)})
+	t.index[u.Name] = 0
+	for grew := true; grew; {
+		grew = false
+		for _, eq := range s.Join {
+			for _, e := range [][2]spec.ColumnRef{{eq.Left, eq.Right}, {eq.Right, eq.Left}} {
+				child, par := e[0], e[1]
+				pi, ok := t.index[par.Table]
+				if !ok {
+					continue
+				}
+				if _, seen := t.index[child.Table]; seen {
+					continue
+				}
+				ct, pt := s.Table(child.Table), s.Table(par.Table)
+				if ct == nil || ct.Public || len(pt.PrimaryKey) != 1 || pt.PrimaryKey[0] != par.Column {
+					continue
+				}
+				t.index[child.Table] = len(t.tables)
+				t.tables = append(t.tables, treeTable{name: child.Table, parent: pi, fk: child.Column, pk: slices.Clone(ct.PrimaryKey), depth: t.tables[pi].depth + 1})
+				t.tables[pi].children = append(t.tables[pi].children, len(t.tables)-1)
+				grew = true
+			}
+		}
+	}
+	for _, tb := range s.Tables {
+		if _, ok := t.index[tb.Name]; !ok && !tb.Public {
+			return nil, fmt.Errorf("%w: release.output tables: private table %s is not on the ownership tree of %s (a foreign key child.column = parent.primary_key must lead to it)",
+				ErrUnsupported, tb.Name, u.Name)
+		}
+	}
+	for _, r := range s.Release.Columns {
+		o := r.Table
+		if tb := s.Table(r.Table); tb != nil && tb.Public {
+			var ok bool
+			if o, ok = owner(r.Table); !ok {
+				return nil, fmt.Errorf("%w: release.output tables: released column %s is in public table %s, which is folded into no private table", ErrUnsupported, r, r.Table)
+			}
+		}
+		i, ok := t.index[o]
+		if !ok {
+			return nil, fmt.Errorf("%w: release.output tables: released column %s belongs to no table of the tree", ErrUnsupported, r)
+		}
+		t.tables[i].released = append(t.tables[i].released, r)
+	}
+	if len(t.tables) < 2 {
+		return nil, fmt.Errorf("%w: release.output tables needs at least two private tables on the unit's ownership tree (this spec has one: use release.output join)", ErrUnsupported)
+	}
+	return t, nil
+}
+
+// path returns the tables from the unit down to i.
+func (t *ownTree) path(i int) []int {
+	var p []int
+	for ; i >= 0; i = t.tables[i].parent {
+		p = append(p, i)
+	}
+	slices.Reverse(p)
+	return p
+}
+
+// hops returns the engine's foreign-key hops from the unit down to i.
+func (t *ownTree) hops(s *spec.Spec, i int) []engine.Hop {
+	var out []engine.Hop
+	p := t.path(i)
+	for k := 1; k < len(p); k++ {
+		par, ch := t.tables[p[k-1]], t.tables[p[k]]
+		out = append(out, engine.Hop{Parent: par.name, PK: s.Table(par.name).PrimaryKey[0], Child: ch.name, FK: ch.fk})
+	}
+	return out
+}
+
+// levelCol is one column of a level: a released column (ref) or a
+// fan-out (fanChild, the child table's index).
+type levelCol struct {
+	key      string
+	ref      spec.ColumnRef
+	fanChild int // −1 for a released column
+	size     int
+}
+
+// level is the layout of table i's level: context columns, then own.
+type level struct {
+	table int
+	cols  []levelCol
+	nCtx  int
+	spec  *spec.Spec
+}
+
+func releasedKey(r spec.ColumnRef) string { return "col:" + r.String() }
+func fanKey(child string) string          { return "fan:" + child }
+
+// levelLayout lays out table i's level given the fan-out bins of every
+// edge (bins[child] = number of bins of the edge into child).
+func (t *ownTree) levelLayout(s *spec.Spec, i int, bins map[int]int) *level {
+	lv := &level{table: i}
+	p := t.path(i)
+	for _, a := range p[:len(p)-1] {
+		for _, r := range t.tables[a].released {
+			lv.cols = append(lv.cols, levelCol{key: releasedKey(r), ref: r, fanChild: -1, size: s.Column(r).Size()})
+		}
+	}
+	if len(p) > 1 {
+		lv.cols = append(lv.cols, levelCol{key: fanKey(t.tables[i].name), fanChild: i, size: bins[i]})
+	}
+	lv.nCtx = len(lv.cols)
+	for _, r := range t.tables[i].released {
+		lv.cols = append(lv.cols, levelCol{key: releasedKey(r), ref: r, fanChild: -1, size: s.Column(r).Size()})
+	}
+	for _, c := range t.tables[i].children {
+		lv.cols = append(lv.cols, levelCol{key: fanKey(t.tables[c].name), fanChild: c, size: bins[c]})
+	}
+	return lv
+}
+
+// cells returns the level's context cells and own cells.
+func (lv *level) cells() (ctx, own int64) {
+	ctx, own = 1, 1
+	for k, c := range lv.cols {
+		if k < lv.nCtx {
+			ctx *= int64(c.size)
+		} else {
+			own *= int64(c.size)
+		}
+	}
+	return ctx, own
+}
+
+// levelSpec is the spec of table i's level: the path's tables and the
+// public tables folded into them, the path's join edges, the fan-out
+// columns declared on their parents (bins[child] bins over fanoutLows,
+// the last clipped), the level's columns released, and a workload of the
+// spec's marginals inside the level with every (own, any) pair.
+func (t *ownTree) levelSpec(s *spec.Spec, lv *level, owner func(string) (string, bool), bins map[int]int) *spec.Spec {
+	onPath := map[string]bool{}
+	for _, k := range t.path(lv.table) {
+		onPath[t.tables[k].name] = true
+	}
+	keep := func(tb *spec.Table) bool {
+		if !tb.Public {
+			return onPath[tb.Name]
+		}
+		o, ok := owner(tb.Name)
+		return ok && onPath[o]
+	}
+	ls := *s
+	ls.Tables = nil
+	for _, tb := range s.Tables {
+		if !keep(&tb) {
+			continue
+		}
+		tb.Columns = slices.Clone(tb.Columns)
+		if k, ok := t.index[tb.Name]; ok {
+			for _, c := range t.tables[k].children {
+				if n, ok := bins[c]; ok && (onPath[t.tables[c].name] || k == lv.table) {
+					edges := make([]float64, n+1)
+					for b := 0; b < n; b++ {
+						edges[b] = float64(fanoutLows[b])
+					}
+					edges[n] = float64(fanoutClip(n-1) + 1)
+					tb.Columns = append(tb.Columns, spec.Column{Name: fanName(t.tables[c].name), Type: spec.Integer, Min: 0, Max: edges[n] - 1, BinEdges: edges, OutOfDomain: spec.OutOfDomainClamp})
+				}
+			}
+		}
+		ls.Tables = append(ls.Tables, tb)
+	}
+	ls.Join = nil
+	for _, eq := range s.Join {
+		l, r := s.Table(eq.Left.Table), s.Table(eq.Right.Table)
+		if keep(l) && keep(r) {
+			ls.Join = append(ls.Join, eq)
+		}
+	}
+	ref := func(c levelCol) spec.ColumnRef {
+		if c.fanChild < 0 {
+			return c.ref
+		}
+		return spec.ColumnRef{Table: t.tables[t.tables[c.fanChild].parent].name, Column: fanName(t.tables[c.fanChild].name)}
+	}
+	ls.Release = s.Release
+	ls.Release.Columns = nil
+	ls.Release.Measures = nil
+	ls.Release.Rows = 0
+	ls.Release.Output = spec.OutputJoin
+	in := map[spec.ColumnRef]bool{}
+	for _, c := range lv.cols {
+		r := ref(c)
+		ls.Release.Columns = append(ls.Release.Columns, r)
+		in[r] = true
+	}
+	ls.Workload = spec.Workload{}
+	seen := map[string]bool{}
+	add := func(m []spec.ColumnRef) {
+		k := fmt.Sprint(m)
+		if !seen[k] {
+			seen[k] = true
+			ls.Workload.Marginals = append(ls.Workload.Marginals, m)
+		}
+	}
+	for _, m := range s.Workload.Marginals {
+		ok := true
+		for _, r := range m {
+			ok = ok && in[r]
+		}
+		if ok {
+			add(m)
+		}
+	}
+	for a := lv.nCtx; a < len(lv.cols); a++ {
+		for b := range lv.cols {
+			if b != a && (b < lv.nCtx || b > a) {
+				add([]spec.ColumnRef{ref(lv.cols[b]), ref(lv.cols[a])})
+			}
+		}
+	}
+	if len(ls.Workload.Marginals) == 0 {
+		add([]spec.ColumnRef{ref(lv.cols[0])})
+	}
+	lv.spec = &ls
+	return &ls
+}
+
+// tablesMethod is the tables release: privacy-unit levels down the
+// ownership tree (see the file comment).
+type tablesMethod struct{ unitMethod }
+
+func (tablesMethod) Check(p *Plan) error {
+	if err := (unitMethod{}).Check(p); err != nil {
+		return err
+	}
+	if len(p.Spec.Release.Measures) > 0 {
+		return fmt.Errorf("%w: release.measures with release.output tables", ErrUnsupported)
+	}
+	return nil
+}
+
+func (tablesMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
+	s := p.Spec
+	owner := ownerOf(p)
+	tree, err := buildTree(s, owner)
+	if err != nil {
+		return nil, err
+	}
+	// The worst case of every level's joint, with every fan-out at the
+	// full ladder: public, before any data is read.
+	full := map[int]int{}
+	for i := 1; i < len(tree.tables); i++ {
+		full[i] = fanoutClipCandidates + 1
+	}
+	for i := range tree.tables {
+		lv := tree.levelLayout(s, i, full)
+		c, o := lv.cells()
+		if c > maxLevelCells/o || c*o > maxLevelCells {
+			return nil, fmt.Errorf("%w: release.output tables: the level of table %s (its columns and its ancestors' released columns) may have %d × %d cells, above %d: release fewer or coarser columns, or release.output join",
+				ErrUnsupported, tree.tables[i].name, c, o, maxLevelCells)
+		}
+	}
+	b := p.RowsBudget
+	root, err := l.Split("tables release (privacy unit "+s.Privacy.Unit+")", b,
+		"basic composition of the fan-out clips and one privacy-unit level per table of the ownership tree; each is DP under the unit neighbour relation (a unit deleted with its whole subtree)",
+		map[string]any{"tables": len(tree.tables), "neighbours": privacyunit.Neighbours})
+	if err != nil {
+		return nil, err
+	}
+	edges := len(tree.tables) - 1
+	epsClip := tablesClipShare * b.Epsilon
+	run := &tablesRun{plan: p, tree: tree, owner: owner, hooks: hk, epsEdge: epsClip / float64(edges)}
+	for i := 1; i < len(tree.tables); i++ {
+		tb := tree.tables[i]
+		if err := root.Charge("fan-out clip of "+tree.tables[tb.parent].name+" → "+tb.name+" (exponential mechanism over a public ladder)", dp.Budget{Epsilon: run.epsEdge},
+			"score −#{units owning a "+tree.tables[tb.parent].name+" row with more than τ_j "+tb.name+" rows} − j/ε_e over the public ladder τ_j (1…7, then two a doubling, up to 2¹⁶); "+
+				"deleting a unit changes that count by at most 1: sensitivity 1 (dp.ExponentialGrid, exact)",
+			map[string]any{"candidates": fanoutClipCandidates, "step_penalty": 1 / run.epsEdge}); err != nil {
+			return nil, err
+		}
+	}
+	levels := float64(len(tree.tables))
+	for _, tb := range tree.tables {
+		ll, err := root.Split("level of "+tb.name+" (privacy-unit release of the path join over its context and own columns)",
+			dp.Budget{Epsilon: (b.Epsilon - epsClip) / levels, Delta: b.Delta / levels}, "privacy-unit release (package privacyunit) on the path join from the unit to "+tb.name, nil)
+		if err != nil {
+			return nil, err
+		}
+		run.ledgers = append(run.ledgers, ll)
+	}
+	return run, nil
+}
+
+// ownerOf maps a public table to the private table it is folded into.
+func ownerOf(p *Plan) func(string) (string, bool) {
+	s := p.Spec
+	m := map[string]string{}
+	for _, g := range p.Folding.Groups() {
+		var priv string
+		for _, n := range g.Members {
+			if tb := s.Table(n); tb != nil && !tb.Public {
+				priv = n
+			}
+		}
+		if priv == "" {
+			continue
+		}
+		for _, n := range g.Members {
+			m[n] = priv
+		}
+	}
+	return func(t string) (string, bool) { o, ok := m[t]; return o, ok }
+}
+
+// tablesRun is a charged tables release.
+type tablesRun struct {
+	plan    *Plan
+	tree    *ownTree
+	owner   func(string) (string, bool)
+	hooks   Hooks
+	epsEdge float64
+	ledgers []*dp.Ledger
+
+	clips  map[int]int   // child index → chosen candidate j
+	levels []*level      // per table
+	synth  []*synthTable // per table
+}
+
+func (r *tablesRun) Algorithm() string {
+	return "tables release: per-edge DP fan-out clips + one privacy-unit level (bounded path join, factored PMW) per table of the ownership tree, drawn top down"
+}
+
+// synthTable is one drawn table: every row's parent row and its level
+// column bins (row-major, len(level.cols) per row).
+type synthTable struct {
+	rows   int64
+	parent []int32
+	seq    []int32 // the row's number among its parent's children, from 1
+	bins   []int32
+}
+
+func (r *tablesRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*Output, error) {
+	s, tree := r.plan.Spec, r.tree
+	// 1. Fan-out clips, edge by edge.
+	r.clips = map[int]int{}
+	bins := map[int]int{}
+	clipParams := map[string]any{}
+	for i := 1; i < len(tree.tables); i++ {
+		counts := map[int64]int64{}
+		if err := eng.UnitMaxFanout(ctx, s.Table(s.Privacy.Unit).PrimaryKey[0], tree.hops(s, i), func(f, u int64) error {
+			counts[f] += u
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		scores := make([]float64, fanoutClipCandidates)
+		for j := 1; j <= fanoutClipCandidates; j++ {
+			var above int64
+			for f, u := range counts {
+				if f > fanoutClip(j) {
+					above += u
+				}
+			}
+			scores[j-1] = -float64(above) - float64(j)/r.epsEdge
+		}
+		j := 1 + dp.ExponentialGrid(src, scores, r.epsEdge, 1, 0)
+		r.clips[i], bins[i] = j, j+1
+		tb := tree.tables[i]
+		clipParams[tree.tables[tb.parent].name+"→"+tb.name] = fanoutClip(j)
+		r.ledgers[0].Publish("fanout_clip_"+tb.name, float64(fanoutClip(j)))
+		if err := eng.AddFanout(ctx, tree.hops(s, i)[len(tree.hops(s, i))-1], fanName(tb.name), fanoutLows[:j+1]); err != nil {
+			return nil, err
+		}
+	}
+	// 2. One privacy-unit level per table.
+	var signals []Signal
+	levelRows := map[string]any{}
+	joints := make([][]float64, len(tree.tables))
+	var unitRows int64
+	for i := range tree.tables {
+		lv := tree.levelLayout(s, i, bins)
+		ls := tree.levelSpec(s, lv, r.owner, bins)
+		r.levels = append(r.levels, lv)
+		lp, err := NewPlan(ls, r.plan.MemoryCap, r.plan.Rounds, r.plan.MaxRounds)
+		if err != nil {
+			return nil, fmt.Errorf("release: level of %s: %w", tree.tables[i].name, err)
+		}
+		if err := eng.Fold(ctx, lp.Folding); err != nil {
+			return nil, err
+		}
+		plan, err := privacyunit.Prepare(ls, lp.Folding, privacyunit.Config{
+			Epsilon: r.ledgers[i].Total().Epsilon, Delta: r.ledgers[i].Total().Delta,
+			Columns: spec.FoldColumns(lp.Folding, ls.Release.Columns), Universe: lp.Universe, Families: lp.Families,
+			Bound: ls.Release.Bound(), AutoBound: ls.Release.ContributionBoundAuto, Noise: pmw.Noise(ls.PMW.Noise), Rounds: lp.Rounds, MaxRounds: lp.MaxRounds, Progress: r.hooks.Round,
+			Factored: lp.Factored, Names: lp.Names, Sizes: lp.Sizes, L2: unitL2(ls, lp.Factored), NoCount: true,
+		}, r.ledgers[i])
+		if err != nil {
+			return nil, fmt.Errorf("release: level of %s: %w", tree.tables[i].name, err)
+		}
+		res, err := plan.Run(ctx, src, eng)
+		if err != nil {
+			return nil, fmt.Errorf("release: level of %s: %w", tree.tables[i].name, err)
+		}
+		if f := res.Factored; f != nil {
+			if joints[i], err = f.Joint(maxLevelCells); err != nil {
+				return nil, err
+			}
+			signals = append(signals, prefixSignals(tree.tables[i].name, signalsOf(f.Signals))...)
+		} else {
+			joints[i] = res.PMW.Joint()
+			signals = append(signals, prefixSignals(tree.tables[i].name, signalsOf(res.PMW.Signals))...)
+		}
+		if i == 0 {
+			unitRows = res.Rows
+		}
+		levelRows[tree.tables[i].name] = res.Rows
+	}
+	// 3. Draw the tables top down (post-processing).
+	rnd := rand.New(src)
+	if err := r.draw(ctx, rnd, joints, unitRows); err != nil {
+		return nil, err
+	}
+	tableRows := map[string]any{}
+	for i, st := range r.synth {
+		tableRows[tree.tables[i].name] = st.rows
+	}
+	cells, counts, total, err := r.joinCells()
+	if err != nil {
+		return nil, err
+	}
+	unit := s.Privacy.Unit
+	out := &Output{Algorithm: r.Algorithm(), NHat: float64(total), DeltaTilde: 1, Params: map[string]any{
+		"privacy_unit":                 unit,
+		"release_output":               string(spec.OutputTables),
+		"contribution_bound":           s.Release.Bound(),
+		"fanout_clips":                 clipParams,
+		"level_dp_row_counts":          levelRows,
+		"synthetic_table_rows":         tableRows,
+		"fanout_clip_epsilon_per_edge": r.epsEdge,
+	}, Signals: signals, Variant: "mwem (factored) per level", Rounds: len(tree.tables)}
+	out.Counts = func(_ dp.Source, emit func(cell, count int64) error) error {
+		for k, c := range cells {
+			if err := emit(c, counts[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	out.WriteTables = r.writeTables
+	return out, nil
+}
+
+func signalsOf(ss []pmw.Signal) []Signal { return signals(ss, privacyunit.Grid) }
+
+func prefixSignals(table string, ss []Signal) []Signal {
+	for i := range ss {
+		ss[i].Marginal = table + ": " + ss[i].Marginal
+	}
+	return ss
+}
+
+// cdf is a conditional distribution ready to draw from.
+type cdf []float64
+
+func newCDF(p []float64) cdf {
+	c := make(cdf, len(p))
+	var acc float64
+	for i, v := range p {
+		acc += max(v, 0)
+		c[i] = acc
+	}
+	return c
+}
+
+func (c cdf) draw(rnd *rand.Rand) int {
+	tot := c[len(c)-1]
+	if !(tot > 0) {
+		return rnd.IntN(len(c))
+	}
+	x := rnd.Float64() * tot
+	return min(sort.SearchFloat64s(c, x), len(c)-1)
+}
+
+// maxSynthRows bounds the rows drawn in all tables together (public).
+const maxSynthRows = 200_000_000
+
+// draw draws every table top down: the unit's rows from its level, then
+// each child table's rows, parent by parent, as many as the parent's
+// drawn fan-out, with their own columns from the level conditioned on
+// their context.
+func (r *tablesRun) draw(ctx context.Context, rnd *rand.Rand, joints [][]float64, units int64) error {
+	tree := r.tree
+	r.synth = make([]*synthTable, len(tree.tables))
+	var drawn int64
+	for i := range tree.tables {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		lv := r.levels[i]
+		nc, no := lv.cells()
+		width := len(lv.cols)
+		own := lv.cols[lv.nCtx:]
+		st := &synthTable{}
+		r.synth[i] = st
+		conds := map[int64]cdf{}
+		var marginal cdf
+		cond := func(c int64) cdf {
+			if d, ok := conds[c]; ok {
+				return d
+			}
+			d := newCDF(joints[i][c*no : (c+1)*no])
+			if !(d[len(d)-1] > 0) {
+				if marginal == nil {
+					m := make([]float64, no)
+					for x := int64(0); x < nc; x++ {
+						for y := int64(0); y < no; y++ {
+							m[y] += joints[i][x*no+y]
+						}
+					}
+					marginal = newCDF(m)
+				}
+				d = marginal
+			}
+			conds[c] = d
+			return d
+		}
+		emitRow := func(parent int32, seq int32, ctxBins []int32, c int64) {
+			y := int64(cond(c).draw(rnd))
+			row := make([]int32, width)
+			copy(row, ctxBins)
+			for k := len(own) - 1; k >= 0; k-- {
+				sz := int64(own[k].size)
+				row[lv.nCtx+k] = int32(y % sz)
+				y /= sz
+			}
+			st.bins = append(st.bins, row...)
+			st.parent = append(st.parent, parent)
+			st.seq = append(st.seq, seq)
+			st.rows++
+		}
+		if i == 0 {
+			if units > maxSynthRows {
+				return fmt.Errorf("release: the DP unit count %d is above the tables release's cap of %d rows", units, int64(maxSynthRows))
+			}
+			for u := int64(0); u < units; u++ {
+				emitRow(-1, int32(1), nil, 0)
+			}
+			drawn += units
+			continue
+		}
+		par := tree.tables[i].parent
+		plv, pst := r.levels[par], r.synth[par]
+		pw := len(plv.cols)
+		pos := map[string]int{}
+		for k, c := range plv.cols {
+			pos[c.key] = k
+		}
+		src := make([]int, lv.nCtx)
+		for k := 0; k < lv.nCtx; k++ {
+			src[k] = pos[lv.cols[k].key]
+		}
+		fanAt := pos[fanKey(tree.tables[i].name)]
+		j := r.clips[i]
+		ctxBins := make([]int32, lv.nCtx)
+		for p := int64(0); p < pst.rows; p++ {
+			prow := pst.bins[p*int64(pw) : (p+1)*int64(pw)]
+			b := int(prow[fanAt])
+			lo, hi := fanoutLows[b], fanoutClip(b)
+			if b == j {
+				hi = fanoutClip(j)
+			}
+			n := lo + rnd.Int64N(hi-lo+1)
+			if n == 0 {
+				continue
+			}
+			drawn += n
+			if drawn > maxSynthRows {
+				return fmt.Errorf("release: the synthetic tables would hold more than %d rows in all (a DP output): release.output join, or a smaller ε-independent domain", int64(maxSynthRows))
+			}
+			var c int64
+			for k := 0; k < lv.nCtx; k++ {
+				ctxBins[k] = prow[src[k]]
+				c = c*int64(lv.cols[k].size) + int64(ctxBins[k])
+			}
+			for q := int64(1); q <= n; q++ {
+				emitRow(int32(p), int32(q), ctxBins, c)
+			}
+		}
+	}
+	return nil
+}
+
+// joinCells is the join of the drawn tables over the release's columns:
+// every cell's count, cells increasing; and the join's rows.
+func (r *tablesRun) joinCells() (cells, counts []int64, total int64, err error) {
+	p, tree := r.plan, r.tree
+	strides := make([]int64, len(p.Sizes))
+	st := int64(1)
+	for k := len(p.Sizes) - 1; k >= 0; k-- {
+		strides[k] = st
+		st *= int64(p.Sizes[k])
+	}
+	flat := map[string]int{}
+	for k, ref := range p.Spec.Release.Columns {
+		flat[releasedKey(ref)] = k
+	}
+	// part[i][row] is table i's row's share of the join cell (the sum of
+	// its own released columns' bins × strides).
+	part := make([][]int64, len(tree.tables))
+	for i := range tree.tables {
+		lv, syn := r.levels[i], r.synth[i]
+		w := len(lv.cols)
+		part[i] = make([]int64, syn.rows)
+		for row := int64(0); row < syn.rows; row++ {
+			var v int64
+			for k := lv.nCtx; k < w; k++ {
+				if f, ok := flat[lv.cols[k].key]; ok {
+					v += int64(syn.bins[row*int64(w)+int64(k)]) * strides[f]
+				}
+			}
+			part[i][row] = v
+		}
+	}
+	// children[i][row] lists, per child table, the child rows.
+	// A child table's rows are grouped by parent, in parent order: first[c]
+	// holds each parent row's first child row (a prefix sum).
+	first := make([][]int64, len(tree.tables))
+	for i := 1; i < len(tree.tables); i++ {
+		par := tree.tables[i].parent
+		f := make([]int64, r.synth[par].rows+1)
+		for _, pr := range r.synth[i].parent {
+			f[pr+1]++
+		}
+		for k := 1; k < len(f); k++ {
+			f[k] += f[k-1]
+		}
+		first[i] = f
+	}
+	acc := map[int64]int64{}
+	var sub func(i int, row int64) []int64
+	sub = func(i int, row int64) []int64 {
+		out := []int64{part[i][row]}
+		for _, c := range tree.tables[i].children {
+			var union []int64
+			for cr := first[c][row]; cr < first[c][row+1]; cr++ {
+				union = append(union, sub(c, cr)...)
+			}
+			next := make([]int64, 0, len(out)*len(union))
+			for _, a := range out {
+				for _, b := range union {
+					next = append(next, a+b)
+				}
+			}
+			out = next
+			if len(out) == 0 {
+				return nil
+			}
+		}
+		return out
+	}
+	for u := int64(0); u < r.synth[0].rows; u++ {
+		for _, c := range sub(0, u) {
+			acc[c]++
+			total++
+		}
+	}
+	cells = make([]int64, 0, len(acc))
+	for c := range acc {
+		cells = append(cells, c)
+	}
+	slices.Sort(cells)
+	counts = make([]int64, len(cells))
+	for k, c := range cells {
+		counts[k] = acc[c]
+	}
+	return cells, counts, total, nil
+}
+
+// tableColumns returns, for table i, the released columns it owns: their
+// output names (as in the join file) and positions in its level.
+func (r *tablesRun) tableColumns(i int) (names []string, cols []*spec.Column, at []int) {
+	p := r.plan
+	flat := map[string]int{}
+	for k, ref := range p.Spec.Release.Columns {
+		flat[releasedKey(ref)] = k
+	}
+	lv := r.levels[i]
+	for k := lv.nCtx; k < len(lv.cols); k++ {
+		if f, ok := flat[lv.cols[k].key]; ok {
+			names = append(names, p.Names[f])
+			cols = append(cols, p.Columns[f])
+			at = append(at, k)
+		}
+	}
+	return names, cols, at
+}
+
+// keyNames returns table i's primary key columns and its foreign key.
+func (r *tablesRun) keyNames(i int) (pk []string, fk string) {
+	t := r.tree.tables[i]
+	return t.pk, t.fk
+}
