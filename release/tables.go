@@ -64,10 +64,6 @@ import (
 	"github.com/synth-dp/synth/spec"
 )
 
-// TablesDir is the folder of a tables release's table files, inside the
-// release folder: tables/<table>.parquet.
-const TablesDir = "tables"
-
 // fanoutLows are the low ends of the public fan-out bins: one bin per
 // count up to 7, then two bins an octave, up to 2¹⁶ children per parent.
 var fanoutLows = func() []int64 {

@@ -66,7 +66,7 @@ func TestTablesIntegrity(t *testing.T) {
 	s, sum := tablesRelease(t, "tpch", 1, dp.NewSource())
 	db := openDuck(t)
 	f := func(table string) string {
-		return sqlString(filepath.Join(sum.Dir, TablesDir, table+".parquet"))
+		return sqlString(filepath.Join(sum.Dir, layout.TablesDir, table+".parquet"))
 	}
 	for _, tc := range []struct{ table, pk string }{{"customer", "c_custkey"}, {"orders", "o_orderkey"}, {"lineitem", "l_orderkey, l_linenumber"}} {
 		n := queryInt(t, db, "SELECT count(*) FROM "+f(tc.table))
@@ -204,7 +204,7 @@ func TestTablesAccuracy(t *testing.T) {
 				db := openDuck(t)
 				var worstEnt, worstFan float64
 				for _, tb := range tree.tables {
-					file := filepath.Join(sum.Dir, TablesDir, tb.name+".parquet")
+					file := filepath.Join(sum.Dir, layout.TablesDir, tb.name+".parquet")
 					if len(tb.released) > 0 {
 						ts := tableSpec(s, tb.name, tb.released)
 						truth, err := score.Truth(ctx, ts)
@@ -226,9 +226,11 @@ func TestTablesAccuracy(t *testing.T) {
 					if tb.parent >= 0 {
 						par := tree.tables[tb.parent]
 						pk := s.Table(par.name).PrimaryKey[0]
-						src := func(n string) string { return "read_csv(" + sqlString(s.Table(n).Source) + ", header = true, all_varchar = true)" }
+						src := func(n string) string {
+							return "read_csv(" + sqlString(s.Table(n).Source) + ", header = true, all_varchar = true)"
+						}
 						td := fanoutDist(t, db, src(par.name), pk, src(tb.name), tb.fk)
-						sd := fanoutDist(t, db, sqlString(filepath.Join(sum.Dir, TablesDir, par.name+".parquet")), pk, sqlString(file), tb.fk)
+						sd := fanoutDist(t, db, sqlString(filepath.Join(sum.Dir, layout.TablesDir, par.name+".parquet")), pk, sqlString(file), tb.fk)
 						worstFan = max(worstFan, score.TVD(td, sd))
 					}
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/release/publish"
 	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
@@ -25,7 +26,7 @@ const tableBatch = 8192
 // children), the foreign key to the parent's synthetic key, and the
 // released columns it owns, decoded as in the join file.
 func (r *tablesRun) writeTables(ctx context.Context, dir string, files *publish.Group) ([]string, error) {
-	if err := os.MkdirAll(filepath.Join(dir, TablesDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, layout.TablesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("release: %w", err)
 	}
 	var names []string
@@ -33,7 +34,7 @@ func (r *tablesRun) writeTables(ctx context.Context, dir string, files *publish.
 		if len(t.released) == 0 && len(t.children) == 0 {
 			continue
 		}
-		if err := r.writeTable(ctx, i, filepath.Join(dir, TablesDir, t.name+".parquet"), files); err != nil {
+		if err := r.writeTable(ctx, i, filepath.Join(dir, layout.TablesDir, t.name+".parquet"), files); err != nil {
 			return nil, err
 		}
 		names = append(names, t.name)

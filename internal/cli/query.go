@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -83,7 +85,11 @@ func runQuery(ctx context.Context, w io.Writer, file, query, format string) erro
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
+	var tables map[string]string
 	if fi.IsDir() {
+		if tables, err = releaseTables(file); err != nil {
+			return err
+		}
 		file = filepath.Join(file, layout.ParquetName)
 		if _, err := os.Stat(file); err != nil {
 			return fmt.Errorf("query: %w", err)
@@ -93,7 +99,7 @@ func runQuery(ctx context.Context, w io.Writer, file, query, format string) erro
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
-	db, err := openQuerySandbox(ctx, abs)
+	db, err := openQuerySandbox(ctx, abs, tables)
 	if err != nil {
 		return err
 	}
@@ -150,7 +156,10 @@ func runQuery(ctx context.Context, w io.Writer, file, query, format string) erro
 // other file system access is off (enable_external_access = false: no
 // COPY … TO, read_csv, glob, ATTACH, INSTALL), and the configuration is
 // locked so that the query cannot switch any of it back on.
-func openQuerySandbox(ctx context.Context, file string) (*sql.DB, error) {
+//
+// tables names further views (a tables release's tables, see
+// releaseTables): each is a view over its absolute path, readable too.
+func openQuerySandbox(ctx context.Context, file string, tables map[string]string) (*sql.DB, error) {
 	conn, err := duckdb.NewConnector("?autoinstall_known_extensions=false&autoload_known_extensions=false", nil)
 	if err != nil {
 		return nil, fmt.Errorf("query: open DuckDB: %w", err)
@@ -162,9 +171,18 @@ func openQuerySandbox(ctx context.Context, file string) (*sql.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("query: reading %s: %w", file, err)
 	}
+	allowed := []string{lit}
+	for _, name := range slices.Sorted(maps.Keys(tables)) {
+		tl := "'" + strings.ReplaceAll(tables[name], "'", "''") + "'"
+		if _, err := db.ExecContext(ctx, "CREATE VIEW "+`"`+strings.ReplaceAll(name, `"`, `""`)+`"`+" AS SELECT * FROM read_parquet("+tl+")"); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("query: reading table %s (%s): %w", name, tables[name], err)
+		}
+		allowed = append(allowed, tl)
+	}
 	for _, set := range []string{
 		"SET allow_community_extensions = false",
-		"SET allowed_paths = [" + lit + "]",
+		"SET allowed_paths = [" + strings.Join(allowed, ", ") + "]",
 		"SET enable_external_access = false",
 		"SET lock_configuration = true",
 	} {
@@ -174,6 +192,29 @@ func openQuerySandbox(ctx context.Context, file string) (*sql.DB, error) {
 		}
 	}
 	return db, nil
+}
+
+// releaseTables returns the tables of a tables release in folder dir
+// (dir/tables/<table>.parquet) by name, with absolute paths; none for a
+// release without them. A table named like the join view is refused.
+func releaseTables(dir string) (map[string]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, layout.TablesDir, "*.parquet"))
+	if err != nil || len(files) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".parquet")
+		if strings.EqualFold(name, queryView) {
+			return nil, fmt.Errorf("query: %s: a table named %s would hide the join view %s", f, name, queryView)
+		}
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, fmt.Errorf("query: %w", err)
+		}
+		out[name] = abs
+	}
+	return out, nil
 }
 
 // checkQueryStatement parses query with DuckDB's parser

@@ -16,6 +16,10 @@ const (
 	MetadataKey = "synth.privacy"
 )
 
+// TablesDir is the folder, inside a release folder, of a tables release's
+// synthetic tables (release.output tables): TablesDir/<table>.parquet.
+const TablesDir = "tables"
+
 // ColumnNames returns the names of the released columns in the output
 // file: the bare column name when it is unique among the released columns,
 // else table_column.
