@@ -202,6 +202,30 @@ func (l *Ledger) ChargeRho(mechanism string, rho float64, rule string, details m
 	return l.charge(&Spend{Mechanism: mechanism, Rho: rho, Rule: rule, Details: details})
 }
 
+// SplitRho reserves rho in a zCDP ledger for a sub-mechanism that keeps
+// its own accounts in (ε, δ) and is ρ-zCDP with ρ = [RhoForBudget](b) ≤
+// rho: one that spends all of b through [Ledger.SplitZCDP] (as package
+// pmw's mwem runs do). It returns the sub-mechanism's (ε, δ) ledger of
+// total b, recorded under the spend. That the sub-mechanism spends b that
+// way is the caller's claim; SplitRho checks RhoForBudget(b) ≤ rho.
+func (l *Ledger) SplitRho(mechanism string, rho float64, b Budget, rule string, details map[string]any) (*Ledger, error) {
+	if err := checkPositive("rho of "+mechanism, rho); err != nil {
+		return nil, err
+	}
+	got, err := RhoForBudget(b)
+	if err != nil {
+		return nil, err
+	}
+	if got > rho*(1+slack) {
+		return nil, fmt.Errorf("%w: %s: (ε=%g, δ=%g) is worth rho = %g, above its share %g", ErrInvalidParameter, mechanism, b.Epsilon, b.Delta, got, rho)
+	}
+	child := &Ledger{total: b}
+	if err := l.charge(&Spend{Mechanism: mechanism, Rho: rho, Rule: rule, Details: details, child: child}); err != nil {
+		return nil, err
+	}
+	return child, nil
+}
+
 // SplitZCDP reserves the (ε, δ) share b (δ > 0) and returns a zCDP ledger
 // whose ρ budget is [RhoForBudget](b): its spends, charged with
 // [Ledger.ChargeRho] (or [Ledger.Charge] for pure ε steps at ρ = ε²/2),

@@ -53,6 +53,7 @@ package release
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -65,10 +66,10 @@ import (
 )
 
 // fanoutLows are the low ends of the public fan-out bins: one bin per
-// count up to 7, then two bins an octave, up to 2¹⁶ children per parent.
+// count up to 7, then two bins an octave, up to 2¹² (the last bin, clipped, up to 6,143) children per parent.
 var fanoutLows = func() []int64 {
 	out := []int64{0, 1, 2, 3, 4, 5, 6, 7}
-	for b := int64(8); b <= 1<<16; b *= 2 {
+	for b := int64(8); b <= 1<<12; b *= 2 {
 		out = append(out, b, b+b/2)
 	}
 	return out
@@ -82,9 +83,9 @@ func fanoutClip(j int) int64 { return fanoutLows[j+1] - 1 }
 // fanoutClipCandidates is the number of clip candidates j = 1 … n.
 var fanoutClipCandidates = len(fanoutLows) - 2
 
-// tablesClipShare is the share of ε that chooses the fan-out clips (split
-// evenly over the tree's edges); the rest goes to the levels.
-const tablesClipShare = 0.1
+// tablesClipShare is the share of ρ that chooses the fan-out clips (split
+// evenly over the tree's edges); the rest goes to the levels, evenly.
+const tablesClipShare = 0.05
 
 // maxLevelCells bounds a level's dense joint (its context × own cells):
 // public, checked before any data is read.
@@ -111,6 +112,32 @@ type ownTree struct {
 // fanName is the declared name of the fan-out column of parent into child
 // (reserved prefix: no declared column may take it).
 func fanName(child string) string { return engine.ReservedPrefix + "fanout_" + child }
+
+// className is the declared name of the coarse fan-out class of parent
+// into child: octave classes 0, 1, 2–3, 4–7, …, the context of the
+// levels below the child (units of one size class weigh alike).
+func className(child string) string { return engine.ReservedPrefix + "fanclass_" + child }
+
+// classLows are the low ends of the octave classes of an edge whose fine
+// clip is candidate j: 0, 1, 2, 4, … up to the low end of bin j (all of
+// them low ends of fine bins, so a fine bin lies in one class), the last
+// from at most maxClassLow on.
+func classLows(j int) []int64 {
+	out := []int64{0}
+	for b := int64(1); b <= min(fanoutLows[j], maxClassLow); b *= 2 {
+		out = append(out, b)
+	}
+	return out
+}
+
+// maxClassLow is the low end of the last class: 256 children or more.
+const maxClassLow = 256
+
+// classOf returns the class of fine bin b among lows.
+func classOf(lows []int64, b int) int32 {
+	k := sort.Search(len(lows), func(i int) bool { return lows[i] > fanoutLows[b] }) - 1
+	return int32(max(k, 0))
+}
 
 // buildTree reads the ownership tree of s: the unit, and every private
 // table whose foreign key child.fk = parent.primary_key leads to a table
@@ -199,7 +226,8 @@ func (t *ownTree) hops(s *spec.Spec, i int) []engine.Hop {
 type levelCol struct {
 	key      string
 	ref      spec.ColumnRef
-	fanChild int // −1 for a released column
+	fanChild int  // −1 for a released column
+	class    bool // the coarse class of fanChild's fan-out, not the fine one
 	size     int
 }
 
@@ -213,10 +241,12 @@ type level struct {
 
 func releasedKey(r spec.ColumnRef) string { return "col:" + r.String() }
 func fanKey(child string) string          { return "fan:" + child }
+func classKey(child string) string        { return "class:" + child }
 
 // levelLayout lays out table i's level given the fan-out bins of every
-// edge (bins[child] = number of bins of the edge into child).
-func (t *ownTree) levelLayout(s *spec.Spec, i int, bins map[int]int) *level {
+// edge (bins[child] = number of bins of the edge into child; classes
+// likewise for the coarse classes).
+func (t *ownTree) levelLayout(s *spec.Spec, i int, bins, classes map[int]int) *level {
 	lv := &level{table: i}
 	p := t.path(i)
 	for _, a := range p[:len(p)-1] {
@@ -224,8 +254,8 @@ func (t *ownTree) levelLayout(s *spec.Spec, i int, bins map[int]int) *level {
 			lv.cols = append(lv.cols, levelCol{key: releasedKey(r), ref: r, fanChild: -1, size: s.Column(r).Size()})
 		}
 	}
-	if len(p) > 1 {
-		lv.cols = append(lv.cols, levelCol{key: fanKey(t.tables[i].name), fanChild: i, size: bins[i]})
+	for _, a := range p[1:] {
+		lv.cols = append(lv.cols, levelCol{key: classKey(t.tables[a].name), fanChild: a, class: true, size: classes[a]})
 	}
 	lv.nCtx = len(lv.cols)
 	for _, r := range t.tables[i].released {
@@ -255,7 +285,7 @@ func (lv *level) cells() (ctx, own int64) {
 // columns declared on their parents (bins[child] bins over fanoutLows,
 // the last clipped), the level's columns released, and a workload of the
 // spec's marginals inside the level with every (own, any) pair.
-func (t *ownTree) levelSpec(s *spec.Spec, lv *level, owner func(string) (string, bool), bins map[int]int) *spec.Spec {
+func (t *ownTree) levelSpec(s *spec.Spec, lv *level, owner func(string) (string, bool), bins map[int]int, clips map[int]int) *spec.Spec {
 	onPath := map[string]bool{}
 	for _, k := range t.path(lv.table) {
 		onPath[t.tables[k].name] = true
@@ -283,6 +313,15 @@ func (t *ownTree) levelSpec(s *spec.Spec, lv *level, owner func(string) (string,
 					}
 					edges[n] = float64(fanoutClip(n-1) + 1)
 					tb.Columns = append(tb.Columns, spec.Column{Name: fanName(t.tables[c].name), Type: spec.Integer, Min: 0, Max: edges[n] - 1, BinEdges: edges, OutOfDomain: spec.OutOfDomainClamp})
+					if onPath[t.tables[c].name] {
+						cl := classLows(clips[c])
+						ce := make([]float64, len(cl)+1)
+						for b, v := range cl {
+							ce[b] = float64(v)
+						}
+						ce[len(cl)] = edges[n]
+						tb.Columns = append(tb.Columns, spec.Column{Name: className(t.tables[c].name), Type: spec.Integer, Min: 0, Max: edges[n] - 1, BinEdges: ce, OutOfDomain: spec.OutOfDomainClamp})
+					}
 				}
 			}
 		}
@@ -299,7 +338,11 @@ func (t *ownTree) levelSpec(s *spec.Spec, lv *level, owner func(string) (string,
 		if c.fanChild < 0 {
 			return c.ref
 		}
-		return spec.ColumnRef{Table: t.tables[t.tables[c.fanChild].parent].name, Column: fanName(t.tables[c.fanChild].name)}
+		name := fanName(t.tables[c.fanChild].name)
+		if c.class {
+			name = className(t.tables[c.fanChild].name)
+		}
+		return spec.ColumnRef{Table: t.tables[t.tables[c.fanChild].parent].name, Column: name}
 	}
 	ls.Release = s.Release
 	ls.Release.Columns = nil
@@ -321,12 +364,21 @@ func (t *ownTree) levelSpec(s *spec.Spec, lv *level, owner func(string) (string,
 			ls.Workload.Marginals = append(ls.Workload.Marginals, m)
 		}
 	}
+	// The spec's marginals inside the level that hold one of its own
+	// columns (a marginal of ancestors' columns only is its ancestors'
+	// levels' business: measuring it here would spend budget on what the
+	// conditional draw never reads).
+	own := map[spec.ColumnRef]bool{}
+	for _, c := range lv.cols[lv.nCtx:] {
+		own[ref(c)] = true
+	}
 	for _, m := range s.Workload.Marginals {
-		ok := true
+		ok, mine := true, false
 		for _, r := range m {
 			ok = ok && in[r]
+			mine = mine || own[r]
 		}
-		if ok {
+		if ok && mine {
 			add(m)
 		}
 	}
@@ -367,12 +419,12 @@ func (tablesMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
 	}
 	// The worst case of every level's joint, with every fan-out at the
 	// full ladder: public, before any data is read.
-	full := map[int]int{}
+	full, fullClass := map[int]int{}, map[int]int{}
 	for i := 1; i < len(tree.tables); i++ {
-		full[i] = fanoutClipCandidates + 1
+		full[i], fullClass[i] = fanoutClipCandidates+1, len(classLows(fanoutClipCandidates))
 	}
 	for i := range tree.tables {
-		lv := tree.levelLayout(s, i, full)
+		lv := tree.levelLayout(s, i, full, fullClass)
 		c, o := lv.cells()
 		if c > maxLevelCells/o || c*o > maxLevelCells {
 			return nil, fmt.Errorf("%w: release.output tables: the level of table %s (its columns and its ancestors' released columns) may have %d × %d cells, above %d: release fewer or coarser columns, or release.output join",
@@ -380,28 +432,46 @@ func (tablesMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
 		}
 	}
 	b := p.RowsBudget
-	root, err := l.Split("tables release (privacy unit "+s.Privacy.Unit+")", b,
-		"basic composition of the fan-out clips and one privacy-unit level per table of the ownership tree; each is DP under the unit neighbour relation (a unit deleted with its whole subtree)",
+	if !(b.Delta > 0) {
+		return nil, fmt.Errorf("%w: release.output tables needs δ > 0 (its levels compose in zCDP)", ErrUnsupported)
+	}
+	if s.Release.ContributionBoundAuto {
+		return nil, fmt.Errorf("%w: release.contribution_bound auto with release.output tables (give r, e.g. 1)", ErrUnsupported)
+	}
+	root, err := l.SplitZCDP("tables release (privacy unit "+s.Privacy.Unit+")", b,
+		"zCDP composition (Bun–Steinke 2016, Lemma 2.3) of the fan-out clips and one privacy-unit level per table of the ownership tree, "+
+			"each DP under the unit neighbour relation (a unit deleted with its whole subtree); the total converts to (ε, δ) by Canonne–Kamath–Steinke",
 		map[string]any{"tables": len(tree.tables), "neighbours": privacyunit.Neighbours})
 	if err != nil {
 		return nil, err
 	}
+	rho := root.TotalRho()
 	edges := len(tree.tables) - 1
-	epsClip := tablesClipShare * b.Epsilon
-	run := &tablesRun{plan: p, tree: tree, owner: owner, hooks: hk, epsEdge: epsClip / float64(edges)}
+	rhoEdge := tablesClipShare * rho / float64(edges)
+	// The exponential mechanism at ε_e is ε_e²/8-zCDP (bounded range,
+	// Cesar–Rogers 2021), as pmw's selections are charged.
+	run := &tablesRun{plan: p, tree: tree, owner: owner, hooks: hk, epsEdge: math.Sqrt(8 * rhoEdge)}
 	for i := 1; i < len(tree.tables); i++ {
 		tb := tree.tables[i]
-		if err := root.Charge("fan-out clip of "+tree.tables[tb.parent].name+" → "+tb.name+" (exponential mechanism over a public ladder)", dp.Budget{Epsilon: run.epsEdge},
-			"score −#{units owning a "+tree.tables[tb.parent].name+" row with more than τ_j "+tb.name+" rows} − j/ε_e over the public ladder τ_j (1…7, then two a doubling, up to 2¹⁶); "+
-				"deleting a unit changes that count by at most 1: sensitivity 1 (dp.ExponentialGrid, exact)",
-			map[string]any{"candidates": fanoutClipCandidates, "step_penalty": 1 / run.epsEdge}); err != nil {
+		if err := root.ChargeRho("fan-out clip of "+tree.tables[tb.parent].name+" → "+tb.name+" (exponential mechanism over a public ladder)", rhoEdge,
+			fmt.Sprintf("score −#{units owning a %s row with more than τ_j %s rows} − j/ε_e over the public ladder τ_j (1…7, then two a doubling, up to 6,143); "+
+				"deleting a unit changes that count by at most 1: sensitivity 1 (dp.ExponentialGrid, exact) at ε_e = %g, which is ε_e²/8-zCDP (Cesar–Rogers 2021)", tree.tables[tb.parent].name, tb.name, run.epsEdge),
+			map[string]any{"candidates": fanoutClipCandidates, "step_penalty": 1 / run.epsEdge, "epsilon": run.epsEdge}); err != nil {
 			return nil, err
 		}
 	}
-	levels := float64(len(tree.tables))
+	rhoLevel := (1 - tablesClipShare) * rho / float64(len(tree.tables))
 	for _, tb := range tree.tables {
-		ll, err := root.Split("level of "+tb.name+" (privacy-unit release of the path join over its context and own columns)",
-			dp.Budget{Epsilon: (b.Epsilon - epsClip) / levels, Delta: b.Delta / levels}, "privacy-unit release (package privacyunit) on the path join from the unit to "+tb.name, nil)
+		// The level's mechanisms are zCDP only (no row count, a fixed r):
+		// pmw spends RhoForBudget(ε_k, δ) of its (ε_k, δ), ε_k chosen so
+		// that it is at most the level's share.
+		epsK, err := dp.RhoToEpsilon(rhoLevel*(1-1e-9), b.Delta)
+		if err != nil {
+			return nil, err
+		}
+		ll, err := root.SplitRho("level of "+tb.name+" (privacy-unit release of the path join over its context and own columns)", rhoLevel,
+			dp.Budget{Epsilon: epsK, Delta: b.Delta},
+			"a privacy-unit release (package privacyunit, no row count, r fixed) on the path join from the unit to "+tb.name+": all of it is pmw's zCDP share", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -462,7 +532,7 @@ func (r *tablesRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) 
 	s, tree := r.plan.Spec, r.tree
 	// 1. Fan-out clips, edge by edge.
 	r.clips = map[int]int{}
-	bins := map[int]int{}
+	bins, classes := map[int]int{}, map[int]int{}
 	clipParams := map[string]any{}
 	for i := 1; i < len(tree.tables); i++ {
 		counts := map[int64]int64{}
@@ -487,7 +557,12 @@ func (r *tablesRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) 
 		tb := tree.tables[i]
 		clipParams[tree.tables[tb.parent].name+"→"+tb.name] = fanoutClip(j)
 		r.ledgers[0].Publish("fanout_clip_"+tb.name, float64(fanoutClip(j)))
-		if err := eng.AddFanout(ctx, tree.hops(s, i)[len(tree.hops(s, i))-1], fanName(tb.name), fanoutLows[:j+1]); err != nil {
+		hop := tree.hops(s, i)[len(tree.hops(s, i))-1]
+		if err := eng.AddFanout(ctx, hop, fanName(tb.name), fanoutLows[:j+1]); err != nil {
+			return nil, err
+		}
+		classes[i] = len(classLows(j))
+		if err := eng.AddFanout(ctx, hop, className(tb.name), classLows(j)); err != nil {
 			return nil, err
 		}
 	}
@@ -497,8 +572,8 @@ func (r *tablesRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) 
 	joints := make([][]float64, len(tree.tables))
 	var unitRows int64
 	for i := range tree.tables {
-		lv := tree.levelLayout(s, i, bins)
-		ls := tree.levelSpec(s, lv, r.owner, bins)
+		lv := tree.levelLayout(s, i, bins, classes)
+		ls := tree.levelSpec(s, lv, r.owner, bins, r.clips)
 		r.levels = append(r.levels, lv)
 		lp, err := NewPlan(ls, r.plan.MemoryCap, r.plan.Rounds, r.plan.MaxRounds)
 		if err != nil {
@@ -674,9 +749,21 @@ func (r *tablesRun) draw(ctx context.Context, rnd *rand.Rand, joints [][]float64
 		for k, c := range plv.cols {
 			pos[c.key] = k
 		}
+		// Every context column is a column of the parent's level, but the
+		// coarse class of the parent's own edge, read off its fine bin.
 		src := make([]int, lv.nCtx)
+		coarse := make([][]int64, lv.nCtx)
 		for k := 0; k < lv.nCtx; k++ {
-			src[k] = pos[lv.cols[k].key]
+			c := lv.cols[k]
+			at, ok := pos[c.key]
+			if !ok && c.class {
+				at, ok = pos[fanKey(tree.tables[c.fanChild].name)]
+				coarse[k] = classLows(r.clips[c.fanChild])
+			}
+			if !ok {
+				return fmt.Errorf("release: level of %s: context column %s is not in its parent's level", tree.tables[i].name, c.key)
+			}
+			src[k] = at
 		}
 		fanAt := pos[fanKey(tree.tables[i].name)]
 		j := r.clips[i]
@@ -699,6 +786,9 @@ func (r *tablesRun) draw(ctx context.Context, rnd *rand.Rand, joints [][]float64
 			var c int64
 			for k := 0; k < lv.nCtx; k++ {
 				ctxBins[k] = prow[src[k]]
+				if coarse[k] != nil {
+					ctxBins[k] = classOf(coarse[k], int(ctxBins[k]))
+				}
 				c = c*int64(lv.cols[k].size) + int64(ctxBins[k])
 			}
 			for q := int64(1); q <= n; q++ {
