@@ -147,7 +147,7 @@ not differentially private. Do not publish it.`,
 			fmt.Fprintf(tw, "all\t%d\t%.1f\t%.1f\t%.1f\t%.3f\t%.3f\t%.3f\n", ev.Queries,
 				ev.Absolute.Max, ev.Absolute.Median, ev.Absolute.P90, ev.Relative.Max, ev.Relative.Median, ev.Relative.P90)
 			if tables != nil {
-				writeTablesText(tw, tables)
+				writeTablesText(tw, tables, ev.SyntheticRows)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -205,7 +205,12 @@ func resolveSynthetic(path string) (file, tablesDir string) {
 
 // writeTablesText prints the tables release's sections: table marginals,
 // fan-outs and group queries, one row per table, edge and edge.
-func writeTablesText(tw *tabwriter.Writer, t *score.TablesScore) {
+func writeTablesText(tw *tabwriter.Writer, t *score.TablesScore, flatRows int64) {
+	note := ""
+	if flatRows != t.JoinRows {
+		note = fmt.Sprintf(" — the flat file holds %d rows: it is not the join of the tables", flatRows)
+	}
+	fmt.Fprintf(tw, "\njoin of the tables: %d rows (true %d)%s\n", t.JoinRows, t.TrueJoinRows, note)
 	fmt.Fprintf(tw, "\ntables: every 1- and 2-way marginal of each table's own rows\n")
 	fmt.Fprintf(tw, "table\ttrue rows\trows\tmarginals\tmean TVD\tmax TVD\tuniform mean TVD\n")
 	for _, s := range t.Tables {

@@ -79,6 +79,11 @@ type TablesScore struct {
 	Label   string        `json:"label"`
 	Tables  []TableScore  `json:"tables"`
 	FanOuts []FanOutScore `json:"fan_outs"`
+	// TrueJoinRows and JoinRows are the row counts of the join of the
+	// true and of the synthetic tables ([JoinRows]): the flat file of a
+	// tables release holds JoinRows rows when it is the join of its tables.
+	TrueJoinRows int64 `json:"true_join_rows"`
+	JoinRows     int64 `json:"join_rows"`
 	// Groups is the group-query score (nil when not asked for).
 	Groups *GroupScore `json:"group_queries,omitempty"`
 }
@@ -129,7 +134,7 @@ func ScoreTables(s *spec.Spec, truth, syn *Tables, names []string) (*TablesScore
 		return nil, fmt.Errorf("score: the true and synthetic tables differ in shape")
 	}
 	sizes := s.ReleaseSizes()
-	out := &TablesScore{Label: InternalLabel}
+	out := &TablesScore{Label: InternalLabel, TrueJoinRows: JoinRows(truth), JoinRows: JoinRows(syn)}
 	for i, tt := range truth.Tables {
 		st := syn.Tables[i]
 		if st.Table != tt.Table || !slices.Equal(st.Cols, tt.Cols) {
@@ -203,4 +208,41 @@ func EvaluateTables(ctx context.Context, s *spec.Spec, dir string, names []strin
 		return nil, err
 	}
 	return out, nil
+}
+
+// JoinRows returns the number of rows of the join of the tables ts along
+// their tree: a row of a table joins the product, over its child tables,
+// of its children's join rows summed (a leaf's row counts 1; a row
+// without children in a child table joins nothing), summed over the
+// unit's rows. A tables release whose synthetic.parquet is the join of
+// its tables has exactly this many flat rows.
+func JoinRows(ts *Tables) int64 {
+	tr := ts.Tree
+	per := map[string][]int64{}
+	for i := len(tr.Tables) - 1; i >= 0; i-- {
+		t := tr.Tables[i]
+		e := ts.Get(t)
+		w := make([]int64, len(e.Rows))
+		for j := range w {
+			w[j] = 1
+		}
+		for _, edge := range tr.Edges {
+			if edge.Parent != t {
+				continue
+			}
+			sum := make([]int64, len(e.Rows))
+			for k, p := range ts.Get(edge.Child).Parent {
+				sum[p] += per[edge.Child][k]
+			}
+			for j := range w {
+				w[j] *= sum[j]
+			}
+		}
+		per[t] = w
+	}
+	var n int64
+	for _, x := range per[tr.Unit] {
+		n += x
+	}
+	return n
 }
