@@ -501,6 +501,37 @@ func ownerOf(p *Plan) func(string) (string, bool) {
 	return func(t string) (string, bool) { o, ok := m[t]; return o, ok }
 }
 
+// tablesMutation plants a bug for the audits (tests only).
+var tablesMutation int
+
+const mutTrueFanoutClip = 1 // the clip is the best-scoring candidate, chosen without noise
+
+// chooseFanoutClip chooses an edge's clip candidate j ∈ [1, n] by the
+// exponential mechanism at eps (sensitivity 1) from counts, the number
+// of units by their largest fan-out on the edge: score −#{units whose
+// largest fan-out is above τ_j} − j/eps (the penalty is public and keeps
+// the choice off clips far above every unit).
+func chooseFanoutClip(src dp.Source, counts map[int64]int64, eps float64) int {
+	scores := make([]float64, fanoutClipCandidates)
+	best := 0
+	for j := 1; j <= fanoutClipCandidates; j++ {
+		var above int64
+		for f, u := range counts {
+			if f > fanoutClip(j) {
+				above += u
+			}
+		}
+		scores[j-1] = -float64(above) - float64(j)/eps
+		if scores[j-1] > scores[best] {
+			best = j - 1
+		}
+	}
+	if tablesMutation == mutTrueFanoutClip {
+		return 1 + best
+	}
+	return 1 + dp.ExponentialGrid(src, scores, eps, 1, 0)
+}
+
 // tablesRun is a charged tables release.
 type tablesRun struct {
 	plan    *Plan
@@ -542,17 +573,7 @@ func (r *tablesRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) 
 		}); err != nil {
 			return nil, err
 		}
-		scores := make([]float64, fanoutClipCandidates)
-		for j := 1; j <= fanoutClipCandidates; j++ {
-			var above int64
-			for f, u := range counts {
-				if f > fanoutClip(j) {
-					above += u
-				}
-			}
-			scores[j-1] = -float64(above) - float64(j)/r.epsEdge
-		}
-		j := 1 + dp.ExponentialGrid(src, scores, r.epsEdge, 1, 0)
+		j := chooseFanoutClip(src, counts, r.epsEdge)
 		r.clips[i], bins[i] = j, j+1
 		tb := tree.tables[i]
 		clipParams[tree.tables[tb.parent].name+"→"+tb.name] = fanoutClip(j)

@@ -61,10 +61,14 @@ try on the released file.`,
 				fmt.Fprintf(g.stdout, "          %s (the same, for reading)\n", md)
 			}
 			fmt.Fprint(g.stdout, "\nQuery it with synth query (DuckDB is built into synth; no duckdb CLI needed).\n"+
-				"The SQL names the file as the view \"synthetic\":\n")
+				"The SQL names the join file as the view \"synthetic\", and each released table by its name:\n")
 			self := selfCommand()
 			for _, q := range demo.Queries() {
-				fmt.Fprintf(g.stdout, "  # %s\n  %s query %s \"%s\"\n", q.Title, self, shellQuote(sum.Parquet), q.SQL)
+				target := sum.Parquet
+				if q.Tables {
+					target = sum.Dir
+				}
+				fmt.Fprintf(g.stdout, "  # %s\n  %s query %s \"%s\"\n", q.Title, self, shellQuote(target), q.SQL)
 			}
 			return nil
 		},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -115,8 +116,11 @@ func TestDemoQueries(t *testing.T) {
 	if strings.Contains(r.stdout, "duckdb -c") {
 		t.Errorf("demo still tells users to run the duckdb CLI:\n%s", r.stdout)
 	}
-	pq := filepath.Join(out, layout.ParquetName)
 	for _, q := range demo.Queries() {
+		pq := filepath.Join(out, layout.ParquetName)
+		if q.Tables {
+			pq = out
+		}
 		if !strings.Contains(r.stdout, `query `+shellQuote(pq)+` "`+q.SQL+`"`) {
 			t.Errorf("demo does not print %q:\n%s", q.SQL, r.stdout)
 		}
@@ -155,6 +159,37 @@ func TestDemoPattern(t *testing.T) {
 		if demo.Favourite[f[0]] != f[1] {
 			t.Errorf("tier %s: most frequent channel %s, want %s (the demo's advertised pattern)\n%s", f[0], f[1], demo.Favourite[f[0]], qr.stdout)
 		}
+	}
+}
+
+// TestDemoTablesPattern runs the demo's query over its released tables,
+// fresh noise, on the default demo (k = 128, ε = 1): customers by their
+// number of transactions keep the data's skew, k² customers with one,
+// k²/8 with two and k²/64 with four (16,384, 2,048 and 256): each count at
+// least 3 times the next. The unit level measures the 8 × 4 cells of
+// (fan-out, tier) with noise of some 20 customers per cell against 256
+// customers in the smallest: a false failure needs a ~10σ draw.
+func TestDemoTablesPattern(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "demo")
+	mustRun(t, "-q", "demo", "--out", out)
+	var q demo.Query
+	for _, x := range demo.Queries() {
+		if x.Tables {
+			q = x
+		}
+	}
+	qr := mustRun(t, "query", "--format", "csv", out, q.SQL)
+	n := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(qr.stdout), "\n")[1:] {
+		f := strings.Split(l, ",")
+		v, err := strconv.Atoi(f[1])
+		if err != nil {
+			t.Fatalf("query output:\n%s", qr.stdout)
+		}
+		n[f[0]] = v
+	}
+	if !(n["1"] > 3*n["2"] && n["2"] > 3*n["4"] && n["4"] > 0) {
+		t.Fatalf("customers with 1, 2, 4 transactions: %d, %d, %d; want the demo's skew (16,384, 2,048, 256)\n%s", n["1"], n["2"], n["4"], qr.stdout)
 	}
 }
 

@@ -121,7 +121,7 @@ func Write(dir string, k int, eps, delta float64) (*spec.Spec, error) {
 				}},
 		},
 		Join:    []spec.JoinEq{{Left: spec.ColumnRef{Table: "transactions", Column: "customer_id"}, Right: spec.ColumnRef{Table: "customers", Column: "customer_id"}}},
-		Release: spec.Release{Method: spec.Auto, Columns: []spec.ColumnRef{tier, channel, amount}},
+		Release: spec.Release{Method: spec.Auto, Columns: []spec.ColumnRef{tier, channel, amount}, Output: spec.OutputTables},
 		Workload: spec.Workload{Marginals: [][]spec.ColumnRef{
 			{tier}, {channel}, {amount}, {tier, channel}, {channel, amount}, {tier, amount},
 		}},
@@ -132,8 +132,12 @@ func Write(dir string, k int, eps, delta float64) (*spec.Spec, error) {
 type Query struct {
 	// Title says what the query shows.
 	Title string
-	// SQL refers to the released file as the view synthetic.
+	// SQL refers to the released file as the view synthetic (and, with
+	// Tables, to the release's tables by their names).
 	SQL string
+	// Tables: the query reads the release folder's tables (synth query
+	// DIR), not the join file.
+	Tables bool
 }
 
 // Queries are the example queries the demo prints. They use only the
@@ -141,11 +145,14 @@ type Query struct {
 // be pasted inside double quotes.
 func Queries() []Query {
 	return []Query{
-		{"each tier's favourite channel (basic: branch, silver: mobile, gold: online, platinum: partner)",
-			"SELECT tier, arg_max(channel, n) AS favourite, max(n) AS n FROM (SELECT tier, channel, count(*) AS n FROM synthetic GROUP BY ALL) GROUP BY tier ORDER BY tier"},
-		{"the amount per tier (customers in every tier spend alike)",
-			"SELECT tier, count(*) AS n, round(avg(amount), 1) AS mean_amount FROM synthetic GROUP BY ALL ORDER BY tier"},
-		{"the distribution of amounts (bins of 10, each written as its midpoint)",
-			"SELECT amount, count(*) AS n FROM synthetic GROUP BY amount ORDER BY amount"},
+		{Title: "each tier's favourite channel (basic: branch, silver: mobile, gold: online, platinum: partner)",
+			SQL: "SELECT tier, arg_max(channel, n) AS favourite, max(n) AS n FROM (SELECT tier, channel, count(*) AS n FROM synthetic GROUP BY ALL) GROUP BY tier ORDER BY tier"},
+		{Title: "the amount per tier (customers in every tier spend alike)",
+			SQL: "SELECT tier, count(*) AS n, round(avg(amount), 1) AS mean_amount FROM synthetic GROUP BY ALL ORDER BY tier"},
+		{Title: "the distribution of amounts (bins of 10, each written as its midpoint)",
+			SQL: "SELECT amount, count(*) AS n FROM synthetic GROUP BY amount ORDER BY amount"},
+		{Title: "customers by their number of transactions, from the released tables (the demo's skew: about k² customers with 1, k²/8 with 2, k²/64 with 4, …)",
+			SQL:    "SELECT n AS transactions, count(*) AS customers FROM (SELECT c.customer_id, count(t.tx_id) AS n FROM customers c LEFT JOIN transactions t ON t.customer_id = c.customer_id GROUP BY ALL) GROUP BY n ORDER BY n",
+			Tables: true},
 	}
 }
