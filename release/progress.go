@@ -26,6 +26,11 @@ const (
 	// PhaseMeasures counts the release.measures' PMW rounds: measure i of
 	// M at round t of T is i·T + t of M·T (all public).
 	PhaseMeasures Phase = "measures"
+	// PhaseDraw is drawing the synthetic rows' cells from the model: 0 of
+	// 1 as it starts, 1 of 1 once every cell's count is known (the rows
+	// themselves are drawn as they are written, or here, a block of
+	// synthfile.ShuffleBlockRows at a time, when measures need them first).
+	PhaseDraw Phase = "drawing rows"
 	// PhaseWrite counts the synthetic rows written.
 	PhaseWrite Phase = "writing rows"
 )

@@ -58,7 +58,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := r.drawRows(p, c, out)
+	rows, err := r.drawRows(ctx, p, c, out)
 	if err != nil {
 		return nil, err
 	}
@@ -420,13 +420,20 @@ type rowPlan struct {
 // (Options.Rows or release.rows, the cap). With measures, the rows are
 // drawn here (post-processing, the same draws as the writer's) so that
 // every row's measure value is known before the file is written.
-func (r *run) drawRows(p *Plan, c *charged, out *Output) (*rowPlan, error) {
+func (r *run) drawRows(ctx context.Context, p *Plan, c *charged, out *Output) (*rowPlan, error) {
 	rp := &rowPlan{mode: synthfile.SampleAll}
+	r.o.progress(PhaseDraw, 0, 1)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := out.Counts(r.src, func(cell, count int64) error {
 		rp.cells, rp.counts = append(rp.cells, cell), append(rp.counts, count)
 		rp.dpRows += count
 		return nil
 	}); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	rp.requested = r.o.Rows
@@ -455,10 +462,11 @@ func (r *run) drawRows(p *Plan, c *charged, out *Output) (*rowPlan, error) {
 			"dp_rows", rp.dpRows, "cap", rp.rowCap)
 	}
 	if c.mplan == nil {
+		r.o.progress(PhaseDraw, 1, 1)
 		return rp, nil
 	}
 	rp.drawn = make([]int64, 0, rp.rows)
-	if err := synthfile.ShuffleBlocks(rand.New(r.src), rp.cells, rp.counts, rp.rows, rp.mode, func(cell int64) error {
+	if err := synthfile.ShuffleBlocks(ctx, rand.New(r.src), rp.cells, rp.counts, rp.rows, rp.mode, func(cell int64) error {
 		rp.drawn = append(rp.drawn, cell)
 		return nil
 	}); err != nil {
@@ -467,6 +475,7 @@ func (r *run) drawRows(p *Plan, c *charged, out *Output) (*rowPlan, error) {
 	if err := c.mplan.count(c.dec, p.Sizes, rp.drawn); err != nil {
 		return nil, err
 	}
+	r.o.progress(PhaseDraw, 1, 1)
 	for _, m := range c.mplan.summaries() {
 		r.log.Info("measure written", "column", m.Column.String(), "output_column", m.OutputColumn, "grid_cells", len(m.CellSums),
 			"cells_without_rows", m.CellsWithoutRows, "lost_sum", m.LostSum)
@@ -593,7 +602,7 @@ func (r *run) write(ctx context.Context, p *Plan, c *charged, out *Output, rp *r
 			}
 		}
 	} else {
-		err = synthfile.ShuffleBlocks(rand.New(r.src), rp.cells, rp.counts, rows, rp.mode, emit)
+		err = synthfile.ShuffleBlocks(ctx, rand.New(r.src), rp.cells, rp.counts, rows, rp.mode, emit)
 	}
 	rp.cells, rp.counts, rp.drawn = nil, nil, nil
 	if err != nil {

@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asSynthEnv) == "1" {
 		// The same as cmd/synth's main.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		// The first signal cancels the run, which stops at its next check;
+		// a second one ends the process at once (the default action).
+		context.AfterFunc(ctx, stop)
 		code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)

@@ -1,6 +1,7 @@
 package synthfile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -44,11 +45,26 @@ var shuffleWorkers = 0
 // One block (or more cells than a block has rows, where the split would
 // cost more than it saves) is drawn by [Shuffle] with rnd itself. Memory is
 // at most workers+1 blocks of 4-byte cell indices and the counts.
-func ShuffleBlocks(rnd *rand.Rand, cells, counts []int64, rows int64, mode Sampling, emit func(cell int64) error) error {
+//
+// Work is O(rows + blocks·cells) whatever Σ counts (up to 2⁶³ − 1: the
+// capped sample of a 9·10¹⁵-row join): each block's cells take one
+// hypergeometric draw per cell, of expected work O(1 + standard deviation),
+// whose sum over the cells is at most O(√(cells·block)). It returns
+// ctx's error, wrapped, when ctx is done: checked before every block and
+// every 65,536 rows of a block.
+func ShuffleBlocks(ctx context.Context, rnd *rand.Rand, cells, counts []int64, rows int64, mode Sampling, emit func(cell int64) error) error {
 	block := shuffleBlockRows
 	k := len(counts)
 	if rows <= block || int64(k) > block || k > math.MaxInt32 {
-		return Shuffle(rnd, cells, counts, rows, mode, emit)
+		var n int
+		return Shuffle(rnd, cells, counts, rows, mode, func(cell int64) error {
+			if n++; n&0xffff == 0 {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("release: drawing rows: %w", err)
+				}
+			}
+			return emit(cell)
+		})
 	}
 	var total int64
 	for i, c := range counts {
@@ -93,7 +109,7 @@ func ShuffleBlocks(rnd *rand.Rand, cells, counts []int64, rows int64, mode Sampl
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				j.err = shuffleBlock(j.idx, j.counts, j.rows, mode, j.key, &j.out, stop)
+				j.err = shuffleBlock(ctx, j.idx, j.counts, j.rows, mode, j.key, &j.out, stop)
 				close(j.done)
 			}
 		}()
@@ -117,6 +133,9 @@ func ShuffleBlocks(rnd *rand.Rand, cells, counts []int64, rows int64, mode Sampl
 		return nil
 	}
 	for start := int64(0); start < rows; start += block {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("release: drawing rows: %w", err)
+		}
 		n := min(block, rows-start)
 		j := &job{rows: n, done: make(chan struct{})}
 		if mode == SampleWithReplacement {
@@ -160,7 +179,7 @@ func ShuffleBlocks(rnd *rand.Rand, cells, counts []int64, rows int64, mode Sampl
 
 // shuffleBlock draws one block's rows with its own stream into *out, as
 // indices of the block's cells mapped back to idx.
-func shuffleBlock(idx []int32, counts []int64, rows int64, mode Sampling, key [32]byte, out *[]uint32, stop <-chan struct{}) error {
+func shuffleBlock(ctx context.Context, idx []int32, counts []int64, rows int64, mode Sampling, key [32]byte, out *[]uint32, stop <-chan struct{}) error {
 	r := rand.New(rand.NewChaCha8(key))
 	local := make([]int64, len(idx))
 	for i := range local {
@@ -181,6 +200,8 @@ func shuffleBlock(idx []int32, counts []int64, rows int64, mode Sampling, key [3
 			select {
 			case <-stop:
 				return errors.New("release: shuffle stopped")
+			case <-ctx.Done():
+				return fmt.Errorf("release: drawing rows: %w", ctx.Err())
 			default:
 			}
 		}

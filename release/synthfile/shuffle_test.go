@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/synth-dp/synth/dp"
 )
 
 // TestShuffle checks the three sampling modes: all rows (a permutation of
@@ -302,7 +304,7 @@ func TestShuffleBlocksUniform(t *testing.T) {
 		buf := make([]byte, 0, 7)
 		for range R {
 			buf = buf[:0]
-			if err := ShuffleBlocks(rnd, cells, counts, int64(tc.rows), tc.mode, func(c int64) error { buf = append(buf, byte('a'+c)); return nil }); err != nil {
+			if err := ShuffleBlocks(context.Background(), rnd, cells, counts, int64(tc.rows), tc.mode, func(c int64) error { buf = append(buf, byte('a'+c)); return nil }); err != nil {
 				t.Fatal(err)
 			}
 			obs[string(buf)]++
@@ -337,7 +339,7 @@ func TestShuffleBlocksLarge(t *testing.T) {
 	}{{SampleAll, total}, {SampleWithoutReplacement, total/2 + 17}, {SampleWithReplacement, 3*total + 5}} {
 		got := map[int64]int64{}
 		var n int64
-		if err := ShuffleBlocks(rnd, cells, counts, tc.rows, tc.mode, func(c int64) error { got[c]++; n++; return nil }); err != nil {
+		if err := ShuffleBlocks(context.Background(), rnd, cells, counts, tc.rows, tc.mode, func(c int64) error { got[c]++; n++; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if n != tc.rows {
@@ -374,7 +376,7 @@ func TestShuffleBlocksDeterministic(t *testing.T) {
 	draw := func(seed uint64, workers int, mode Sampling, rows int64) []int64 {
 		shuffleWorkers = workers
 		var out []int64
-		if err := ShuffleBlocks(rand.New(rand.NewChaCha8([32]byte{byte(seed)})), cells, counts, rows, mode, func(c int64) error { out = append(out, c); return nil }); err != nil {
+		if err := ShuffleBlocks(context.Background(), rand.New(rand.NewChaCha8([32]byte{byte(seed)})), cells, counts, rows, mode, func(c int64) error { out = append(out, c); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		return out
@@ -394,7 +396,7 @@ func TestShuffleBlocksDeterministic(t *testing.T) {
 	stop := errors.New("stop")
 	n := 0
 	shuffleWorkers = 3
-	err := ShuffleBlocks(rand.New(rand.NewPCG(1, 1)), cells, counts, 7043, SampleAll, func(int64) error {
+	err := ShuffleBlocks(context.Background(), rand.New(rand.NewPCG(1, 1)), cells, counts, 7043, SampleAll, func(int64) error {
 		if n++; n == 2500 {
 			return stop
 		}
@@ -419,9 +421,114 @@ func BenchmarkShuffleBlocks(b *testing.B) {
 	}
 	var sink int64
 	for b.Loop() {
-		if err := ShuffleBlocks(rand.New(rand.NewChaCha8([32]byte{})), cells, counts, total, SampleAll, func(c int64) error { sink += c; return nil }); err != nil {
+		if err := ShuffleBlocks(context.Background(), rand.New(rand.NewChaCha8([32]byte{})), cells, counts, total, SampleAll, func(c int64) error { sink += c; return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// countingSource counts the words drawn from a PCG.
+type countingSource struct {
+	rand.PCG
+	words int64
+}
+
+func (s *countingSource) Uint64() uint64 { s.words++; return s.PCG.Uint64() }
+
+// TestShuffleBlocksHugePopulation: a sample without replacement of a few
+// blocks from a population of about 2⁶² rows (the capped sample of a join
+// of 9·10¹⁵ rows) takes O(rows) work, not O(population): it finishes (the
+// hypergeometric draw of a block's cells never ended at such a
+// population), with a number of words of randomness bounded by the cells
+// and blocks alone — one hypergeometric draw per cell and block, at most
+// 16 words each on its direct path, and the 4 words of a block's key; the
+// blocks' own shuffles use their keys' streams. Each cell is drawn at most
+// as often as it holds rows, and the rows are those asked for.
+func TestShuffleBlocksHugePopulation(t *testing.T) {
+	defer func(b int64, w int) { shuffleBlockRows, shuffleWorkers = b, w }(shuffleBlockRows, shuffleWorkers)
+	shuffleBlockRows, shuffleWorkers = 1000, 2
+	for _, k := range []int{81, 999} {
+		cells, counts := make([]int64, k), make([]int64, k)
+		for i := range k {
+			cells[i] = int64(i)
+			counts[i] = (1 << 62) / int64(k)
+			if i%3 == 0 {
+				counts[i] = int64(i) // a few small cells among the huge ones
+			}
+		}
+		const rows = 5500
+		src := &countingSource{PCG: *rand.NewPCG(uint64(k), 1)}
+		got := make([]int64, k)
+		var n int64
+		if err := ShuffleBlocks(context.Background(), rand.New(src), cells, counts, rows, SampleWithoutReplacement, func(c int64) error {
+			got[c]++
+			n++
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n != rows {
+			t.Fatalf("%d cells: %d rows, want %d", k, n, rows)
+		}
+		for i := range got {
+			if got[i] > counts[i] {
+				t.Fatalf("%d cells: cell %d drawn %d times, holds %d", k, i, got[i], counts[i])
+			}
+		}
+		blocks := int64((rows + 999) / 1000)
+		if bound := blocks * (int64(k)*(dp.HypergeometricDirect+2) + 4); src.words > bound {
+			t.Errorf("%d cells: %d words of randomness for %d rows, want at most %d", k, src.words, rows, bound)
+		}
+	}
+}
+
+// TestShuffleBlocksCancel: a context cancelled by emit (no timing) stops
+// the draw — on the block path before the next block, so fewer than one
+// block of rows come after the cancellation, and on the one-block path
+// within 65,536 rows — and its error wraps context.Canceled.
+func TestShuffleBlocksCancel(t *testing.T) {
+	defer func(b int64, w int) { shuffleBlockRows, shuffleWorkers = b, w }(shuffleBlockRows, shuffleWorkers)
+	cells, counts := []int64{0, 1, 2}, []int64{1 << 61, 1 << 61, 12345}
+	for _, tc := range []struct {
+		block, rows, after int64
+	}{{1000, 50_000, 1000}, {1 << 20, 500_000, 1 << 16}} {
+		shuffleBlockRows, shuffleWorkers = tc.block, 2
+		ctx, cancel := context.WithCancel(context.Background())
+		var n, at int64
+		err := ShuffleBlocks(ctx, rand.New(rand.NewPCG(1, 2)), cells, counts, tc.rows, SampleWithoutReplacement, func(int64) error {
+			if n++; n == 1500 {
+				cancel()
+				at = n
+			}
+			return nil
+		})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("block %d: got %v after %d rows, want context.Canceled", tc.block, err, n)
+		}
+		if n-at >= tc.after {
+			t.Errorf("block %d: %d rows after the cancellation, want fewer than %d", tc.block, n-at, tc.after)
+		}
+	}
+}
+
+// BenchmarkShuffleBlocksCapped draws the capped sample of a huge join:
+// benchWriterRows rows (SYNTH_BENCH_WRITER_ROWS; the release's cap is
+// 10⁷) without replacement from 81 cells holding 9·10¹⁵ rows in all.
+func BenchmarkShuffleBlocksCapped(b *testing.B) {
+	n := int64(benchWriterRows(b))
+	const k = 81
+	cells, counts := make([]int64, k), make([]int64, k)
+	for i := range cells {
+		cells[i] = int64(i)
+		counts[i] = int64(9e15) / k
+	}
+	var sink int64
+	for b.Loop() {
+		if err := ShuffleBlocks(context.Background(), rand.New(rand.NewChaCha8([32]byte{})), cells, counts, n, SampleWithoutReplacement, func(c int64) error { sink += c; return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
