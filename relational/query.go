@@ -620,9 +620,12 @@ func (b *builder) literal(ref spec.ColumnRef, n node) (Lit, error) {
 		}
 		return Lit{SQL: floatLit(f)}, nil
 	case spec.Boolean:
+		// DuckDB's serialized BOOLEAN constant reads "t" or "f".
 		switch strings.ToLower(text) {
-		case "true", "false":
-			return Lit{SQL: strings.ToUpper(text)}, nil
+		case "true", "t":
+			return Lit{SQL: "TRUE"}, nil
+		case "false", "f":
+			return Lit{SQL: "FALSE"}, nil
 		}
 		return Lit{}, invalid("%s is boolean, compared with %q", ref, text)
 	case spec.Categorical:

@@ -81,20 +81,21 @@ Privacy:
     more accurate).
 
 Choice of mechanism (said in the output, with the reason): without a unit,
-the residual-sensitivity mechanism. With a unit, whenever every query's
-join results belong to one unit (of one unit table) and its summand is
-non-negative: the clipped Laplace mechanism (--mechanism clip) — part of ε
-(30%) chooses a clip C from the public ladder ⌈2^(j/2)⌉ ≤ GS by the
+the residual-sensitivity mechanism. With a unit, when every query's join
+results belong to one unit (of one unit table) and its summand is
+non-negative, d answers (GROUP BY groups of all queries together) get the
+clipped Laplace mechanism (--mechanism clip) when d ≤ 10 or δ = 0: part
+of ε (30%) chooses a clip C from the public ladder ⌈2^(j/2)⌉ ≤ GS by the
 exponential mechanism (near the largest units' contributions), each
 unit's contributions to all the answers are clipped to C together (L1),
 and every answer gets discrete Laplace noise of scale C/ε_N: pure ε-DP,
-error about C/ε (docs/answers.md measures it against R2T, multi-query SJA
-and the unit release). Otherwise one answer gets R2T and two or more
-answers (GROUP BY groups of all queries together) get multi-query SJA
-(below) when δ > 0; --mechanism r2t keeps one R2T run per answer,
---mechanism multi (or --multi) asks for multi-query SJA. --gs (or the
-spec's privacy.max_unit_rows) is the public bound on one unit's rows: the
-top of the clip's ladder and R2T's GS_Q. The budget is the spec's privacy section or
+error about C/ε. More than 10 answers with δ > 0 get multi-query SJA
+(below), whose L2 clipping won there (docs/answers.md measures all of them
+against the unit release). Otherwise one answer gets R2T and several get
+multi-query SJA when δ > 0, R2T per answer when δ = 0; --mechanism r2t
+keeps one R2T run per answer, --mechanism multi (or --multi) asks for
+multi-query SJA. --gs (or the spec's privacy.max_unit_rows) is the public
+bound on one unit's rows: the top of the clip's ladder and R2T's GS_Q. The budget is the spec's privacy section or
 --epsilon/--delta; per-answer mechanisms share it evenly over the d
 answers (basic composition). Answers are integers; a COUNT, or a SUM whose
 declared domains make it non-negative, is never printed below 0 (the DP
@@ -302,6 +303,14 @@ const (
 	kindClip
 )
 
+// clipMaxAnswers is the most answers the clipped Laplace mechanism takes
+// by default when multi-query SJA could run (δ > 0): a unit's L1 norm over
+// d answers is at most √d times its L2 norm, against SJA's Gaussian factor
+// √(2 ln(1.25/δ)) ≈ 5.3 at δ = 10⁻⁶; measured on the TPC-H and Retail
+// workload marginals (docs/answers.md), the 1-way marginals (2 to 13
+// cells) mostly went to clip and the 2-way ones (20 to 494) to SJA.
+const clipMaxAnswers = 10
+
 // answerPlan is the mechanism of a run, chosen from public inputs only
 // (the spec, the parsed queries, the flags and the build) before any data
 // is read.
@@ -355,6 +364,18 @@ func planAnswer(s *spec.Spec, qs []*relational.Query, units []string, budget dp.
 		return clip
 	}
 	clipErr := relational.CheckClip(s, qs, units)
+	if clipErr == nil && d >= 2 && (d <= clipMaxAnswers || !(budget.Delta > 0)) {
+		why := fmt.Sprintf("%d ≤ %d answers", d, clipMaxAnswers)
+		if !(budget.Delta > 0) {
+			why = "δ = 0 (multi-query SJA needs δ > 0; R2T would run once per answer at ε/" + strconv.Itoa(d) + ")"
+		}
+		clip.reason = fmt.Sprintf("%d answers under privacy unit %s, %s: clipped Laplace — %.0f%% of ε chooses a clip C near the largest units' contributions "+
+			"(exponential mechanism over the ladder ⌈2^(j/2)⌉ ≤ %s rows per unit), each unit's contributions to all the answers are clipped to C together (L1), "+
+			"and each answer gets discrete Laplace noise of scale C/ε_N (pure ε-DP). With few answers a unit's L1 norm is at most √d times its L2 norm, "+
+			"less than the Gaussian's factor multi-query SJA pays; measured better up to about %d answers (docs/answers.md); --mechanism multi or r2t for the others",
+			d, unit, why, 100*relational.ClipQuantileShare, strconv.FormatFloat(o.gs, 'f', -1, 64), clipMaxAnswers)
+		return clip
+	}
 	if clipErr == nil && d == 1 {
 		L, _ := relational.Rungs(o.gs)
 		clip.reason = fmt.Sprintf("one answer under privacy unit %s: clipped Laplace — %.0f%% of ε chooses a clip C near the largest units' contributions "+
@@ -374,6 +395,9 @@ func planAnswer(s *spec.Spec, qs []*relational.Query, units []string, budget dp.
 	}
 	mult.reason = fmt.Sprintf("%d answers under privacy unit %s: multi-query SJA (Dong–Sun–Yi) answers them together with one truncation radius and one noise vector at the whole (ε, δ), "+
 		"where R2T would run %d times at ε/%d each (--mechanism r2t for that)", d, unit, d, d)
+	if clipErr == nil {
+		mult.reason += fmt.Sprintf("; above %d answers its L2 clipping beat the clipped Laplace mechanism's L1 clipping on the workload marginals measured in docs/answers.md (--mechanism clip for that)", clipMaxAnswers)
+	}
 	return mult
 }
 
@@ -423,6 +447,19 @@ func runAnswer(cmd *cobra.Command, g *globalOptions, s *spec.Spec, texts []strin
 	// Only the tables and columns the queries read are loaded and checked,
 	// Parquet files in place: a few queries read them once or twice.
 	tables, cols := relational.Reads(qs)
+	// Under a unit the mechanisms also group by each query's unit column
+	// (the unit's key, or the foreign key that reaches it): load it too.
+	if len(units) > 0 {
+		for _, q := range qs {
+			if _, ucols, err := relational.UnitColumns(s, q, units); err == nil {
+				for _, c := range ucols {
+					if !slices.Contains(cols, c) {
+						cols = append(cols, c)
+					}
+				}
+			}
+		}
+	}
 	eng.ReadInPlace(true)
 	load, err := engine.Project(s, tables, cols)
 	if err != nil {

@@ -16,8 +16,10 @@ import (
 const answerSpec = "../../relational/testdata/tpch.yaml"
 
 const (
-	answerQ12 = "SELECT l_shipmode, COUNT(*) FROM orders JOIN lineitem ON o_orderkey = l_orderkey WHERE l_commitdate < l_receiptdate GROUP BY l_shipmode"
-	answerQ3  = "SELECT COUNT(*) FROM customer c, orders o, lineitem l WHERE c.c_custkey = o.o_custkey AND l.l_orderkey = o.o_orderkey AND c.c_mktsegment = 'BUILDING' AND o.o_orderdate < DATE '1995-03-15'"
+	// answerShipSegments has 7 × 5 = 35 groups.
+	answerShipSegments = "SELECT l_shipmode, c_mktsegment, COUNT(*) FROM customer c, orders o, lineitem l WHERE o.o_custkey = c.c_custkey AND l.l_orderkey = o.o_orderkey GROUP BY l_shipmode, c_mktsegment"
+	answerQ12          = "SELECT l_shipmode, COUNT(*) FROM orders JOIN lineitem ON o_orderkey = l_orderkey WHERE l_commitdate < l_receiptdate GROUP BY l_shipmode"
+	answerQ3           = "SELECT COUNT(*) FROM customer c, orders o, lineitem l WHERE c.c_custkey = o.o_custkey AND l.l_orderkey = o.o_orderkey AND c.c_mktsegment = 'BUILDING' AND o.o_orderdate < DATE '1995-03-15'"
 )
 
 type answerDoc struct {
@@ -222,11 +224,11 @@ func TestSplitQueries(t *testing.T) {
 
 // TestAnswerMechanismChoice checks which mechanism answer runs and that
 // the output says which and why: under a privacy unit, several answers
-// (groups or queries) default to multi-query SJA (one spend of the whole
-// budget), one answer to the clipped Laplace mechanism (one spend, split
-// between the clip and the noise), --mechanism r2t keeps one R2T run per answer, δ = 0
-// keeps R2T for several, and no unit means the residual-sensitivity
-// mechanism.
+// (groups or queries) up to 10, one answer, or any number at δ = 0, default
+// to the clipped Laplace mechanism (one spend, split between the clip and
+// the noise), more than 10 at δ > 0 to multi-query SJA (one spend of the
+// whole budget), --mechanism r2t keeps one R2T run per answer, and no unit
+// means the residual-sensitivity mechanism.
 func TestAnswerMechanismChoice(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -237,9 +239,11 @@ func TestAnswerMechanismChoice(t *testing.T) {
 		wantReason []string
 	}{
 		{"group by under the spec's unit", []string{"--query", answerShipModes},
-			"multi-query SJA", "multi-query SJA", 1, []string{"7 answers under privacy unit customer", "--mechanism r2t"}},
+			"clipped Laplace", "clipped Laplace", 1, []string{"7 answers under privacy unit customer", "7 ≤ 10 answers", "--mechanism multi"}},
+		{"more than 10 answers", []string{"--query", answerShipSegments},
+			"multi-query SJA", "multi-query SJA", 1, []string{"35 answers under privacy unit customer", "--mechanism r2t", "--mechanism clip"}},
 		{"two queries under --unit", []string{"--unit", "customer", "--query", answerQ3, "--query", "SELECT COUNT(*) FROM customer WHERE c_mktsegment = 'BUILDING'"},
-			"multi-query SJA", "multi-query SJA", 1, []string{"2 answers"}},
+			"clipped Laplace", "clipped Laplace", 1, []string{"2 answers"}},
 		{"--mechanism r2t", []string{"--mechanism", "r2t", "--query", answerShipModes},
 			"R2T", "R2T", 7, []string{"--mechanism r2t", "ε/7"}},
 		{"one answer", []string{"--query", answerQ3},
@@ -249,7 +253,9 @@ func TestAnswerMechanismChoice(t *testing.T) {
 		{"--mechanism clip", []string{"--mechanism", "clip", "--query", answerShipModes},
 			"clipped Laplace", "clipped Laplace", 1, []string{"--mechanism clip"}},
 		{"δ = 0", []string{"--delta", "0", "--query", answerShipModes},
-			"R2T", "R2T", 7, []string{"δ = 0", "multi-query SJA"}},
+			"clipped Laplace", "clipped Laplace", 1, []string{"δ = 0", "multi-query SJA"}},
+		{"δ = 0, --mechanism r2t", []string{"--delta", "0", "--mechanism", "r2t", "--query", answerShipModes},
+			"R2T", "R2T", 7, []string{"--mechanism r2t"}},
 		{"--multi", []string{"--multi", "--query", answerQ3},
 			"multi-query SJA", "multi-query SJA", 1, []string{"--mechanism multi"}},
 		{"no unit", []string{"--unit", "", "--query", answerShipModes},
@@ -279,7 +285,7 @@ func TestAnswerMechanismChoice(t *testing.T) {
 	}
 	// The text table says it too, above the answers.
 	r := mustRun(t, "answer", "--config", answerSpec, "--query", answerShipModes, "--seed", "5", "-q")
-	if !strings.HasPrefix(r.stdout, "mechanism: multi-query SJA — 7 answers under privacy unit customer") {
+	if !strings.HasPrefix(r.stdout, "mechanism: clipped Laplace — 7 answers under privacy unit customer") {
 		t.Errorf("text output does not start with the mechanism and its reason:\n%s", r.stdout)
 	}
 	// --mechanism needs a unit; --multi contradicts --mechanism r2t.
@@ -330,6 +336,22 @@ func TestAnswerNeverNegative(t *testing.T) {
 	for _, row := range rows[1:] {
 		if strings.HasPrefix(row[2], "-") || strings.HasPrefix(row[6], "-") {
 			t.Errorf("negative CSV row %q", row)
+		}
+	}
+}
+
+// TestAnswerBooleanLiteral answers a comparison of a boolean column with
+// TRUE and FALSE (DuckDB serializes the constants as "t" and "f", which
+// the parser once refused) on the Retail example, under its unit, on one
+// table that reaches the unit by a foreign key the query does not read
+// (the load once left it out).
+func TestAnswerBooleanLiteral(t *testing.T) {
+	spec := filepath.Join("..", "..", "examples", "retail", "synth.yaml")
+	for _, v := range []string{"true", "FALSE"} {
+		r := mustRun(t, "answer", "--config", spec, "--query", "SELECT COUNT(*) FROM invoices WHERE cancelled = "+v, "--format", "json", "--seed", "1", "-q")
+		d := decodeAnswers(t, r.stdout)
+		if len(d.Answers) != 1 || d.Answers[0].Value == nil {
+			t.Fatalf("cancelled = %s: answers %+v", v, d.Answers)
 		}
 	}
 }
