@@ -39,6 +39,80 @@ const MaxMeasureCells = 1 << 16
 // reduced one's, hence full wherever the time allows.
 const MeasureMaxFullElements = 1 << 20
 
+// The shares of a measure's ε: MeasureTotalShare measures its whole-file
+// total directly (Laplace), MeasureAtomShare the sums of the grid's atoms
+// (the cells grouped by the workload boxes that hold them; Laplace), and
+// the rest runs numerical's mechanism, whose fitted cell sums only shape
+// each atom's sum over its cells. The file's cell sums are then scaled so
+// that every atom adds up to its measured sum and the atoms to the
+// measured total (post-processing): the whole-file SUM is the measured
+// total, every workload box the sum of its atoms' measurements. Measured
+// on Adult capital-loss (docs/measures.md).
+const (
+	MeasureTotalShare = 0.4
+	MeasureAtomShare  = 0.35
+)
+
+// measureMutation is a planted bug for the audits (tests only).
+type measureMutation int
+
+const (
+	measureMutNone       measureMutation = iota
+	measureMutTotalNoEps                 // the total's noise at the measure's whole ε, not its share
+)
+
+// atoms groups the cells of a grid of the given sizes by the set of
+// queries (boxes over the grid) that hold them: atomOf[g] is cell g's
+// atom, and queryAtoms[q] the atoms inside query q (every query is the
+// union of its atoms). Public: it reads the spec's boxes only.
+func atoms(sizes []int, qs []numerical.Query) (atomOf []int, n int, queryAtoms [][]int) {
+	cells := 1
+	for _, z := range sizes {
+		cells *= z
+	}
+	in := func(q numerical.Query, codes []int) bool {
+		if len(q.Where) == 0 {
+			return true
+		}
+		for d, c := range codes {
+			if q.Where[d] != nil && !slices.Contains(q.Where[d], c) {
+				return false
+			}
+		}
+		return true
+	}
+	ids := map[string]int{}
+	atomOf = make([]int, cells)
+	queryAtoms = make([][]int, len(qs))
+	codes := make([]int, len(sizes))
+	sig := make([]byte, len(qs))
+	for g := 0; g < cells; g++ {
+		x := g
+		for d := len(sizes) - 1; d >= 0; d-- {
+			codes[d] = x % sizes[d]
+			x /= sizes[d]
+		}
+		for q := range qs {
+			sig[q] = '0'
+			if in(qs[q], codes) {
+				sig[q] = '1'
+			}
+		}
+		id, ok := ids[string(sig)]
+		if !ok {
+			id = len(ids)
+			ids[string(sig)] = id
+			for q := range qs {
+				if sig[q] == '1' {
+					queryAtoms[q] = append(queryAtoms[q], id)
+				}
+			}
+		}
+		atomOf[g] = id
+	}
+	return atomOf, len(ids), queryAtoms
+}
+
 // measureView is the prefix of the engine views that add a measure's
 // value, in units of its resolution, to its relation.
 const measureView = "synth_measure_"
@@ -64,6 +138,23 @@ type measure struct {
 	nCells   int
 	ledger   *dp.Ledger // this measure's share
 	eps      float64
+	// The direct measurements (public plan): the grid's atoms — the cells
+	// grouped by which workload boxes hold them, so that the atoms
+	// partition the grid and every box is a union of atoms — the atoms of
+	// each query, and the shares of eps: epsPMW for numerical's
+	// mechanism, epsT for the total, epsA for the atoms' sums.
+	atomOf             []int
+	nAtoms             int
+	queryAtoms         [][]int
+	epsPMW, epsT, epsA float64
+	pmwLedger          *dp.Ledger
+	mut                measureMutation
+	// After run (DP outputs): the measured total and atom sums, in the
+	// measure's units, and the atoms' sums after they are made to add up
+	// to the total (post-processing).
+	totalDP float64
+	atomsDP []float64
+	atomFit []float64
 
 	// After run (DP outputs):
 	res        *numerical.Result
@@ -175,6 +266,9 @@ func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec
 				m.queries = append(m.queries, numerical.Query{Name: fmt.Sprintf("workload.numeric[%d]", qi), Where: where})
 			}
 		}
+		m.atomOf, m.nAtoms, m.queryAtoms = atoms(g.Sizes, m.queries)
+		m.epsT, m.epsA = MeasureTotalShare*m.eps, MeasureAtomShare*m.eps
+		m.epsPMW = m.eps - m.epsT - m.epsA
 		mp.ms = append(mp.ms, m)
 	}
 	// The whole share first, then one sub-share per measure, before any
@@ -189,16 +283,31 @@ func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec
 	}
 	for _, m := range mp.ms {
 		initS, alphaS := numerical.DefaultInitShare, numerical.DefaultAlphaShare
-		if m.ledger, err = mled.Split("measure "+m.ref.String()+" (numerical.Run)", dp.Budget{Epsilon: m.eps},
+		if m.ledger, err = mled.Split("measure "+m.ref.String(), dp.Budget{Epsilon: m.eps},
+			"basic composition of the direct total, the atoms' sums and numerical's mechanism (all pure ε-DP); the file's cell sums are post-processing of the three",
+			map[string]any{"total_share": MeasureTotalShare, "atom_share": MeasureAtomShare, "atoms": m.nAtoms}); err != nil {
+			return nil, fmt.Errorf("release: measures: %w", err)
+		}
+		if err := m.ledger.Charge("measure "+m.ref.String()+": whole-file total + discrete Laplace", dp.Budget{Epsilon: m.epsT},
+			"the sum of the measure over the join in units of its resolution b; a neighbour moves up to ⌈Δ̃⌉ tuples, each by at most Δ units: "+
+				"sensitivity Δ·⌈Δ̃⌉ units, discrete Laplace of scale Δ·⌈Δ̃⌉/ε_T (Δ̃ is a DP output of the release's method)", nil); err != nil {
+			return nil, fmt.Errorf("release: measures: %w", err)
+		}
+		if err := m.ledger.Charge("measure "+m.ref.String()+": atoms' sums + discrete Laplace", dp.Budget{Epsilon: m.epsA},
+			fmt.Sprintf("the %d atoms (the grid's cells grouped by the workload boxes that hold them) partition the grid: a tuple lies in one atom, "+
+				"so the vector of the atoms' sums has L1 sensitivity Δ·⌈Δ̃⌉ units; discrete Laplace of scale Δ·⌈Δ̃⌉/ε_A on each", m.nAtoms), nil); err != nil {
+			return nil, fmt.Errorf("release: measures: %w", err)
+		}
+		if m.pmwLedger, err = m.ledger.Split("measure "+m.ref.String()+" (numerical.Run)", dp.Budget{Epsilon: m.epsPMW},
 			"Qiu et al. Alg. 2 with the private α of §6: warm start, PMW rounds and α by basic composition (pure ε-DP)",
 			map[string]any{
 				"column": m.ref.String(), "output_column": m.name, "grid": m.u.Grid().Names, "grid_cells": m.nCells,
 				"queries": len(m.queries), "universe": m.u.String(), "resolution": m.u.Resolution(),
 				"group_factor": m.u.GroupFactor(), "reduced_universe": m.u.Reduced(),
-				"thresholds_epsilon": (1 - alphaS) * m.eps, "thresholds_rule": fmt.Sprintf(
+				"thresholds_epsilon": (1 - alphaS) * m.epsPMW, "thresholds_rule": fmt.Sprintf(
 					"the thresholds Δ̄ are post-processing of the PMW answers to the counting queries c_{w,τ}: its warm start (%.2g·ε) and rounds (%.2g·ε)",
 					initS, 1-initS-alphaS),
-				"alpha_epsilon": alphaS * m.eps,
+				"alpha_epsilon": alphaS * m.epsPMW,
 			}); err != nil {
 			return nil, fmt.Errorf("release: measures: %w", err)
 		}
@@ -226,12 +335,12 @@ func (mp *measurePlan) run(ctx context.Context, src dp.Source, eng *engine.Engin
 		}
 		m.deltaTilde = deltaTilde
 		m.res, err = numerical.Run(ctx, src, m.u, m.queries, pts, numerical.Config{
-			Epsilon:     m.eps,
+			Epsilon:     m.epsPMW,
 			Sensitivity: deltaTilde,
 			Rounds:      int(rounds),
 			InitShare:   numerical.DefaultInitShare,
 			AlphaShare:  numerical.DefaultAlphaShare,
-			Ledger:      m.ledger,
+			Ledger:      m.pmwLedger,
 			Progress: func(t, _ int) {
 				progress(PhaseMeasures, int64(i)*rounds+int64(t), total)
 				log.Debug("measure round", "column", m.ref.String(), "round", t, "of", rounds)
@@ -241,11 +350,102 @@ func (mp *measurePlan) run(ctx context.Context, src dp.Source, eng *engine.Engin
 			return fmt.Errorf("release: measure %s: %w", m.ref, err)
 		}
 		m.sums = m.u.CellSums(m.res.Synthetic)
+		if err := m.direct(src, pts); err != nil {
+			return fmt.Errorf("release: measure %s: %w", m.ref, err)
+		}
 		m.scale = m.errorScale()
 		log.Info("measure done", "column", m.ref.String(), "alpha", m.res.Alpha, "n_hat", m.res.NHat,
 			"dp_total", int64(math.Round(m.scale.DPTotal)), "noise_95", int64(math.Round(m.scale.Noise95)), "signal", m.scale.Signal)
 	}
 	return nil
+}
+
+// direct measures m's whole-file total and its atoms' sums from the
+// private points (counts per grid cell and value in units of b): each
+// plus discrete Laplace noise of scale Δ·⌈Δ̃⌉/ε (Δ = the largest |value|
+// in units, Δ̃ the release's DP per-tuple sensitivity), at ε_T and ε_A;
+// then the atoms' sums made to add up to the total (post-processing, see
+// fitAtoms). Integer sums and integer noise: no raw float leaves.
+func (m *measure) direct(src dp.Source, pts []numerical.Point) error {
+	sens := float64(max(m.u.Bound(true), m.u.Bound(false))) * math.Ceil(math.Max(m.deltaTilde, 1))
+	trueAtoms := make([]int64, m.nAtoms)
+	var trueTotal int64
+	for _, p := range pts {
+		v := p.Units * p.Count
+		trueAtoms[m.atomOf[p.Cell]] += v
+		trueTotal += v
+	}
+	total, atoms, err := measureDirect(src, trueTotal, trueAtoms, sens, m.epsT, m.epsA, m.eps, m.mut)
+	if err != nil {
+		return err
+	}
+	b := m.u.Resolution()
+	m.totalDP = float64(total) * b
+	m.atomsDP = make([]float64, m.nAtoms)
+	for i, a := range atoms {
+		m.atomsDP[i] = float64(a) * b
+	}
+	m.atomFit = fitAtoms(m.atomsDP, m.totalDP, m.u.Bound(true) == 0)
+	return nil
+}
+
+// measureDirect adds discrete Laplace noise of scale sens/epsT to the total
+// and of scale sens/epsA to each atom's sum (integers, in units). The
+// atoms partition the data, so their vector has L1 sensitivity sens: the
+// atoms are epsA-DP together, the total epsT-DP. epsM is the measure's
+// whole ε (used only by the planted bug measureMutTotalNoEps).
+func measureDirect(src dp.Source, total int64, atoms []int64, sens, epsT, epsA, epsM float64, mut measureMutation) (int64, []int64, error) {
+	eT := epsT
+	if mut == measureMutTotalNoEps {
+		eT = epsM // planted bug: the total's noise at the measure's whole ε, not its share
+	}
+	lt, err := dp.NewDiscreteLaplace(dp.NoiseScale(sens, eT))
+	if err != nil {
+		return 0, nil, fmt.Errorf("total's noise: %w", err)
+	}
+	la, err := dp.NewDiscreteLaplace(dp.NoiseScale(sens, epsA))
+	if err != nil {
+		return 0, nil, fmt.Errorf("atoms' noise: %w", err)
+	}
+	out := make([]int64, len(atoms))
+	for i, a := range atoms {
+		out[i] = a + la.Sample(src)
+	}
+	return total + lt.Sample(src), out, nil
+}
+
+// fitAtoms makes the atoms' DP sums add up to the DP total
+// (post-processing): for a non-negative measure, negative atoms become 0
+// and the rest are scaled by total/Σ (all 0 when the total is ≤ 0; spread
+// evenly when every atom is 0 and the total is not); for a signed one, the
+// difference is spread evenly. The whole-file sum then equals the total.
+func fitAtoms(atoms []float64, total float64, nonNegative bool) []float64 {
+	out := slices.Clone(atoms)
+	n := float64(len(out))
+	if !nonNegative {
+		var s float64
+		for _, a := range out {
+			s += a
+		}
+		for i := range out {
+			out[i] += (total - s) / n
+		}
+		return out
+	}
+	total = math.Max(total, 0)
+	var s float64
+	for i, a := range out {
+		out[i] = math.Max(a, 0)
+		s += out[i]
+	}
+	for i := range out {
+		if s > 0 {
+			out[i] *= total / s
+		} else {
+			out[i] = total / n
+		}
+	}
+	return out
 }
 
 // MeasureErrorScale is the error scale of a measure's sums: public
@@ -276,6 +476,17 @@ type MeasureErrorScale struct {
 	// this budget is as large as the whole DP total, so no sum of the
 	// measure carries signal at this ε.
 	Signal bool `json:"signal"`
+	// TotalNoise95 is the half-width of a 95% interval of the noise of
+	// the whole-file sum: it is the total measured directly with discrete
+	// Laplace of scale TotalNoiseScale = b·Δ·⌈Δ̃⌉/ε_T, so
+	// P[|file's SUM − true sum| > ln(20)·TotalNoiseScale] < 0.05 whenever
+	// every synthetic cell that needs a row has one (LostSum 0).
+	TotalNoiseScale float64 `json:"total_noise_scale"`
+	TotalNoise95    float64 `json:"total_noise_95"`
+	// AtomNoiseScale is the Laplace scale of each atom's measured sum
+	// (b·Δ·⌈Δ̃⌉/ε_A); a workload box of k atoms has its k atoms' noise and
+	// a share of the total's fit (docs/measures.md).
+	AtomNoiseScale float64 `json:"atom_noise_scale"`
 	// Text says the above in one sentence.
 	Text string `json:"text"`
 }
@@ -291,8 +502,17 @@ func (m *measure) errorScale() MeasureErrorScale {
 		e.DPTotal += a
 	}
 	e.Signal = e.Noise95 < math.Abs(e.DPTotal)
+	if m.epsT > 0 {
+		e.TotalNoiseScale = m.u.SumNoiseScale(m.epsT, m.deltaTilde)
+		e.TotalNoise95 = math.Log(20) * e.TotalNoiseScale
+		e.AtomNoiseScale = m.u.SumNoiseScale(m.epsA, m.deltaTilde)
+	}
 	e.Text = fmt.Sprintf("a sum of %s at ε = %.3g carries noise of scale %.3g (95%%: ±%.3g; one neighbour moves a sum by up to %.3g = %.3g per tuple × Δ̃ %g); the DP total is %.3g",
 		m.ref, m.eps, e.NoiseScale, e.Noise95, e.SumSensitivity, e.SumSensitivity/d, d, e.DPTotal)
+	if e.TotalNoise95 > 0 {
+		e.Text += fmt.Sprintf("; the whole-file sum is the total measured directly (95%%: ±%.3g) and every workload box the sum of its atoms' measured sums (scale %.3g each)",
+			e.TotalNoise95, e.AtomNoiseScale)
+	}
 	if !e.Signal {
 		e.Text += ": the noise is as large as the total, so the measure's sums carry no signal at this ε (more ε or release.measures_share, a narrower declared domain, or a join whose Δ̃ is smaller would help)"
 	}
@@ -377,6 +597,7 @@ func (mp *measurePlan) count(dec *synthfile.Decoder, sizes []int, cells []int64)
 		}
 	}
 	for _, m := range mp.ms {
+		m.fitCells()
 		m.rep = make([]float64, m.nCells)
 		m.lost, m.gone = 0, 0
 		for g, a := range m.cellSums() {
@@ -389,6 +610,59 @@ func (mp *measurePlan) count(dec *synthfile.Decoder, sizes []int, cells []int64)
 		}
 	}
 	return nil
+}
+
+// fitCells sets the cell sums from the fitted atoms' sums
+// (post-processing of DP outputs and of the rows to be written): each
+// atom's sum goes to its cells with rows in proportion to numerical's
+// fitted cell sums (their positive parts), or to their rows when those are
+// all 0. An atom none of whose cells has a row is lost (LostSum).
+func (m *measure) fitCells() {
+	if m.atomFit == nil {
+		return
+	}
+	shape := make([]float64, m.nAtoms)
+	rows := make([]float64, m.nAtoms)
+	for g, a := range m.sums {
+		if m.rows[g] > 0 {
+			shape[m.atomOf[g]] += math.Max(a, 0)
+			rows[m.atomOf[g]] += float64(m.rows[g])
+		}
+	}
+	out := make([]float64, m.nCells)
+	for g := range out {
+		at := m.atomOf[g]
+		switch {
+		case m.rows[g] == 0 && rows[at] > 0:
+			out[g] = 0
+		case rows[at] == 0:
+			// No row in the whole atom: its sum stays on its cells (lost
+			// from the file), evenly.
+			out[g] = m.atomFit[at] / float64(m.atomCells(at))
+		case shape[at] > 0:
+			out[g] = m.atomFit[at] * math.Max(m.sums[g], 0) / shape[at]
+		default:
+			out[g] = m.atomFit[at] * float64(m.rows[g]) / rows[at]
+		}
+	}
+	m.sums = out
+	var t float64
+	for _, a := range out {
+		t += a
+	}
+	m.scale.DPTotal = t
+	m.scale.Signal = m.scale.Noise95 < math.Abs(t)
+}
+
+// atomCells returns the number of grid cells of atom a.
+func (m *measure) atomCells(a int) int {
+	n := 0
+	for _, x := range m.atomOf {
+		if x == a {
+			n++
+		}
+	}
+	return n
 }
 
 // columns returns the measure columns for the writer.
@@ -416,6 +690,11 @@ func (mp *measurePlan) summaries() []MeasureSummary {
 		for _, k := range m.workload {
 			a := math.NaN()
 			switch {
+			case k >= 0 && m.atomFit != nil:
+				a = 0
+				for _, at := range m.queryAtoms[k] {
+					a += m.atomFit[at]
+				}
 			case k >= 0:
 				a = m.res.Answers[k]
 			case k == -2:

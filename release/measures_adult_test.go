@@ -111,7 +111,7 @@ func (q adultBox) has(c int, edu []string) bool {
 // TestReleaseMeasureAdult is the accuracy check of examples/adult/
 // measures.yaml (Adult, 32,561 rows, one table: Δ̃ = 1; capital-loss over
 // the grid age × education, 128 cells; ε = 1 with release.measures_share
-// 0.5, so ε_m = 0.5 for the measure; δ = 10⁻⁶ for the rows, 0 for the
+// 0.6, so ε_m = 0.6 for the measure; δ = 10⁻⁶ for the rows, 0 for the
 // measure), in the manner of Qiu et al. §6: the boxes are every interval
 // of age bins × one or two adjacent education levels (36 × 31 = 1,116
 // boxes), answered by the file (the sum of its DP cell sums over the box,
@@ -120,11 +120,13 @@ func (q adultBox) has(c int, edu []string) bool {
 // composition (numerical.Composition, R2T per box, ε/1,116 each) at the
 // whole ε = 1 and at ε_m, and answering 0. It asserts that the file's
 // median absolute error over all boxes and runs is below composition's at
-// ε = 1 — measured: 18,368 against 39,232 (the seeded runs make the test
-// deterministic) — and that the file's workload boxes (which PMW keeps
-// accurate) have a median relative error below 0.5. It logs the table of
-// docs/measures.md; SYNTH_MEASURE_ADULT_RUNS sets the number of runs
-// (default 3). Skipped under -short (three releases take about 20 s of CPU).
+// ε = 1 — measured over seeds 1–10: 24,153 against 39,340 (the seeded runs
+// make the test deterministic) — and that the file's workload boxes
+// (measured directly through their atoms) have a median relative error
+// below 0.1; with 10 runs or more (SYNTH_MEASURE_ADULT_RUNS=10, the table of
+// docs/measures.md), below 0.05, and the whole-file SUM (the directly
+// measured total) within 2% of the truth in 9 runs of 10. It logs the table
+// of docs/measures.md. Skipped under -short (a release takes seconds).
 func TestReleaseMeasureAdult(t *testing.T) {
 	if testing.Short() {
 		t.Skip("Adult releases take seconds")
@@ -211,7 +213,7 @@ func TestReleaseMeasureAdult(t *testing.T) {
 		truth[i] = boxSum(q, cellTruth)
 	}
 	var fileErr, comp1, compM, zero []float64
-	var covered, wlRel, wlAbs, wlComp []float64
+	var covered, wlRel, wlAbs, wlComp, totalRel []float64
 	var wlBoxes []numerical.Query
 	wlTruth := make([]float64, len(adultMeasureQueries))
 	for i, q := range adultMeasureQueries {
@@ -263,6 +265,9 @@ func TestReleaseMeasureAdult(t *testing.T) {
 			}
 			wlRel = append(wlRel, math.Abs(got-want)/math.Max(want, 1))
 			wlAbs = append(wlAbs, math.Abs(got-want))
+			if i == 0 {
+				totalRel = append(totalRel, (got-want)/want)
+			}
 		}
 		for _, c := range []struct {
 			eps  float64
@@ -309,14 +314,28 @@ func TestReleaseMeasureAdult(t *testing.T) {
 	}
 	t.Logf("%d boxes × %d runs: the file beats composition at ε = 1 in %.1f%% of them; |error| ≤ the published 95%% noise in %.1f%%; workload boxes' median relative error %.3f",
 		len(boxes), runs, 100*wins/float64(len(fileErr)), 100*mean(covered), medianOf(wlRel))
+	within := 0
+	for _, r := range totalRel {
+		if math.Abs(r) <= 0.02 {
+			within++
+		}
+	}
+	t.Logf("whole-file SUM: relative errors %.4f; within 2%% in %d of %d runs", totalRel, within, len(totalRel))
 	if !(quantile(fileErr, 0.5) < quantile(comp1, 0.5)) {
 		t.Errorf("median |error| of the file %.0f, composition at ε = 1 %.0f: the file must be below", quantile(fileErr, 0.5), quantile(comp1, 0.5))
 	}
 	if !(quantile(fileErr, 0.5) < 0.75*quantile(zero, 0.5)) {
 		t.Errorf("median |error| of the file %.0f, answering 0 %.0f: the file must be well below", quantile(fileErr, 0.5), quantile(zero, 0.5))
 	}
-	if mr := medianOf(wlRel); mr >= 0.5 {
-		t.Errorf("median relative error of the workload's boxes %.3f ≥ 0.5", mr)
+	limit := 0.1
+	if runs >= 10 {
+		limit = 0.05
+		if 10*within < 9*len(totalRel) {
+			t.Errorf("whole-file SUM within 2%% in %d of %d runs, want 9 in 10", within, len(totalRel))
+		}
+	}
+	if mr := medianOf(wlRel); mr > limit {
+		t.Errorf("median relative error of the workload's boxes %.3f > %v", mr, limit)
 	}
 }
 

@@ -110,6 +110,12 @@ func TestReleaseMeasureProgressAndScale(t *testing.T) {
 		e.SumSensitivity != 400*d || math.Abs(e.DPTotal-total) > 1e-9*math.Abs(total) || e.Signal != (e.Noise95 < math.Abs(total)) {
 		t.Fatalf("error scale %+v (Δ̃ = %v, Σ SUMhat = %v), want noise scale %v", e, m.DeltaTilde, total, wantScale)
 	}
+	// The whole-file total is measured at MeasureTotalShare of ε_m, the
+	// atoms at MeasureAtomShare.
+	if wt := 400 * d / (MeasureTotalShare * 4); math.Abs(e.TotalNoiseScale-wt) > 1e-9*wt || math.Abs(e.TotalNoise95-math.Log(20)*wt) > 1e-9*wt ||
+		math.Abs(e.AtomNoiseScale-400*d/(MeasureAtomShare*4)) > 1e-9*wt {
+		t.Fatalf("error scale %+v, want total noise scale %v", e, wt)
+	}
 	b, err := os.ReadFile(filepath.Join(dir, layout.ReportName))
 	if err != nil {
 		t.Fatal(err)

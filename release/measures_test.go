@@ -199,10 +199,12 @@ func TestReleaseMeasureSQL(t *testing.T) {
 				switch {
 				case strings.HasPrefix(sp.Mechanism, "measures"):
 					measuresEps = sp.Epsilon
-					if sp.Delta != 0 || len(sp.Parts) != 1 || len(sp.Parts[0].Parts) != 3 {
-						t.Errorf("measures spend %+v, want δ = 0 and one measure of three parts", sp)
+					// One measure: its direct total, its atoms' sums, and
+					// numerical's mechanism of three parts.
+					if sp.Delta != 0 || len(sp.Parts) != 1 || len(sp.Parts[0].Parts) != 3 || len(sp.Parts[0].Parts[2].Parts) != 3 {
+						t.Fatalf("measures spend %+v, want δ = 0 and one measure of three parts, the last of three", sp)
 					}
-					d := sp.Parts[0].Details
+					d := sp.Parts[0].Parts[2].Details
 					for _, k := range []string{"thresholds_epsilon", "alpha_epsilon", "group_factor"} {
 						if _, ok := d[k]; !ok {
 							t.Errorf("the measure's ledger entry lacks %q: %v", k, d)
