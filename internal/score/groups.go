@@ -110,10 +110,14 @@ func GroupQueries(s *spec.Spec, tr *Tree, n int, seed uint64) []GroupQuery {
 	return out
 }
 
-// groupIndex holds, for one edge of one release, every parent's children.
+// groupIndex holds one edge of one release laid out for counting: the
+// children grouped by parent (parent i's are positions start[i] …
+// start[i+1]−1) and every released column as one array of bins, parents'
+// by row, children's in the grouped order.
 type groupIndex struct {
 	parent, child *Entities
-	children      [][]int // parent row -> child rows
+	start         []int32
+	pcols, ccols  [][]int32
 }
 
 func newGroupIndex(ts *Tables, parent, child string) (*groupIndex, error) {
@@ -121,9 +125,34 @@ func newGroupIndex(ts *Tables, parent, child string) (*groupIndex, error) {
 	if p == nil || c == nil {
 		return nil, fmt.Errorf("score: no edge %s→%s in the release", parent, child)
 	}
-	g := &groupIndex{parent: p, child: c, children: make([][]int, len(p.Rows))}
-	for i, pr := range c.Parent {
-		g.children[pr] = append(g.children[pr], i)
+	g := &groupIndex{parent: p, child: c, start: make([]int32, len(p.Rows)+1)}
+	for _, pr := range c.Parent {
+		g.start[pr+1]++
+	}
+	for i := range p.Rows {
+		g.start[i+1] += g.start[i]
+	}
+	next := slices.Clone(g.start[:len(p.Rows)])
+	order := make([]int32, len(c.Rows))
+	for k, pr := range c.Parent {
+		order[next[pr]] = int32(k)
+		next[pr]++
+	}
+	g.pcols = make([][]int32, len(p.Cols))
+	for j := range p.Cols {
+		col := make([]int32, len(p.Rows))
+		for i, r := range p.Rows {
+			col[i] = int32(r[j])
+		}
+		g.pcols[j] = col
+	}
+	g.ccols = make([][]int32, len(c.Cols))
+	for j := range c.Cols {
+		col := make([]int32, len(order))
+		for x, k := range order {
+			col[x] = int32(c.Rows[k][j])
+		}
+		g.ccols[j] = col
 	}
 	return g, nil
 }
@@ -132,11 +161,8 @@ func newGroupIndex(ts *Tables, parent, child string) (*groupIndex, error) {
 func col(e *Entities, pos int) int { return slices.Index(e.Cols, pos) }
 
 // mask returns the bins of set as a lookup table over a column of size
-// bins; nil for no set.
+// bins.
 func mask(set []int, size int) []bool {
-	if set == nil {
-		return nil
-	}
 	m := make([]bool, size)
 	for _, b := range set {
 		m[b] = true
@@ -147,33 +173,36 @@ func mask(set []int, size int) []bool {
 // count answers q on the release g indexes; sizes are the released
 // columns' numbers of bins.
 func (g *groupIndex) count(q GroupQuery, sizes []int) int {
-	pc, cc := -1, -1
+	var pcol, ccol []int32
 	var pm, cm []bool
 	if q.ParentCol >= 0 {
-		pc, pm = col(g.parent, q.ParentCol), mask(q.ParentSet, sizes[q.ParentCol])
+		pcol, pm = g.pcols[col(g.parent, q.ParentCol)], mask(q.ParentSet, sizes[q.ParentCol])
 	}
 	if q.ChildCol >= 0 {
-		cc, cm = col(g.child, q.ChildCol), mask(q.ChildSet, sizes[q.ChildCol])
+		ccol, cm = g.ccols[col(g.child, q.ChildCol)], mask(q.ChildSet, sizes[q.ChildCol])
 	}
+	k := int32(q.K)
 	n := 0
-	for i, kids := range g.children {
-		f := len(kids)
-		if f < q.FanLo || (q.FanHi >= 0 && f > q.FanHi) || f < q.K {
+	for i := range len(g.start) - 1 {
+		lo, hi := g.start[i], g.start[i+1]
+		f := int(hi - lo)
+		if f < q.FanLo || (q.FanHi >= 0 && f > q.FanHi) || hi-lo < k {
 			continue
 		}
-		if pc >= 0 && !pm[g.parent.Rows[i][pc]] {
+		if pcol != nil && !pm[pcol[i]] {
 			continue
 		}
-		hits := 0
-		for _, k := range kids {
-			if cc < 0 || cm[g.child.Rows[k][cc]] {
+		if ccol == nil {
+			n++
+			continue
+		}
+		var hits int32
+		for x := lo; x < hi && hits < k; x++ {
+			if cm[ccol[x]] {
 				hits++
-				if hits >= q.K {
-					break
-				}
 			}
 		}
-		if hits >= q.K {
+		if hits >= k {
 			n++
 		}
 	}
@@ -273,4 +302,13 @@ func meanMedian(v []float64) (float64, float64) {
 		med = (s[m-1] + s[m]) / 2
 	}
 	return t / float64(len(s)), med
+}
+
+// GroupCount answers the group query q on ts (see [GroupQuery]).
+func GroupCount(s *spec.Spec, ts *Tables, q GroupQuery) (int, error) {
+	g, err := newGroupIndex(ts, q.Parent, q.Child)
+	if err != nil {
+		return 0, err
+	}
+	return g.count(q, s.ReleaseSizes()), nil
 }

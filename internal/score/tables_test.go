@@ -383,3 +383,82 @@ func TestFanOutBinAndGroupError(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupCountOracle: group queries counted on random small tables
+// (random parents, bins and queries from the generator) agree with a
+// direct count from the definition.
+func TestGroupCountOracle(t *testing.T) {
+	s := loadSpec(t, "tpch", "synth.yaml")
+	tr, err := score.OwnershipTree(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := s.ReleaseSizes()
+	rng := rand.New(rand.NewPCG(11, 12))
+	qs := score.GroupQueries(s, tr, 400, 99)
+	for trial := range 5 {
+		ts := &score.Tables{Tree: tr}
+		for _, name := range tr.Tables {
+			e := &score.Entities{Table: name, Cols: tr.Columns[name]}
+			n := 5 + rng.IntN(40)
+			edge, hasParent := tr.ParentEdge(name)
+			if hasParent {
+				n = 20 + rng.IntN(300)
+			}
+			for range n {
+				r := make([]int, len(e.Cols))
+				for j, p := range e.Cols {
+					r[j] = rng.IntN(sizes[p])
+				}
+				e.Rows = append(e.Rows, r)
+				if hasParent {
+					// Skewed parents: a few get many children.
+					np := len(ts.Get(edge.Parent).Rows)
+					e.Parent = append(e.Parent, min(rng.IntN(np), rng.IntN(np)))
+				}
+			}
+			ts.Tables = append(ts.Tables, e)
+		}
+		nonzero := 0
+		for _, q := range qs {
+			p, c := ts.Get(q.Parent), ts.Get(q.Child)
+			want := 0
+			for i, pr := range p.Rows {
+				var kids [][]int
+				for k, par := range c.Parent {
+					if par == i {
+						kids = append(kids, c.Rows[k])
+					}
+				}
+				if len(kids) < q.FanLo || (q.FanHi >= 0 && len(kids) > q.FanHi) {
+					continue
+				}
+				if q.ParentCol >= 0 && !slices.Contains(q.ParentSet, pr[slices.Index(p.Cols, q.ParentCol)]) {
+					continue
+				}
+				hits := 0
+				for _, k := range kids {
+					if q.ChildCol < 0 || slices.Contains(q.ChildSet, k[slices.Index(c.Cols, q.ChildCol)]) {
+						hits++
+					}
+				}
+				if hits >= q.K {
+					want++
+				}
+			}
+			got, err := score.GroupCount(s, ts, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("trial %d: %s: got %d, want %d", trial, q.String(layout.ColumnNames(s)), got, want)
+			}
+			if want > 0 {
+				nonzero++
+			}
+		}
+		if nonzero < len(qs)/4 {
+			t.Errorf("trial %d: only %d of %d queries have a non-zero answer: the oracle checks little", trial, nonzero, len(qs))
+		}
+	}
+}
