@@ -27,6 +27,18 @@
 // it does not mention spans the whole line. Disjunctions, <>, NOT and IN
 // lists are not boxes and are rejected ([ErrNotBox]).
 //
+// # Counting
+//
+// The true counts come from one aggregate over the table for the whole
+// set: every row is mapped to its elementary cell (per column, how many of
+// the set's distinct box ends it passes) and the rows are counted per
+// occupied cell; each query's box of cells is then summed by a kd-tree.
+// The comparisons are those of the queries' own WHERE clauses, so the
+// counts are theirs exactly (a test compares them with one FILTER
+// aggregate per query). The cost is one scan plus the occupied cells: few
+// when the ranges' ends sit on a coarse grid, up to one per row when they
+// cut every column finely.
+//
 // # Guarantee
 //
 // [Release] adds discrete Laplace noise of scale S/ε to every count, S the

@@ -33,6 +33,8 @@ type Set struct {
 	// categories as their index in the declared domain); numeric columns
 	// keep open and closed ends.
 	Boxes []Box
+
+	cols []*spec.Column // the declared column of each dimension
 }
 
 // Parse parses the queries with [relational.Parse] and turns each into a
@@ -140,6 +142,9 @@ func Parse(ctx context.Context, p relational.Parser, s *spec.Spec, texts []strin
 		}
 		set.Queries = append(set.Queries, q)
 		all = append(all, cons)
+	}
+	for _, ref := range set.Columns {
+		set.cols = append(set.cols, s.Column(ref))
 	}
 	for _, cons := range all {
 		b := make(Box, len(set.Columns))
