@@ -31,7 +31,11 @@ const loadFuzzEnv = "SYNTH_LOAD_FUZZ_N"
 // column types, and every value as text in row order. Half the Parquet
 // tables are read in place ([Engine.ReadInPlace]).
 func TestLoadScanMatchesStaged(t *testing.T) {
-	n := 120
+	// 40 random tables by default; SYNTH_SLOW_AUDITS (.ci/run) loads 120.
+	n := 40
+	if os.Getenv("SYNTH_SLOW_AUDITS") != "" {
+		n = 120
+	}
 	if testing.Short() {
 		n = 30
 	}
