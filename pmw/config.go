@@ -176,8 +176,9 @@ type Config struct {
 	// initial 1-way marginals and the rounds) to sensitivity 1 instead of
 	// Δ̃: σ = 1/√(2ρ) (Laplace: scale 1/ε).
 	testNoiseSens1 bool
-	// testWholeBudget ([VariantMWEM]) calibrates every measurement to the
-	// WHOLE ρ of the rounds (Laplace: the whole ε) instead of its share.
+	// testWholeBudget ([VariantMWEM], and [RunFactored]'s rounds)
+	// calibrates every measurement to the WHOLE ρ of the rounds (Laplace:
+	// the whole ε) instead of its share.
 	testWholeBudget bool
 	// testRhoFromEps ([VariantMWEM], Gaussian) calibrates every
 	// measurement as if the rounds' ρ were their ε_R = (1−s)·ε, skipping
@@ -200,6 +201,24 @@ type Config struct {
 	// (the first selection is then the only use of the data before it,
 	// besides n̂), not a bug.
 	testInitHist []Cell
+	// testFixedN ([RunFactored]), when > 0, sets the model's total n to
+	// this public value on every input after the initial 1-way marginals,
+	// so that an audit of the rounds compares them under the same n
+	// (their guarantee is conditional on n, a DP output). A lens, not a
+	// bug.
+	testFixedN float64
+	// testInitTruth ([RunFactored]), when not nil, is a public table the
+	// initial 1-way marginals are measured from instead of the data, so
+	// that the first model is the same in distribution on every input: a
+	// lens on the first selection, not a bug.
+	testInitTruth Truth
+	// testSelSensHalf ([RunFactored]) runs the exponential mechanism with
+	// half the score's sensitivity (the selection then spends 4 times its
+	// ρ share).
+	testSelSensHalf bool
+	// testL2TrueTotal ([RunFactored], MeasureTruth) rescales a round's
+	// measured table by its true total instead of its noisy one.
+	testL2TrueTotal bool
 	// testAverage ([VariantMWEM]) outputs the average of the iterates
 	// A_1..A_T instead of the final one (for the comparison in
 	// TestMWEMFinalVersusAverage; not a privacy knob).

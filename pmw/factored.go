@@ -474,6 +474,11 @@ func (f *factored) measure(i int, s float64, round bool) (float64, error) {
 	}
 	set := f.sets[i]
 	tab, rescale := f.truth[i], false
+	if !round && f.cfg.testInitTruth != nil {
+		if tab, err = f.cfg.testInitTruth(f.ctx, set); err != nil {
+			return 0, err
+		}
+	}
 	if round && f.cfg.MeasureTruth != nil {
 		if tab, err = f.measureTable(i); err != nil {
 			return 0, err
@@ -494,6 +499,9 @@ func (f *factored) measure(i int, s float64, round bool) (float64, error) {
 	for c, t := range tab {
 		y[c] = float64(t + smp.Sample(f.src))
 		tot += y[c]
+		if f.cfg.testL2TrueTotal {
+			tot += float64(t) - y[c] // mutation knob: the true total
+		}
 	}
 	v := s * s
 	if rescale {
@@ -584,6 +592,9 @@ func (f *factored) init() error {
 	f.nEst = num / den
 	f.nSD = math.Sqrt(v0 / den)
 	f.n = math.Max(f.nEst, 1)
+	if f.cfg.testFixedN > 0 {
+		f.n = f.cfg.testFixedN // a lens: the same n on every input
+	}
 	if err := f.rebuild(); err != nil {
 		return err
 	}
@@ -686,6 +697,9 @@ func (f *factored) round() error {
 	f.t++
 	cost, last := roundCost(f.fixed, f.t, f.t0, f.maxRounds, f.roundsBudget-f.used, f.cost)
 	scale := f.noiseScale(cost)
+	if f.cfg.testWholeBudget {
+		scale = f.noiseScale(f.roundsBudget) // mutation knob: every round's noise from the whole rounds budget
+	}
 	bias := math.Sqrt(2/math.Pi) * scale
 	spent := f.initCost + f.used + cost
 	var idx []int
@@ -714,6 +728,9 @@ func (f *factored) round() error {
 	sens := f.wmax * f.cfg.Sensitivity * scoreScale
 	if f.cfg.testSelSens1 {
 		sens = scoreScale // mutation knob: the score's sensitivity taken to be one row
+	}
+	if f.cfg.testSelSensHalf {
+		sens /= 2 // mutation knob: the score's sensitivity halved
 	}
 	k := dp.ExponentialGrid(f.src, scores, f.selEpsilon(cost), sens, 0)
 	i := idx[k]
@@ -798,6 +815,17 @@ func (f *factored) result() *FactoredResult {
 		r.ModelCells += int64(f.model.cells[i])
 	}
 	return r
+}
+
+// Marginal returns the model's distribution over the sorted universe
+// columns cols (mixed radix, the first column most significant; shares
+// summing to 1), or an error when cols lie in no one clique of the
+// junction tree. Post-processing of the DP fit.
+func (r *FactoredResult) Marginal(cols []int) ([]float64, error) {
+	if r.model == nil {
+		return nil, fmt.Errorf("%w: no model", ErrInvalidInput)
+	}
+	return r.model.marginal(cols)
 }
 
 // Counts draws Rows rows from the model and emits the count of every

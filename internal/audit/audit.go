@@ -18,10 +18,14 @@ import (
 // ErrInvalidOptions is wrapped by errors about audit options.
 var ErrInvalidOptions = errors.New("audit: invalid options")
 
-// ErrVacuous is wrapped by the error of an audit whose every event had
-// probability 0 on both inputs or 1 on both (its statistic was constant,
-// or its events never split the outputs): such an audit reports ε ≥ 0 and
-// cannot fail whatever the mechanism does.
+// ErrVacuous is wrapped by the error of an audit none of whose events could
+// have given evidence: every event (or its complement) occurred too rarely
+// on both inputs for any bound above 0, even against a count of 0 on the
+// other input (see [Result].Ceiling) — its statistic was constant, or
+// constant but for a few runs (the "mwem weighted family" statistic of
+// issue 39 differed in 1 run of 2,000), or its events never split the
+// outputs. Such an audit reports ε ≥ 0 and cannot fail whatever the
+// mechanism does.
 var ErrVacuous = errors.New("audit: vacuous")
 
 // Mechanism is one run of a randomised mechanism on a fixed input, drawing
@@ -119,9 +123,17 @@ type Result struct {
 	PLower, PUpper float64
 	// Degenerate is the number of events of the family that occurred in
 	// none of the runs on either input, or in all of them on both: they
-	// carry no evidence. When every event is degenerate the audit fails
-	// with [ErrVacuous] instead.
+	// carry no evidence.
 	Degenerate int
+	// Ceiling is the largest bound the family could have given with the
+	// counts observed on the side where each event was more frequent,
+	// had it occurred in no run on the other side: max over the events of
+	// ln((p_lo(max(k_D, k_D′)) − δ)/p_hi(0)) at the audit's level (−Inf
+	// when no numerator is positive). An audit whose claim is at or above
+	// its Ceiling could not have failed, whatever the other side did: a
+	// test shows its power by Ceiling > claim. When Ceiling ≤ 0 the audit
+	// fails with [ErrVacuous] instead.
+	Ceiling float64
 	// N is the number of runs per input; Events the number of events in
 	// the family (for RunScalar, thresholds each with its complement);
 	// Intervals the number of Clopper–Pearson intervals in the Bonferroni
@@ -246,13 +258,18 @@ func summarise(names []string, cD, cP []int64, opt Options, events, intervals in
 	n := int64(opt.N)
 	alpha := (1 - opt.Confidence) / float64(intervals)
 	res := Result{Confidence: opt.Confidence, N: opt.N, Events: events, Intervals: intervals}
+	res.Ceiling = math.Inf(-1)
 	for i := range names {
 		if cD[i] == cP[i] && (cD[i] == 0 || cD[i] == n) {
 			res.Degenerate++
 		}
+		res.Ceiling = math.Max(res.Ceiling, bound(max(cD[i], cP[i]), 0, n, opt.Delta, alpha).eps)
 	}
 	if res.Degenerate == len(names) {
 		return res, fmt.Errorf("%w: each of the %d events (e.g. %q) occurred in none or all of the %d runs on both inputs: the statistic does not vary, so the audit cannot fail", ErrVacuous, len(names), names[0], opt.N)
+	}
+	if !(res.Ceiling > 0) {
+		return res, fmt.Errorf("%w: no event of the %d (e.g. %q) occurred often enough on either input, in %d runs, to give a bound above 0 even against no occurrence on the other: the statistic hardly varies, so the audit cannot fail", ErrVacuous, len(names), names[0], opt.N)
 	}
 	best := candidate{eps: math.Inf(-1)}
 	for i := range names {

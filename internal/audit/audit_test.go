@@ -198,7 +198,7 @@ func TestRunScalarNaN(t *testing.T) {
 
 // TestVacuousAudit checks that an audit whose statistic does not vary on
 // both inputs — the "mwem weighted family" case of issue 27, 0.5 in every
-// run — is refused with ErrVacuous instead of passing with a bound of 0,
+// run, and of issue 39, 0.5 in all runs but one of 2,000 — is refused with ErrVacuous instead of passing with a bound of 0,
 // in RunScalar and in Run, while an audit with one degenerate event among
 // informative ones runs and counts it.
 func TestVacuousAudit(t *testing.T) {
@@ -207,6 +207,16 @@ func TestVacuousAudit(t *testing.T) {
 	constant := func(dp.Source) float64 { return 0.5 }
 	noisy := func(c float64) Mechanism[float64] {
 		return func(src dp.Source) float64 { return c + dp.Laplace(src, 1) }
+	}
+	// rarely(k, n) is 0.5 except in about k runs of n, where it is a
+	// fresh uniform draw.
+	rarely := func(k, n uint64) Mechanism[float64] {
+		return func(src dp.Source) float64 {
+			if src.Uint64()%n < k {
+				return dp.Uniform(src)
+			}
+			return 0.5
+		}
 	}
 	never := Event[float64]{Name: "x > 1e9", In: func(x float64) bool { return x > 1e9 }}
 	always := Event[float64]{Name: "x > -1e9", In: func(x float64) bool { return x > -1e9 }}
@@ -219,6 +229,13 @@ func TestVacuousAudit(t *testing.T) {
 	}{
 		{"scalar, constant on both", func() (Result, error) { return RunScalar(ctx, constant, constant, opt) }, true, 0},
 		{"scalar, constant on one", func() (Result, error) { return RunScalar(ctx, constant, noisy(0), opt) }, false, 0},
+		// Issue 39: constant but for one run in 2,000 on each input.
+		{"scalar, constant but for one run", func() (Result, error) {
+			return RunScalar(ctx, rarely(1, 2000), rarely(1, 2000), opt)
+		}, true, 0},
+		{"scalar, constant but for a tenth of the runs", func() (Result, error) {
+			return RunScalar(ctx, rarely(200, 2000), rarely(200, 2000), opt)
+		}, false, 0},
 		{"events, all trivial", func() (Result, error) {
 			return Run(ctx, noisy(0), noisy(1), []Event[float64]{never, always}, opt)
 		}, true, 0},

@@ -1,0 +1,297 @@
+package pmw
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/internal/audit"
+)
+
+// The factored audits below each look at one step of [RunFactored]'s proof
+// with a pair and a statistic chosen so that a bug in that step moves the
+// statistic far beyond the claim, and each claim is computed here from the
+// documented formulas (dp.RhoForBudget, the split of [RunFactored]'s doc
+// comment), never from the code under test. Each runs honestly by default
+// (so that a bug planted in the code fails it) and with a mutation knob
+// (so that the audit is known to see that bug). Confidence 1 − 10⁻⁶ per
+// audit (Clopper–Pearson, Bonferroni over the events).
+
+// factAuditRuns is the runs per input of the factored audits: 3,000 by
+// default, 12,000 with SYNTH_SLOW_AUDITS. The power at 3,000 is stated
+// with each audit.
+func factAuditRuns() int {
+	if slowAudits() {
+		return 12_000
+	}
+	return 3_000
+}
+
+// documentedRho is ρ of a factored run at (ε, δ) without n̂ (NoNHat): the
+// largest ρ whose zCDP conversion fits (ε, δ).
+func documentedRho(t testing.TB, eps, delta float64) float64 {
+	t.Helper()
+	rho, err := dp.RhoForBudget(dp.Budget{Epsilon: eps, Delta: delta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rho
+}
+
+// zcdpClaim is the ε′ at δ′ = zcdpAuditDelta of a ρ-zCDP mechanism.
+func zcdpClaim(t testing.TB, rho float64) float64 {
+	t.Helper()
+	e, err := dp.RhoToEpsilon(rho, zcdpAuditDelta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// tableTruth serves the marginals of a dense table over binary columns.
+func tableTruth(sizes []int, full []int64) Truth {
+	return func(_ context.Context, set []int) ([]int64, error) {
+		out := make([]int64, cellsOf(sizes, set))
+		for x, k := range projectCells(sizes, seqInts(len(sizes)), set) {
+			out[k] += full[x]
+		}
+		return out, nil
+	}
+}
+
+// factMech runs RunFactored on the columns of sizes with truth and cfg and
+// returns stat of the result.
+func factMech(sizes []int, fams []Family, truth Truth, cfg Config, stat func(*FactoredResult) float64) audit.Mechanism[float64] {
+	names := make([]string, len(sizes))
+	for i := range names {
+		names[i] = string(rune('a' + i))
+	}
+	return func(src dp.Source) float64 {
+		res, err := RunFactored(context.Background(), src, names, sizes, fams, truth, cfg)
+		if err != nil {
+			panic(err)
+		}
+		return stat(res)
+	}
+}
+
+// cell0Share is the model's share of cell 0 of column 0.
+func cell0Share(r *FactoredResult) float64 {
+	mu, err := r.Marginal([]int{0})
+	if err != nil {
+		panic(err)
+	}
+	return mu[0]
+}
+
+// factRoundsRounds is the fixed T of the rounds audit: a round that takes
+// the whole rounds' budget instead of its 1/T share spends T times its ρ.
+const factRoundsRounds = 32
+
+// TestAuditFactoredRounds audits the factored run with T = 16 fixed
+// rounds on one column of two cells, (3,000, 7,000) on D′ and Δ̃ = 20 more
+// in cell 0 on D; every round can only measure that column, so the
+// model's share of cell 0 is the precision-weighted mean of the initial
+// and the 16 round measurements. Claim: the run's ρ (dp.RhoForBudget at
+// ε = 0.9, δ = 10⁻⁶, no n̂: ρ ≈ 0.015…), audited at δ′ = 10⁻² against
+// ε′ = RhoToEpsilon(ρ, δ′). The planted bug draws every round's noise
+// from the whole rounds' budget instead of its 1/T share (σ/4, ρ of the
+// rounds ×16): at 3,000 runs it gave an ε lower bound far above the claim
+// (see the log); the honest run stays below.
+func TestAuditFactoredRounds(t *testing.T) {
+	t.Parallel()
+	const eps, delta = 4.0, 1e-6
+	sizes := []int{2}
+	fams := []Family{Marginal([]int{0})}
+	dPrime := tableTruth(sizes, []int64{3000, 7000})
+	d := tableTruth(sizes, []int64{3000 + auditSens, 7000})
+	claim := zcdpClaim(t, documentedRho(t, eps, delta))
+	for _, tc := range []struct {
+		name  string
+		knob  func(*Config)
+		catch bool
+	}{
+		{"honest", nil, false},
+		{"every round's noise from the whole rounds' budget", func(c *Config) { c.testWholeBudget = true }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := Config{Epsilon: eps, Delta: delta, Sensitivity: auditSens, NoNHat: true, Rounds: factRoundsRounds, testFixedN: 10_000}
+			if tc.knob != nil {
+				tc.knob(&cfg)
+			}
+			m, mp := factMech(sizes, fams, d, cfg, cell0Share), factMech(sizes, fams, dPrime, cfg, cell0Share)
+			requireVarying(t, m, mp)
+			res := runScalarAudit(t, m, mp, factAuditRuns(), zcdpAuditDelta)
+			checkAudit(t, tc.name, res, claim, tc.catch)
+		})
+	}
+}
+
+// checkAudit logs res and fails t unless the bound exceeds claim exactly
+// when catch is set.
+func checkAudit(t *testing.T, name string, res audit.Result, claim float64, catch bool) {
+	t.Helper()
+	t.Logf("%s: ε lower bound %.3f (claim %.3f), event %s, counts %d / %d of %d",
+		name, res.EpsilonLowerBound, claim, res.Event, res.CountD, res.CountDPrime, res.N)
+	if !(res.Ceiling > claim) {
+		t.Fatalf("the audit could not have failed: its events' ceiling %.3f is at or below the claim %.3f", res.Ceiling, claim)
+	}
+	if catch && !(res.EpsilonLowerBound > claim) {
+		t.Fatalf("planted bug not caught: ε lower bound %v ≤ claimed %v", res.EpsilonLowerBound, claim)
+	}
+	if !catch && res.EpsilonLowerBound > claim {
+		t.Fatalf("ε lower bound %v > claimed %v (event %s)", res.EpsilonLowerBound, claim, res.Event)
+	}
+}
+
+// TestAuditFactoredSelection audits the first round's selection alone:
+// three binary columns a, b, c with b and c each following a
+// (P[b = a] = P[c = a] = 0.8, 100,000 rows on D′), workload marginal(a, b)
+// and marginal(a, c), so the candidates {a, b} and {a, c} weigh w = 2 =
+// w_max and tie on D′ by the symmetry b ↔ c. The lens testInitTruth
+// measures the initial 1-way marginals from D′'s on both inputs, so the
+// first selection is the only use of the data before the statistic (1
+// when round 1 measures {a, b}). D adds Δ̃ = 20 rows at (0, 0, 1): the
+// score of {a, b} rises by w·Δ̃ and that of {a, c} falls by w·Δ̃, the most
+// the exponential mechanism's guarantee allows. Claim: ε_1 = √(8·0.1·ρ_1)
+// with ρ_1 = ρ − 0.9·d·ρ/(T + 0.9·d), T = 1, d = 3 (the documented split),
+// pure DP. The planted bugs: the score's sensitivity halved (ε_1 doubled)
+// and taken as one row.
+//
+// Power at 3,000 runs: the honest selection gives P[{a, c} on D] =
+// 1/(1 + e^ε₁) against ½ on D′, a log ratio of ln((1 + e^ε₁)/2) = 2.1 at
+// ε₁ = 2.7; the halved sensitivity makes it ln((1 + e^{2ε₁})/2) ≈ 4.7,
+// about 30 runs of 3,000 on D, whose upper confidence bound at 1 − 10⁻⁶
+// (over 4 intervals) is below 0.025: the bound ln(0.47/0.025) ≈ 2.9 is
+// above the claim 2.7.
+func TestAuditFactoredSelection(t *testing.T) {
+	t.Parallel()
+	const eps, delta = 70.0, 1e-6
+	sizes := []int{2, 2, 2}
+	var fullD, fullP []int64
+	for x := range 8 {
+		a, b, c := x>>2, x>>1&1, x&1
+		n := int64(50_000)
+		for _, y := range []int{b, c} {
+			if y == a {
+				n = n * 8 / 10
+			} else {
+				n = n * 2 / 10
+			}
+		}
+		fullP = append(fullP, n)
+		if x == 1 {
+			n += auditSens
+		}
+		fullD = append(fullD, n)
+	}
+	fams := []Family{Marginal([]int{0, 1}), Marginal([]int{0, 2})}
+	rho := documentedRho(t, eps, delta)
+	const d, T = 3.0, 1.0
+	rho1 := rho - 0.9*d*rho/(T+0.9*d)
+	claim := math.Sqrt(8 * 0.1 * rho1)
+	first := func(r *FactoredResult) float64 {
+		for _, s := range r.Selections {
+			if s.Round == 1 {
+				if slices.Equal(s.Columns, []int{0, 1}) {
+					return 1
+				}
+				return 0
+			}
+		}
+		panic("no first round")
+	}
+	for _, tc := range []struct {
+		name  string
+		knob  func(*Config)
+		catch bool
+	}{
+		{"honest", nil, false},
+		{"score sensitivity halved", func(c *Config) { c.testSelSensHalf = true }, true},
+		{"score sensitivity one row", func(c *Config) { c.testSelSens1 = true }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := Config{Epsilon: eps, Delta: delta, Sensitivity: auditSens, NoNHat: true, Rounds: 1,
+				testInitTruth: tableTruth(sizes, fullP)}
+			if tc.knob != nil {
+				tc.knob(&cfg)
+			}
+			m := factMech(sizes, fams, tableTruth(sizes, fullD), cfg, first)
+			mp := factMech(sizes, fams, tableTruth(sizes, fullP), cfg, first)
+			requireVarying(t, m, mp)
+			res, err := audit.Run(context.Background(), m, mp, []audit.Event[float64]{
+				{Name: "round 1 measures {a,b}", In: func(x float64) bool { return x == 1 }},
+				{Name: "round 1 measures {a,c}", In: func(x float64) bool { return x == 0 }},
+			}, audit.Options{N: factAuditRuns(), Confidence: 1 - 1e-6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAudit(t, tc.name, res, claim, tc.catch)
+		})
+	}
+}
+
+// TestAuditFactoredMeasureTruth audits a round's measurement of a
+// Config.MeasureTruth table (a privacy-unit release's L2-clipped
+// marginal) and its rescaling to the model's total: one column of two
+// cells whose truth is (1,000, 1,000) on both inputs (so the initial
+// marginals and every score are the same in distribution), MeasureTruth
+// (5,000, 5,000) on D′ and Δ̃ = 20 more in cell 0 on D (an L2 move of Δ̃),
+// and the lens testFixedN = 2,000 (the model's total, a DP output, the
+// same on both inputs). Its total exceeds the model's, so the table is
+// rescaled by a = n/(its noisy total): the published σ of round 1 is s·a.
+// Claim: the run's ρ at δ′ = 10⁻² (ε′ = RhoToEpsilon(ρ, δ′)). The planted
+// bug rescales by the true total instead: σ·n/T then differs between the
+// inputs in every run, caught at 3,000 runs with the bound
+// ln(3,000/~18) ≈ 5 against the claim; the statistics are the published σ
+// and the model's share of cell 0.
+func TestAuditFactoredMeasureTruth(t *testing.T) {
+	t.Parallel()
+	const eps, delta = 4.0, 1e-6
+	sizes := []int{2}
+	fams := []Family{Marginal([]int{0})}
+	truth := tableTruth(sizes, []int64{1000, 1000})
+	claim := zcdpClaim(t, documentedRho(t, eps, delta))
+	sigma1 := func(r *FactoredResult) float64 {
+		for _, s := range r.Selections {
+			if s.Round == 1 {
+				return s.Sigma
+			}
+		}
+		panic("no first round")
+	}
+	for _, tc := range []struct {
+		name  string
+		knob  func(*Config)
+		catch bool
+	}{
+		{"honest", nil, false},
+		{"rescaled by the true total", func(c *Config) { c.testL2TrueTotal = true }, true},
+	} {
+		for _, st := range []struct {
+			name string
+			f    func(*FactoredResult) float64
+		}{{"σ of round 1", sigma1}} {
+			t.Run(tc.name+"/"+st.name, func(t *testing.T) {
+				t.Parallel()
+				mk := func(meas []int64) audit.Mechanism[float64] {
+					cfg := Config{Epsilon: eps, Delta: delta, Sensitivity: auditSens, NoNHat: true, Rounds: 1,
+						MeasureTruth: tableTruth(sizes, meas), testFixedN: 2000}
+					if tc.knob != nil {
+						tc.knob(&cfg)
+					}
+					return factMech(sizes, fams, truth, cfg, st.f)
+				}
+				m, mp := mk([]int64{5000 + auditSens, 5000}), mk([]int64{5000, 5000})
+				requireVarying(t, m, mp)
+				res := runScalarAudit(t, m, mp, factAuditRuns(), zcdpAuditDelta)
+				checkAudit(t, fmt.Sprintf("%s (%s)", tc.name, st.name), res, claim, tc.catch)
+			})
+		}
+	}
+}
