@@ -177,6 +177,8 @@ const (
 	pairTipping
 	pairQuantile
 	pairSpread
+	pairHeavyL2  // the heavy pair on the factored model with Config.L2: X's vector is all in c0
+	pairLargeClip // 200 units of 64 rows in c1 and X of 64 rows in c0: the count's clip is ≥ 64
 )
 
 // auditMechWith is auditMech for a pair: pairHeavy and pairTipping as
@@ -214,15 +216,29 @@ func auditMechWith(t testing.TB, mut mutation, pair auditPair, withX, factored b
 		x = [2]int64{auditHeavy / 2, auditHeavy / 2}
 		factored = true
 	}
+	if pair == pairHeavyL2 {
+		factored = true
+	}
+	if pair == pairLargeClip {
+		st = memStats{}
+		st.add([2]int64{0, 64}, 200)
+		x = [2]int64{64, 0}
+	}
 	if withX {
 		st.add(x, 1)
 	}
 	cfg := Config{Epsilon: auditEps, Delta: auditDelta, Columns: spec.FoldColumns(f, s.Release.Columns), Universe: u,
-		Families: []pmw.Family{pmw.Marginal([]int{0})}, Bound: auditBound, AutoBound: quantile, Rounds: 2, mutation: mut}
+		Families: auditFamilies(), Bound: auditBound, AutoBound: quantile, Rounds: 2, mutation: mut}
 	if factored {
 		cfg.Universe, cfg.Factored, cfg.Names, cfg.Sizes = nil, true, []string{"o_cat"}, []int{2}
 	}
-	cfg.L2 = pair == pairSpread
+	cfg.L2 = pair == pairSpread || pair == pairHeavyL2
+	return unitMech(s, f, cfg, st)
+}
+
+// unitMech is one release (Prepare + Run) on stats with cfg, viewed as
+// auditOut.
+func unitMech(s *spec.Spec, f *hypergraph.Folding, cfg Config, st Stats) audit.Mechanism[auditOut] {
 	return func(src dp.Source) auditOut {
 		l, _ := dp.NewLedger(dp.Budget{Epsilon: auditEps, Delta: auditDelta})
 		p, err := Prepare(s, f, cfg, l)
@@ -234,13 +250,14 @@ func auditMechWith(t testing.TB, mut mutation, pair auditPair, withX, factored b
 			panic(err)
 		}
 		if res.Factored != nil {
-			// The factored model's share of c0, read off its rows (a
-			// function of the model and src: post-processing).
-			var c [2]float64
-			if err := res.Factored.Counts(src, func(cell, n int64) error { c[cell] += float64(n); return nil }); err != nil {
+			// The factored model's share of c0, read off its marginal
+			// (post-processing; rows sampled from it would add their own
+			// noise and hide a measurement 16 times too precise).
+			mu, err := res.Factored.Marginal([]int{0})
+			if err != nil {
 				panic(err)
 			}
-			return auditOut{rows: res.Rows, clip: res.Clip, bound: int64(p.Bound()), c0: c[0] / math.Max(c[0]+c[1], 1)}
+			return auditOut{rows: res.Rows, clip: res.Clip, bound: int64(p.Bound()), c0: mu[0]}
 		}
 		w := res.PMW.Weights
 		return auditOut{rows: res.Rows, clip: res.Clip, bound: int64(p.Bound()), c0: w[0] / (w[0] + w[1])}
@@ -255,7 +272,9 @@ func auditEvents() []audit.Event[auditOut] {
 		ev = append(ev, audit.Event[auditOut]{Name: name, In: in},
 			audit.Event[auditOut]{Name: "not " + name, In: func(o auditOut) bool { return !in(o) }})
 	}
-	for _, th := range []int64{980, 990, 995, 998, 1000, 1001, 1002, 1005, 1010, 1020, 1050, 1100, 2000} {
+	// The large-clip pair's join has 12,800 rows without X and 12,864
+	// with it: the last thresholds split them.
+	for _, th := range []int64{980, 990, 995, 998, 1000, 1001, 1002, 1005, 1010, 1020, 1050, 1100, 2000, 12800, 12820, 12832, 12845, 12864} {
 		add(fmt.Sprintf("rows ≤ %d", th), func(o auditOut) bool { return o.rows <= th })
 	}
 	for _, c := range clipCandidates[:12] {
@@ -378,11 +397,48 @@ func TestAuditPrivacyUnitFactored(t *testing.T) {
 	}
 }
 
+// auditFamilies is the workload: the marginal of the released column.
+func auditFamilies() []pmw.Family { return []pmw.Family{pmw.Marginal([]int{0})} }
+
+// runMechAudit audits a release given as two mechanisms (with X, without)
+// at runs per input.
+func runMechAudit(t *testing.T, m, mPrime audit.Mechanism[auditOut], runs int) audit.Result {
+	t.Helper()
+	res, err := audit.Run(context.Background(), m, mPrime, auditEvents(), audit.Options{N: runs, Delta: auditDelta, Confidence: 1 - 1e-6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// runPairAudit audits the release on pair with mut at runs per input.
+func runPairAudit(t *testing.T, mut mutation, pair auditPair, runs int) audit.Result {
+	t.Helper()
+	return runMechAudit(t, auditMechWith(t, mut, pair, true, false), auditMechWith(t, mut, pair, false, false), runs)
+}
+
+// checkUnitAudit logs res and fails t unless the bound exceeds the claim
+// exactly when caught is wanted; it also fails an audit that could not
+// have exceeded the claim whatever the mechanism did (Result.Ceiling).
+func checkUnitAudit(t *testing.T, name string, res audit.Result, caught bool) {
+	t.Helper()
+	t.Logf("%s: ε ≥ %.3f (claim %v, ceiling %.2f; event %q, %d vs %d of %d)", name, res.EpsilonLowerBound, auditEps, res.Ceiling, res.Event, res.CountD, res.CountDPrime, res.N)
+	if !(res.Ceiling > auditEps) {
+		t.Errorf("%s: the audit could not have failed: ceiling %.3f ≤ claim %v", name, res.Ceiling, auditEps)
+	}
+	if got := res.EpsilonLowerBound > auditEps; got != caught {
+		t.Errorf("%s: ε lower bound %v against the claim %v (want caught = %v)", name, res.EpsilonLowerBound, auditEps, caught)
+	}
+}
+
 // TestAuditPrivacyUnitAutoBound audits the release with a privately chosen
 // r (Config.AutoBound) on the pair whose true quantile tips with one unit
 // of one row: the honest release keeps its claim, and the planted bug that
 // takes r from the true scores (no noise in the choice) is caught through
-// the published r. The honest half runs with SYNTH_SLOW_AUDITS=1.
+// the published r. Both run by default at [mutantRuns] runs a side (a bug
+// planted in the code fails the honest half): the true quantile makes
+// r = 1 with X and 2 without in every run, so the event r ≤ 1 is N
+// against 0 and the bound ln(3,000/~18) ≈ 5 is far above the claim 2.
 func TestAuditPrivacyUnitAutoBound(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -391,46 +447,61 @@ func TestAuditPrivacyUnitAutoBound(t *testing.T) {
 		{"honest", mutNone},
 		{"r from the true quantile", mutTrueBound},
 	} {
-		if tc.mut == mutNone && os.Getenv("SYNTH_SLOW_AUDITS") == "" {
-			t.Log("honest audit skipped: set SYNTH_SLOW_AUDITS=1 (.ci/run does)")
-			continue
-		}
-		res, err := audit.Run(context.Background(), auditMechWith(t, tc.mut, pairQuantile, true, false), auditMechWith(t, tc.mut, pairQuantile, false, false),
-			auditEvents(), audit.Options{N: runsFor(tc.mut), Delta: auditDelta, Confidence: 1 - 1e-6})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: ε ≥ %.3f (claim %v; event %q, %d vs %d of %d)", tc.name, res.EpsilonLowerBound, auditEps, res.Event, res.CountD, res.CountDPrime, res.N)
-		if caught := res.EpsilonLowerBound > auditEps; caught != (tc.mut != mutNone) {
-			t.Errorf("%s: ε lower bound %v against the claim %v", tc.name, res.EpsilonLowerBound, auditEps)
-		}
+		checkUnitAudit(t, tc.name, runPairAudit(t, tc.mut, pairQuantile, mutantRuns()), tc.mut != mutNone)
+	}
+}
+
+// TestAuditPrivacyUnitLargeClip audits the row count on the pair whose
+// clip C is large: 200 units of 64 rows (in c1), and X of 64 rows (in c0),
+// so the clip's exponential mechanism picks C ≥ 64 (C = 45 would leave
+// all 200 units above it) and the clipped count moves by 64 with X. The
+// honest count's discrete Laplace noise has scale C/ε_N ≥ 580; the
+// planted bug that scales it to one row (1/ε_N ≈ 9) puts the counts of D
+// and D′ 64 apart under noise of 9: the event rows ≤ 12,820 then has
+// probability ≈ 0.004 on D against ≈ 0.9 on D′, a bound near 4 at 3,000
+// runs a side against the claim 2. (Every audit pair of the older tests
+// had C ≤ 2, where the two scales hardly differ.)
+func TestAuditPrivacyUnitLargeClip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mut  mutation
+	}{
+		{"honest", mutNone},
+		{"row count noised for one row instead of C", mutCountRow},
+	} {
+		checkUnitAudit(t, tc.name, runPairAudit(t, tc.mut, pairLargeClip, mutantRuns()), tc.mut != mutNone)
 	}
 }
 
 // TestAuditPrivacyUnitL2 audits the release with release.contribution_norm
-// l2 (each round's measured marginal clipped per unit to L2 norm r) on the
-// spread pair: the honest run keeps its claim, and measuring the tables
-// without the clip is caught.
+// l2 (each round's measured marginal clipped per unit to L2 norm r). By
+// default on the heavy pair, whose unit X has all its 1,000 rows in c0 (a
+// concentrated vector: its L2 norm is its L1 norm, so the clip leaves it
+// r = 16 rows' worth in c0), with the model's share of c0 read off its
+// marginal: the honest run keeps its claim; the tables measured without
+// the clip, and measured with noise for r/16 (each table counted 16
+// times), are caught. With SYNTH_SLOW_AUDITS also the spread pair (X half
+// in each cell) at 12,000 runs.
 func TestAuditPrivacyUnitL2(t *testing.T) {
-	if testing.Short() || os.Getenv("SYNTH_SLOW_AUDITS") == "" {
-		t.Skip("two audits of 12,000 factored runs a side: set SYNTH_SLOW_AUDITS=1 (.ci/run does)")
-	}
-	for _, tc := range []struct {
+	type tc struct {
 		name   string
 		mut    mutation
+		pair   auditPair
 		caught bool
-	}{
-		{"honest", mutNone, false},
-		{"L2 tables not clipped", mutNoL2Clip, true},
-	} {
-		res, err := audit.Run(context.Background(), auditMechWith(t, tc.mut, pairSpread, true, true), auditMechWith(t, tc.mut, pairSpread, false, true),
-			auditEvents(), audit.Options{N: runsFor(tc.mut), Delta: auditDelta, Confidence: 1 - 1e-6})
-		if err != nil {
-			t.Fatal(err)
+	}
+	cases := []tc{
+		{"honest", mutNone, pairHeavyL2, false},
+		{"L2 tables not clipped", mutNoL2Clip, pairHeavyL2, true},
+		{"L2 tables noised for r/16", mutL2Scale16, pairHeavyL2, true},
+	}
+	if os.Getenv("SYNTH_SLOW_AUDITS") != "" && !testing.Short() {
+		cases = append(cases, tc{"spread pair, honest", mutNone, pairSpread, false}, tc{"spread pair, L2 tables not clipped", mutNoL2Clip, pairSpread, true})
+	}
+	for _, c := range cases {
+		runs := mutantRuns()
+		if c.pair == pairSpread {
+			runs = runsFor(c.mut)
 		}
-		t.Logf("%s: ε ≥ %.3f (claim %v; event %q, %d vs %d of %d)", tc.name, res.EpsilonLowerBound, auditEps, res.Event, res.CountD, res.CountDPrime, res.N)
-		if caught := res.EpsilonLowerBound > auditEps; caught != tc.caught {
-			t.Errorf("%s: ε lower bound %v against the claim %v (want caught = %v)", tc.name, res.EpsilonLowerBound, auditEps, tc.caught)
-		}
+		checkUnitAudit(t, c.name, runPairAudit(t, c.mut, c.pair, runs), c.caught)
 	}
 }

@@ -147,6 +147,8 @@ const (
 	mutExactCount          // the row count without noise
 	mutTrueBound           // the automatic r is the true quantile (no noise in the choice)
 	mutNoL2Clip            // the L2-clipped measurements are not clipped at all
+	mutCountRow            // the row count noised for one row instead of the clip C
+	mutL2Scale16           // each L2-clipped table counted 16 times (its noise 16 times too small against a unit's weight)
 )
 
 // Stats is what a run reads from the engine: aggregates only.
@@ -530,6 +532,11 @@ func (p *Plan) l2Truth(stats Stats, h *hypergraph.Hypergraph, sizes []int, grid,
 		if err != nil {
 			return nil, err
 		}
+		if p.cfg.mutation == mutL2Scale16 {
+			for i := range cells {
+				cells[i].Count *= 16 // planted bug: the table noised as if r were 16 times smaller
+			}
+		}
 		tab := make([]int64, n)
 		for _, c := range cells {
 			if c.Index < 0 || c.Index >= int64(n) {
@@ -591,6 +598,9 @@ func (p *Plan) count(src dp.Source, degs []engine.UnitDegree) (rows, clip int64,
 		sum += min(d.Rows, clip) * d.Units
 	}
 	scale = dp.NoiseScale(float64(clip), p.epsN)
+	if p.cfg.mutation == mutCountRow {
+		scale = dp.NoiseScale(1, p.epsN) // planted bug: one row's sensitivity, not C's
+	}
 	if p.cfg.mutation != mutExactCount {
 		smp, err := dp.NewDiscreteLaplace(scale)
 		if err != nil {
