@@ -177,7 +177,7 @@ const (
 	pairTipping
 	pairQuantile
 	pairSpread
-	pairHeavyL2  // the heavy pair on the factored model with Config.L2: X's vector is all in c0
+	pairHeavyL2   // the heavy pair on the factored model with Config.L2: X's vector is all in c0
 	pairLargeClip // 200 units of 64 rows in c1 and X of 64 rows in c0: the count's clip is ≥ 64
 )
 
