@@ -179,6 +179,7 @@ const (
 	pairSpread
 	pairHeavyL2   // the heavy pair on the factored model with Config.L2: X's vector is all in c0
 	pairLargeClip // 200 units of 64 rows in c1 and X of 64 rows in c0: the count's clip is ≥ 64
+	pairL2Rescaled // L2 on the factored model: 50 units of (8, 24) rows and X of (1,000, 0); the L2 tables outweigh the model's total
 )
 
 // auditMechWith is auditMech for a pair: pairHeavy and pairTipping as
@@ -219,6 +220,17 @@ func auditMechWith(t testing.TB, mut mutation, pair auditPair, withX, factored b
 	if pair == pairHeavyL2 {
 		factored = true
 	}
+	if pair == pairL2Rescaled {
+		// Each light unit weighs 16 rows under the L1 bound (½ a row
+		// each) and √640 ≈ 25.3 rows' worth under the L2 clip (0.63 a
+		// row): the L2 tables' total, about 1,010 rows, exceeds the
+		// model's, about 800, so every round's table is rescaled to the
+		// model's total and the model's share of c0 (≈ ¼) follows the
+		// round measurements rather than the noise of that total.
+		st = memStats{}
+		st.add([2]int64{8, 24}, 50)
+		factored = true
+	}
 	if pair == pairLargeClip {
 		st = memStats{}
 		st.add([2]int64{0, 64}, 200)
@@ -232,7 +244,7 @@ func auditMechWith(t testing.TB, mut mutation, pair auditPair, withX, factored b
 	if factored {
 		cfg.Universe, cfg.Factored, cfg.Names, cfg.Sizes = nil, true, []string{"o_cat"}, []int{2}
 	}
-	cfg.L2 = pair == pairSpread || pair == pairHeavyL2
+	cfg.L2 = pair == pairSpread || pair == pairHeavyL2 || pair == pairL2Rescaled
 	return unitMech(s, f, cfg, st)
 }
 
@@ -283,7 +295,7 @@ func auditEvents() []audit.Event[auditOut] {
 	for _, c := range boundLadder[:6] {
 		add(fmt.Sprintf("r ≤ %d", c), func(o auditOut) bool { return o.bound <= c })
 	}
-	for _, th := range []float64{0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.01, 0.015, 0.02, 0.05, 0.2, 0.5} {
+	for _, th := range []float64{0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008, 0.01, 0.015, 0.02, 0.05, 0.2, 0.24, 0.245, 0.25, 0.255, 0.26, 0.265, 0.27, 0.5} {
 		add(fmt.Sprintf("share of c0 ≤ %g", th), func(o auditOut) bool { return o.c0 <= th })
 	}
 	return ev
@@ -492,7 +504,8 @@ func TestAuditPrivacyUnitL2(t *testing.T) {
 	cases := []tc{
 		{"honest", mutNone, pairHeavyL2, false},
 		{"L2 tables not clipped", mutNoL2Clip, pairHeavyL2, true},
-		{"L2 tables noised for r/16", mutL2Scale16, pairHeavyL2, true},
+		{"rescaled pair, honest", mutNone, pairL2Rescaled, false},
+		{"rescaled pair, L2 tables noised for r/16", mutL2Scale16, pairL2Rescaled, true},
 	}
 	if os.Getenv("SYNTH_SLOW_AUDITS") != "" && !testing.Short() {
 		cases = append(cases, tc{"spread pair, honest", mutNone, pairSpread, false}, tc{"spread pair, L2 tables not clipped", mutNoL2Clip, pairSpread, true})
