@@ -177,8 +177,8 @@ const (
 	pairTipping
 	pairQuantile
 	pairSpread
-	pairHeavyL2   // the heavy pair on the factored model with Config.L2: X's vector is all in c0
-	pairLargeClip // 200 units of 64 rows in c1 and X of 64 rows in c0: the count's clip is ≥ 64
+	pairHeavyL2    // the heavy pair on the factored model with Config.L2: X's vector is all in c0
+	pairLargeClip  // 200 units of 64 rows in c1 and X of 64 rows in c0: the count's clip is ≥ 64
 	pairL2Rescaled // L2 on the factored model: 50 units of (8, 24) rows and X of (1,000, 0); the L2 tables outweigh the model's total
 )
 

@@ -7,10 +7,26 @@
 //
 // The ledger is JSON lines. Each line is
 //
-//	{"entry": {...}, "sha256": "<hex of the entry's bytes>"}
+//	{"entry": {...}, "prev": "<sha256 of the line before>", "sha256": "<hex>"}
 //
-// where the checksum covers the exact bytes of the "entry" value as they
-// appear in the line. A line is appended with one write followed by an
+// where the checksum is SHA-256 of prev, a newline and the exact bytes of
+// the "entry" value as they appear in the line, and prev is the previous
+// line's checksum (64 zeros on the first line): a chain, so a deleted,
+// inserted or reordered line breaks it and is refused as corruption
+// ([ErrCorrupt]). Cutting off the last lines leaves a valid chain: that
+// only an anchor kept elsewhere (the entry count, the last checksum) could
+// show. Lines of the earlier format (no prev, a checksum of the entry
+// alone) are accepted as a prefix of the file, each checked on its own;
+// the first line written by this version chains to the last of them.
+//
+// # Refusals before the charge
+//
+// A ledger file that does not exist is refused ([ErrMissing]) unless the
+// run asks to create it ([Options].Create): a mistyped path would start a
+// fresh ledger with nothing spent. A lifetime above the one the ledger
+// records (ε or δ larger) is refused ([ErrLifetimeRaised]) unless the run
+// asks to raise it ([Options].RaiseLifetime); the entry then records the
+// lifetime it replaced (RaisedFrom). A line is appended with one write followed by an
 // fsync, under an exclusive flock(2) that is held from the read of the
 // history through the check to the fsync, so two runs that race cannot
 // both pass the check: the second reads the first's entry.

@@ -28,6 +28,14 @@ var (
 	ErrInvalid = errors.New("lifetime: invalid budget")
 	// ErrUnsupported is wrapped on platforms without flock(2).
 	ErrUnsupported = errors.New("lifetime: file locking is not supported on this platform")
+	// ErrLifetimeRaised is wrapped when a run passes a lifetime budget
+	// above the one the ledger records (ε or δ larger) without asking to
+	// raise it ([Options].RaiseLifetime); the run was not recorded.
+	ErrLifetimeRaised = errors.New("lifetime: the lifetime budget is above the one the ledger records")
+	// ErrMissing is wrapped when the ledger file does not exist and the
+	// run did not ask to create it ([Options].Create): a mistyped path
+	// would otherwise start a fresh ledger with nothing spent.
+	ErrMissing = errors.New("lifetime: the ledger file does not exist")
 )
 
 // Entry is one run recorded in a ledger.
@@ -50,6 +58,10 @@ type Entry struct {
 	// Lifetime is the lifetime budget the run was checked against; nil
 	// when it had none.
 	Lifetime *dp.Budget `json:"lifetime,omitempty"`
+	// RaisedFrom is the lifetime the ledger recorded before this run
+	// raised it ([Options].RaiseLifetime); nil when the run raised
+	// nothing.
+	RaisedFrom *dp.Budget `json:"raised_from,omitempty"`
 }
 
 // NewEntry returns the entry of a run with budget b, stamped now. A pure
@@ -86,7 +98,8 @@ type History struct {
 	// killed while appending, which read no data); 0 when there is none.
 	TornBytes int `json:"torn_bytes,omitempty"`
 
-	tornAt int64 // offset of the torn line, or the file size
+	tornAt int64  // offset of the torn line, or the file size
+	head   string // checksum of the last line (genesis when there is none): the next line's prev
 }
 
 // Lifetime returns the lifetime budget recorded by the latest entry that
@@ -180,19 +193,36 @@ func Remaining(entries []Entry, l dp.Budget) dp.Budget {
 	return dp.Budget{Epsilon: math.Max(0, l.Epsilon-c.Epsilon), Delta: math.Max(0, l.Delta-d)}
 }
 
-// line is one ledger line.
+// line is one ledger line. Prev is the previous line's SHA256 (genesis
+// on the first line); SHA256 covers Prev, a newline and the exact bytes of
+// Entry, so each line's checksum depends on every line before it. Lines
+// written before the chain (no prev) are checked on their own, and only
+// as a prefix of the file: see the package doc.
 type line struct {
 	Entry  json.RawMessage `json:"entry"`
+	Prev   string          `json:"prev,omitempty"`
 	SHA256 string          `json:"sha256"`
 }
 
-func encodeLine(e Entry) ([]byte, error) {
+// genesis is the prev of a ledger's first chained line.
+const genesis = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// chainSum is the checksum of an entry's bytes after the line prev.
+func chainSum(prev string, raw []byte) string {
+	h := sha256.New()
+	h.Write([]byte(prev))
+	h.Write([]byte{'\n'})
+	h.Write(raw)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// encodeLine is the line of e after the line whose checksum is prev.
+func encodeLine(e Entry, prev string) ([]byte, error) {
 	raw, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(raw)
-	b, err := json.Marshal(line{Entry: raw, SHA256: hex.EncodeToString(sum[:])})
+	b, err := json.Marshal(line{Entry: raw, Prev: prev, SHA256: chainSum(prev, raw)})
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +232,8 @@ func encodeLine(e Entry) ([]byte, error) {
 // parse reads a ledger's bytes. A final line without its newline is torn:
 // it is left out and reported in TornBytes.
 func parse(path string, data []byte) (*History, error) {
-	h := &History{Path: path, tornAt: int64(len(data))}
+	h := &History{Path: path, tornAt: int64(len(data)), head: genesis}
+	chained := false
 	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
 		h.TornBytes = len(data) - (i + 1)
 		h.tornAt = int64(i + 1)
@@ -219,10 +250,23 @@ func parse(path string, data []byte) (*History, error) {
 		if err := json.Unmarshal(text, &l); err != nil {
 			return nil, fmt.Errorf("%w: %s line %d: %v", ErrCorrupt, path, n, err)
 		}
-		sum := sha256.Sum256(l.Entry)
-		if hex.EncodeToString(sum[:]) != l.SHA256 {
+		switch {
+		case l.Prev == "" && chained:
+			return nil, fmt.Errorf("%w: %s line %d: a line without a chain after chained lines (moved or inserted; the spends recorded are unknown, so no run is allowed until it is repaired)", ErrCorrupt, path, n)
+		case l.Prev == "":
+			// A line of the format before the chain: its own checksum.
+			sum := sha256.Sum256(l.Entry)
+			if hex.EncodeToString(sum[:]) != l.SHA256 {
+				return nil, fmt.Errorf("%w: %s line %d: checksum mismatch (the line was altered; the spend it records is unknown, so no run is allowed until it is repaired)", ErrCorrupt, path, n)
+			}
+		case l.Prev != h.head:
+			return nil, fmt.Errorf("%w: %s line %d: it does not follow the line before it (a line was deleted, inserted or moved; the spends recorded are unknown, so no run is allowed until it is repaired)", ErrCorrupt, path, n)
+		case chainSum(l.Prev, l.Entry) != l.SHA256:
 			return nil, fmt.Errorf("%w: %s line %d: checksum mismatch (the line was altered; the spend it records is unknown, so no run is allowed until it is repaired)", ErrCorrupt, path, n)
+		default:
+			chained = true
 		}
+		h.head = l.SHA256
 		var e Entry
 		if err := json.Unmarshal(l.Entry, &e); err != nil {
 			return nil, fmt.Errorf("%w: %s line %d: %v", ErrCorrupt, path, n, err)
@@ -257,16 +301,41 @@ func Read(path string) (*History, error) {
 	return parse(path, data)
 }
 
-// Charge records e in the ledger at path (created if missing) when the
-// history with e fits the lifetime budget: lifetime, or when it is nil the
-// one recorded by the latest entry that has one (no lifetime at all:
-// every run is recorded, none refused). An exclusive lock is held from
+// Options are the choices of [ChargeWith]. The zero value refuses a
+// missing ledger and a raised lifetime.
+type Options struct {
+	// Lifetime is the run's lifetime budget; nil means the one recorded
+	// by the latest entry that has one.
+	Lifetime *dp.Budget
+	// RaiseLifetime allows a Lifetime above the recorded one (ε or δ
+	// larger); the entry records the lifetime it replaced (RaisedFrom).
+	RaiseLifetime bool
+	// Create creates the ledger file when it does not exist.
+	Create bool
+}
+
+// Charge is [ChargeWith] with Options{Lifetime: lifetime}: it refuses a
+// missing ledger ([ErrMissing]) and a lifetime above the recorded one
+// ([ErrLifetimeRaised]).
+func Charge(path string, e Entry, lifetime *dp.Budget) (*History, error) {
+	return ChargeWith(path, e, Options{Lifetime: lifetime})
+}
+
+// ChargeWith records e in the ledger at path when the history with e fits
+// the lifetime budget: o.Lifetime, or when it is nil the one recorded by
+// the latest entry that has one (no lifetime at all: every run is
+// recorded, none refused). A ledger file that does not exist is refused
+// ([ErrMissing], nothing created) unless o.Create; a lifetime above the
+// recorded one is refused ([ErrLifetimeRaised]) unless o.RaiseLifetime,
+// and a raise is recorded in the entry (RaisedFrom). A lower lifetime is
+// always accepted (it only tightens) and becomes the recorded one. An exclusive lock is held from
 // reading the history to the fsync of the new line, so concurrent runs
 // are charged one after the other and cannot both pass. A refused run
 // returns an error wrapping [ErrExceeded] and leaves the file unchanged
 // (but for a torn final line, which is cut off). On success the history
 // returned includes e.
-func Charge(path string, e Entry, lifetime *dp.Budget) (*History, error) {
+func ChargeWith(path string, e Entry, o Options) (*History, error) {
+	lifetime := o.Lifetime
 	if err := e.validate(); err != nil {
 		return nil, err
 	}
@@ -276,7 +345,14 @@ func Charge(path string, e Entry, lifetime *dp.Budget) (*History, error) {
 		}
 	}
 	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	flags := os.O_RDWR
+	if o.Create {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s (a mistyped path would start a fresh ledger with nothing spent; to start a new ledger there, ask to create it: synth's --create-ledger)", ErrMissing, path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lifetime: %w", err)
 	}
@@ -305,8 +381,17 @@ func Charge(path string, e Entry, lifetime *dp.Budget) (*History, error) {
 			return nil, fmt.Errorf("lifetime: cut the torn final line of %s: %w", path, err)
 		}
 	}
+	recorded := h.Lifetime()
+	if lifetime != nil && recorded != nil && (lifetime.Epsilon > recorded.Epsilon || lifetime.Delta > recorded.Delta) {
+		if !o.RaiseLifetime {
+			return nil, fmt.Errorf("%w: %s records the lifetime (ε = %g, δ = %g); this run passes (ε = %g, δ = %g) (to raise it, ask to: synth's --raise-lifetime; the raise is recorded)",
+				ErrLifetimeRaised, path, recorded.Epsilon, recorded.Delta, lifetime.Epsilon, lifetime.Delta)
+		}
+		r := *recorded
+		e.RaisedFrom = &r
+	}
 	if lifetime == nil {
-		lifetime = h.Lifetime()
+		lifetime = recorded
 	}
 	if lifetime != nil {
 		all := append(h.Entries[:len(h.Entries):len(h.Entries)], e)
@@ -320,7 +405,7 @@ func Charge(path string, e Entry, lifetime *dp.Budget) (*History, error) {
 		l := *lifetime
 		e.Lifetime = &l
 	}
-	b, err := encodeLine(e)
+	b, err := encodeLine(e, h.head)
 	if err != nil {
 		return nil, fmt.Errorf("lifetime: %w", err)
 	}

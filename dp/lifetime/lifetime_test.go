@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,7 +46,7 @@ func helperMain(mode, path string) int {
 		if err := lockFile(f, true); err != nil {
 			return 1
 		}
-		b, _ := encodeLine(NewEntry("release", "killed", "sha256:y", dp.Budget{Epsilon: 0.5, Delta: 0}, false))
+		b, _ := encodeLine(NewEntry("release", "killed", "sha256:y", dp.Budget{Epsilon: 0.5, Delta: 0}, false), genesis)
 		st, _ := f.Stat()
 		if _, err := f.WriteAt(b[:len(b)/2], st.Size()); err != nil {
 			return 1
@@ -79,7 +78,7 @@ func TestChargeRefusesPastLifetime(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "ledger.jsonl")
+			path := newLedger(t)
 			l := tc.lifetime
 			for i, b := range tc.runs {
 				_, err := Charge(path, NewEntry("release", "test", "sha256:x", b, false), &l)
@@ -168,7 +167,7 @@ func repeat2(e Entry, n int) []Entry {
 
 // Many goroutines race for a lifetime that affords exactly 3 runs.
 func TestChargeConcurrentGoroutines(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.jsonl")
+	path := newLedger(t)
 	l := budget(1, 1e-6)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -205,7 +204,7 @@ func TestChargeConcurrentProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
-	path := filepath.Join(t.TempDir(), "ledger.jsonl")
+	path := newLedger(t)
 	const n = 8
 	cmds := make([]*exec.Cmd, n)
 	for i := range cmds {
@@ -241,7 +240,7 @@ func TestChargeConcurrentProcesses(t *testing.T) {
 // line: readers ignore it, its lock dies with it, and the next charge cuts
 // it off and appends a whole line.
 func TestTornWriteKilledProcess(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.jsonl")
+	path := newLedger(t)
 	l := budget(1, 1e-6)
 	if _, err := Charge(path, NewEntry("release", "first", "sha256:a", budget(0.2, 1e-7), false), &l); err != nil {
 		t.Fatal(err)
@@ -296,7 +295,7 @@ func TestTornWriteKilledProcess(t *testing.T) {
 // Truncating the last line anywhere leaves a readable ledger that keeps
 // every whole entry; altering a byte of a whole line is corruption.
 func TestTruncatedAndCorruptLines(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.jsonl")
+	path := newLedger(t)
 	for i := range 3 {
 		if _, err := Charge(path, NewEntry("answer", "m", "sha256:x", budget(0.1*float64(i+1), 0), false), nil); err != nil {
 			t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 type ledgerFlags struct {
 	path           string
 	epsilon, delta float64
+	create, raise  bool
 }
 
 const ledgerHelp = `Lifetime budget ledger:
@@ -36,13 +37,21 @@ const ledgerHelp = `Lifetime budget ledger:
   reading data. Runs compose by basic composition (Σε, Σδ) or, when it is
   tighter, by zCDP for the pure ε-DP runs (Σρ converted to ε at the δ the
   other runs leave; Canonne–Kamath–Steinke 2020) plus basic composition
-  for the others. 'synth budget' prints the history and what is left.`
+  for the others. 'synth budget' prints the history and what is left.
+  Each line's checksum covers the line before it, so a deleted, inserted
+  or reordered line is refused as corruption. A ledger file that does not
+  exist is refused (a mistyped path would start again at nothing spent)
+  unless --create-ledger is given; a lifetime above the one the ledger
+  records is refused unless --raise-lifetime is given (the raise is
+  recorded in the run's entry).`
 
 func (l *ledgerFlags) register(cmd *cobra.Command) {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&l.path, "ledger", "", "lifetime budget ledger file: release and answer record their budget there before reading data (replaces privacy.ledger)")
 	pf.Float64Var(&l.epsilon, "lifetime-epsilon", 0, "lifetime ε of the ledger: a run that would take the recorded runs past it is refused (replaces privacy.lifetime.epsilon)")
 	pf.Float64Var(&l.delta, "lifetime-delta", 0, "lifetime δ of the ledger (replaces privacy.lifetime.delta)")
+	pf.BoolVar(&l.create, "create-ledger", false, "create the ledger file when it does not exist (without it a missing ledger is refused: a mistyped path would start again at nothing spent)")
+	pf.BoolVar(&l.raise, "raise-lifetime", false, "accept a lifetime budget above the one the ledger records (recorded in the run's entry)")
 }
 
 // resolve returns the ledger file and the lifetime budget of a run on spec
@@ -96,7 +105,7 @@ func chargeLedger(cmd *cobra.Command, g *globalOptions, s *spec.Spec, command, m
 		return err
 	}
 	e := lifetime.NewEntry(command, mechanism, specDigest(s), b, g.seedSet)
-	h, err := lifetime.Charge(path, e, life)
+	h, err := lifetime.ChargeWith(path, e, lifetime.Options{Lifetime: life, Create: g.ledger.create, RaiseLifetime: g.ledger.raise})
 	if err != nil {
 		return err
 	}
@@ -229,5 +238,8 @@ func writeBudget(w io.Writer, doc budgetJSON) error {
 	return err
 }
 
-// isLedgerRefusal reports whether err is a lifetime budget refusal.
-func isLedgerRefusal(err error) bool { return errors.Is(err, lifetime.ErrExceeded) }
+// isLedgerRefusal reports whether err is a refusal of the lifetime budget
+// ledger: past the lifetime, a raised lifetime, a missing ledger file.
+func isLedgerRefusal(err error) bool {
+	return errors.Is(err, lifetime.ErrExceeded) || errors.Is(err, lifetime.ErrLifetimeRaised) || errors.Is(err, lifetime.ErrMissing)
+}

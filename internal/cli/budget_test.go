@@ -39,11 +39,27 @@ func TestLedgerRefusesRelease(t *testing.T) {
 	withLedger(t, specPath, ", lifetime: {epsilon: 2.5, delta: 1e-5}")
 	ledger := filepath.Join(dir, "ledger.jsonl")
 	out := filepath.Join(dir, "out")
-	mustRun(t, "release", "--config", specPath, "--out", out, "--seed", "1")
+	// The spec names a ledger that does not exist yet: refused (exit 2,
+	// nothing created) until --create-ledger says to start it.
+	if r := run(t, "release", "--config", specPath, "--out", out, "--seed", "1"); r.code != ExitUsage || !strings.Contains(r.stderr, "does not exist") {
+		t.Fatalf("a missing ledger: exit %d, want 2\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(ledger); !os.IsNotExist(err) {
+		t.Fatalf("a refused run created the ledger: %v", err)
+	}
+	mustRun(t, "release", "--config", specPath, "--out", out, "--seed", "1", "--create-ledger")
 	mustRun(t, "release", "--config", specPath, "--out", out, "--overwrite", "--seed", "2")
 	if es := readLedger(t, ledger); len(es) != 2 || es[0].Command != "release" || es[0].Epsilon != 1 || es[0].Delta != 1e-6 || !es[0].Seeded ||
 		!strings.HasPrefix(es[0].SpecDigest, "sha256:") || es[0].Lifetime == nil || es[0].Lifetime.Epsilon != 2.5 {
 		t.Fatalf("ledger entries: %+v", es)
+	}
+	// A lifetime above the recorded one is refused unless raised
+	// explicitly (the raise is then recorded); this one is refused.
+	if r := run(t, "release", "--config", specPath, "--out", out, "--overwrite", "--lifetime-epsilon", "5"); r.code != ExitUsage || !strings.Contains(r.stderr, "--raise-lifetime") {
+		t.Fatalf("a raised lifetime: exit %d, want 2\n%s", r.code, r.stderr)
+	}
+	if es := readLedger(t, ledger); len(es) != 2 {
+		t.Fatalf("a refused raise was recorded: %d entries", len(es))
 	}
 	// Break the data: a release that reads it fails with exit 1.
 	if err := os.WriteFile(filepath.Join(dir, "b.csv"), []byte("aid,size\n1,XXL\n"), 0o644); err != nil {
@@ -75,7 +91,7 @@ func TestLedgerAnswerAndBudget(t *testing.T) {
 	specPath, dir := writeTiny(t, tinyOptions{delta: "0"})
 	ledger := filepath.Join(dir, "answers.jsonl")
 	q := "SELECT COUNT(*) FROM a JOIN b ON b.aid = a.id"
-	args := []string{"--ledger", ledger, "--lifetime-epsilon", "1.2", "--lifetime-delta", "0", "answer", "--config", specPath, "--unit", "a", "--mechanism", "r2t", "--query", q, "--epsilon", "0.5"}
+	args := []string{"--ledger", ledger, "--create-ledger", "--lifetime-epsilon", "1.2", "--lifetime-delta", "0", "answer", "--config", specPath, "--unit", "a", "--mechanism", "r2t", "--query", q, "--epsilon", "0.5"}
 	mustRun(t, args...)
 	mustRun(t, args...)
 	// Broken data: the refusal must come before the data is read.

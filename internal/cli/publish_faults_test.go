@@ -149,7 +149,7 @@ func TestReleaseKillAtomic(t *testing.T) {
 	charges := 0
 	release := func(out, eps string, env ...string) ([]byte, error) {
 		cmd := synthCmd(bin, config, out, eps, env...)
-		cmd.Args = append(cmd.Args, "--ledger", ledger)
+		cmd.Args = append(cmd.Args, "--ledger", ledger, "--create-ledger")
 		b, err := cmd.CombinedOutput()
 		charges++ // every run below charges, killed or not
 		return b, err
