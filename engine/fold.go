@@ -34,7 +34,9 @@ type DuplicateKeyError struct {
 	Reason string
 }
 
-// Error names the table, the key column(s) and the duplicated value.
+// Error names the table and the key column(s), and for a public table
+// the duplicated value and its count (a private table's are left out:
+// see the comment inside).
 func (e *DuplicateKeyError) Error() string {
 	cols, val := e.Columns[0], fmt.Sprintf("%q", e.Value[0])
 	what := "column"
@@ -46,10 +48,16 @@ func (e *DuplicateKeyError) Error() string {
 		cols, val, what = "("+strings.Join(e.Columns, ", ")+")", "("+strings.Join(q, ", ")+")", "columns"
 	}
 	if e.Reason != "" {
+		// A private table's key: the message names neither the value nor
+		// its count. Error text travels beyond the custodian (CI logs,
+		// tickets, a colleague's terminal), and a private key value with
+		// the number of its rows is personal data (a customer id and how
+		// many orders it has). The fields keep both for the custodian:
+		// `synth inspect` prints them in its NON-PRIVATE section.
 		if e.Null {
-			return fmt.Sprintf("engine: table %s: primary key %s %s is NULL in %d row(s), e.g. %s (%s)", e.Table, what, cols, e.Count, val, e.Reason)
+			return fmt.Sprintf("engine: table %s: primary key %s %s is NULL in some row (%s; `synth inspect` shows the rows' count in its custodian section)", e.Table, what, cols, e.Reason)
 		}
-		return fmt.Sprintf("engine: table %s: primary key %s %s is not unique: value %s appears in %d rows (%s)", e.Table, what, cols, val, e.Count, e.Reason)
+		return fmt.Sprintf("engine: table %s: primary key %s %s is not unique: a value appears in more than one row (%s; `synth inspect` shows the value and its count in its custodian section)", e.Table, what, cols, e.Reason)
 	}
 	return fmt.Sprintf("engine: public table %s: primary key %s %s is not unique: value %s appears in %d rows "+
 		"(the table is folded into a private table as a lookup, which needs a unique key; fix the data or the declared primary_key)",

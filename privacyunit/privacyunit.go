@@ -132,6 +132,10 @@ type Config struct {
 	// release's levels, whose unit level holds exactly one row per unit
 	// and whose child levels take their sizes from the fan-outs).
 	NoCount bool
+	// KeysChecked tells Run that the caller ran [CheckKeys] on the same
+	// loaded tables before charging (the release does): Run then skips
+	// the key checks it makes otherwise.
+	KeysChecked bool
 
 	mutation mutation
 }
@@ -169,7 +173,7 @@ type Plan struct {
 	folding  *hypergraph.Folding
 	unit     string
 	key      engine.UnitKey
-	checks   []keyCheck
+	checks   []KeyCheck
 	bound    int64 // Grid·r, the sensitivity in grid units
 	epsQ     float64
 	epsN     float64
@@ -182,9 +186,59 @@ type Plan struct {
 	countSub string
 }
 
-type keyCheck struct {
-	table string
-	key   []string
+// KeyCheck is a primary key a privacy-unit release needs unique: Table's
+// declared Key.
+type KeyCheck struct {
+	Table string
+	Key   []string
+}
+
+// KeyChecks returns the keys a release of s under s.Privacy.Unit needs
+// unique, from the spec alone: the unit's, and every private table's that
+// a foreign key of the join points to (the parents on the ownership
+// paths): a duplicated parent key would let one child row join two parents
+// of different units, and deleting one unit would then change another's
+// rows. Nil when s has no unit.
+func KeyChecks(s *spec.Spec) []KeyCheck {
+	unit := s.Privacy.Unit
+	if unit == "" {
+		return nil
+	}
+	parents := map[string]bool{unit: true}
+	for _, eq := range s.Join {
+		for _, r := range []spec.ColumnRef{eq.Left, eq.Right} {
+			if tb := s.Table(r.Table); tb != nil && !tb.Public && len(tb.PrimaryKey) == 1 && tb.PrimaryKey[0] == r.Column {
+				parents[r.Table] = true
+			}
+		}
+	}
+	var out []KeyCheck
+	for _, tb := range s.Tables {
+		if parents[tb.Name] && len(tb.PrimaryKey) > 0 {
+			out = append(out, KeyCheck{Table: tb.Name, Key: slices.Clone(tb.PrimaryKey)})
+		}
+	}
+	return out
+}
+
+// KeyChecker reads a loaded table's key (engine.Engine has it).
+type KeyChecker interface {
+	CheckPrimaryKey(ctx context.Context, h *hypergraph.Hypergraph, table string, key []string) error
+}
+
+// CheckKeys runs [KeyChecks] of s on the loaded tables (h the original,
+// unfolded join) and returns the first failure (an
+// *engine.DuplicateKeyError for a duplicated or NULL key). It reads the
+// data and refuses the run on a property of it: callers run it before
+// they charge any budget, so that a refused run spends nothing (the
+// refusal is seen by the custodian, who holds the data).
+func CheckKeys(ctx context.Context, s *spec.Spec, h *hypergraph.Hypergraph, stats KeyChecker) error {
+	for _, c := range KeyChecks(s) {
+		if err := stats.CheckPrimaryKey(ctx, h, c.Table, c.Key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ErrOwnership wraps every refusal of a spec whose tables do not all belong
@@ -227,22 +281,7 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 		return nil, fmt.Errorf("privacyunit: unit %s is not in the join", unit)
 	}
 	p.key = engine.UnitKey{Relation: rel, Column: col}
-	// Keys to check: the unit's, and every private table a foreign key
-	// points to (the parents on the ownership paths). A duplicated parent
-	// key would let one child row join two parents of different units.
-	parents := map[string]bool{unit: true}
-	for _, eq := range s.Join {
-		for _, r := range []spec.ColumnRef{eq.Left, eq.Right} {
-			if tb := s.Table(r.Table); tb != nil && !tb.Public && len(tb.PrimaryKey) == 1 && tb.PrimaryKey[0] == r.Column {
-				parents[r.Table] = true
-			}
-		}
-	}
-	for _, tb := range s.Tables {
-		if parents[tb.Name] {
-			p.checks = append(p.checks, keyCheck{table: tb.Name, key: slices.Clone(tb.PrimaryKey)})
-		}
-	}
+	p.checks = KeyChecks(s)
 
 	share := cfg.CountShare
 	if share == 0 {
@@ -418,7 +457,10 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 	p.ran = true
 	orig := p.folding.Original()
 	for _, c := range p.checks {
-		if err := stats.CheckPrimaryKey(ctx, orig, c.table, c.key); err != nil {
+		if p.cfg.KeysChecked {
+			break
+		}
+		if err := stats.CheckPrimaryKey(ctx, orig, c.Table, c.Key); err != nil {
 			return nil, err
 		}
 	}

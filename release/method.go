@@ -344,6 +344,7 @@ func (unitMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
 		Columns: spec.FoldColumns(p.Folding, s.Release.Columns), Universe: p.Universe, Families: p.Families,
 		Bound: s.Release.Bound(), AutoBound: s.Release.ContributionBoundAuto, Noise: pmw.Noise(s.PMW.Noise), Rounds: p.Rounds, MaxRounds: p.MaxRounds, Progress: hk.Round,
 		Factored: p.Factored, Names: p.Names, Sizes: p.Sizes, L2: unitL2(s, p.Factored),
+		KeysChecked: true, // Run checked them before the charge (run.load)
 	}, l)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/synth-dp/synth/internal/version"
 	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/privacyunit"
 	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/release/publish"
 	"github.com/synth-dp/synth/release/synthfile"
@@ -47,6 +48,19 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	defer stage.Abort()
+	// The data is loaded and a unit's keys checked before any charge: a
+	// run refused on its inputs (a duplicated key, a folder that holds a
+	// release, a lost lock above) spends nothing.
+	eng, err := r.load(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	if o.BeforeCharge != nil {
+		if err := o.BeforeCharge(); err != nil {
+			return nil, err
+		}
+	}
 	c, err := r.charge(p)
 	if err != nil {
 		return nil, err
@@ -54,7 +68,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	r.log.Info("release planned", "method", string(p.Method.Name()), "why", p.Reason, "algorithm", c.run.Algorithm(),
 		"relations", p.Folded.Len(), "factored", p.Factored, "pmw_memory_bytes", p.Memory,
 		"families", len(p.Families), "epsilon", p.Spec.Privacy.Epsilon, "delta", p.Spec.Privacy.Delta, "seeded", r.src.Seeded())
-	out, err := r.mechanism(ctx, p, c)
+	out, err := r.mechanism(ctx, p, c, eng)
 	if err != nil {
 		return nil, err
 	}
@@ -331,10 +345,11 @@ func (r *run) charge(p *Plan) (*charged, error) {
 	return c, nil
 }
 
-// mechanism loads the tables, runs the method's statistics and mechanism
-// and the measures, and closes the engine: nothing reads the private
-// tables after it.
-func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, error) {
+// load opens the engine, loads and folds the tables, and runs the checks
+// that refuse a run on a property of its inputs (a privacy unit's keys,
+// privacyunit.CheckKeys): all before the charge. The caller closes the
+// engine.
+func (r *run) load(ctx context.Context, p *Plan) (*engine.Engine, error) {
 	s, log := p.Spec, r.log
 	// The inputs' SHA-256 for the custodian's records (stderr only): a
 	// hash of private data is not DP and never enters the report. Hashed
@@ -360,7 +375,12 @@ func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, erro
 	if err != nil {
 		return nil, err
 	}
-	defer eng.Close()
+	ok := false
+	defer func() {
+		if !ok {
+			eng.Close()
+		}
+	}()
 	eng.OnTableLoaded(func(k, _ int) { r.o.progress(PhaseLoad, int64(k), steps) })
 	if err := eng.Load(ctx, s); err != nil {
 		return nil, err
@@ -379,6 +399,18 @@ func (r *run) mechanism(ctx context.Context, p *Plan, c *charged) (*Output, erro
 			log.Warn(w)
 		}
 	}
+	if err := privacyunit.CheckKeys(ctx, s, p.Folding.Original(), eng); err != nil {
+		return nil, err
+	}
+	ok = true
+	return eng, nil
+}
+
+// mechanism runs the method's statistics and mechanism and the measures
+// on the loaded engine, and closes it: nothing reads the private tables
+// after it.
+func (r *run) mechanism(ctx context.Context, p *Plan, c *charged, eng *engine.Engine) (*Output, error) {
+	s, log := p.Spec, r.log
 	log.Info("computing join statistics and running PMW")
 	out, err := c.run.Run(ctx, r.src, eng)
 	if err != nil {

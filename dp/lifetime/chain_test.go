@@ -129,3 +129,34 @@ func TestMissingLedgerRefused(t *testing.T) {
 		t.Fatalf("created ledger: %v, %v", h, err)
 	}
 }
+
+// TestDryRun: a dry run makes the checks of a charge and writes nothing.
+func TestDryRun(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "new.jsonl")
+	e := NewEntry("release", "m", "sha256:x", budget(0.6, 0), false)
+	if _, err := ChargeWith(missing, e, Options{DryRun: true}); !errors.Is(err, ErrMissing) {
+		t.Fatalf("dry run on a missing ledger: %v", err)
+	}
+	if _, err := ChargeWith(missing, e, Options{DryRun: true, Create: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a dry run created the ledger")
+	}
+	path := newLedger(t)
+	l := budget(1, 0)
+	if _, err := Charge(path, e, &l); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	if _, err := ChargeWith(path, e, Options{DryRun: true}); !errors.Is(err, ErrExceeded) {
+		t.Fatalf("dry run past the lifetime: %v", err)
+	}
+	small := NewEntry("release", "m", "sha256:x", budget(0.1, 0), false)
+	if h, err := ChargeWith(path, small, Options{DryRun: true}); err != nil || len(h.Entries) != 2 {
+		t.Fatalf("dry run that fits: %v", err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Fatal("a dry run wrote to the ledger")
+	}
+}

@@ -312,6 +312,12 @@ type Options struct {
 	RaiseLifetime bool
 	// Create creates the ledger file when it does not exist.
 	Create bool
+	// DryRun makes every check of a charge (a missing file, a raised
+	// lifetime, the lifetime itself, corruption) and writes nothing: a
+	// command checks its run early with it, before it reads any data,
+	// and charges once its own checks pass (see the release command). A
+	// missing file with Create reads as an empty ledger.
+	DryRun bool
 }
 
 // Charge is [ChargeWith] with Options{Lifetime: lifetime}: it refuses a
@@ -343,6 +349,20 @@ func ChargeWith(path string, e Entry, o Options) (*History, error) {
 		if err := lifetime.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: lifetime %v", ErrInvalid, err)
 		}
+	}
+	if o.DryRun {
+		h, err := Read(path)
+		if err != nil {
+			return nil, err
+		}
+		if _, statErr := os.Stat(path); errors.Is(statErr, os.ErrNotExist) && !o.Create {
+			return nil, fmt.Errorf("%w: %s (a mistyped path would start a fresh ledger with nothing spent; to start a new ledger there, ask to create it: synth's --create-ledger)", ErrMissing, path)
+		}
+		if _, err := h.admit(path, &e, o); err != nil {
+			return nil, err
+		}
+		h.Entries = append(h.Entries, e)
+		return h, nil
 	}
 	_, statErr := os.Stat(path)
 	flags := os.O_RDWR
@@ -381,29 +401,8 @@ func ChargeWith(path string, e Entry, o Options) (*History, error) {
 			return nil, fmt.Errorf("lifetime: cut the torn final line of %s: %w", path, err)
 		}
 	}
-	recorded := h.Lifetime()
-	if lifetime != nil && recorded != nil && (lifetime.Epsilon > recorded.Epsilon || lifetime.Delta > recorded.Delta) {
-		if !o.RaiseLifetime {
-			return nil, fmt.Errorf("%w: %s records the lifetime (ε = %g, δ = %g); this run passes (ε = %g, δ = %g) (to raise it, ask to: synth's --raise-lifetime; the raise is recorded)",
-				ErrLifetimeRaised, path, recorded.Epsilon, recorded.Delta, lifetime.Epsilon, lifetime.Delta)
-		}
-		r := *recorded
-		e.RaisedFrom = &r
-	}
-	if lifetime == nil {
-		lifetime = recorded
-	}
-	if lifetime != nil {
-		all := append(h.Entries[:len(h.Entries):len(h.Entries)], e)
-		if c := Compose(all, lifetime); !c.Fits(*lifetime) {
-			spent := Compose(h.Entries, lifetime)
-			left := Remaining(h.Entries, *lifetime)
-			return nil, fmt.Errorf("%w: %s records %d run(s) spending (ε = %.6g, δ = %.3g) by %s; this run asks for (ε = %g, δ = %g) and would bring the total to (ε = %.6g, δ = %.3g) > the lifetime (ε = %g, δ = %g); left: (ε = %.6g, δ = %.3g)",
-				ErrExceeded, path, len(h.Entries), spent.Epsilon, spent.Delta, spent.Rule, e.Epsilon, e.Delta, c.Epsilon, c.Delta,
-				lifetime.Epsilon, lifetime.Delta, left.Epsilon, left.Delta)
-		}
-		l := *lifetime
-		e.Lifetime = &l
+	if _, err := h.admit(path, &e, o); err != nil {
+		return nil, err
 	}
 	b, err := encodeLine(e, h.head)
 	if err != nil {
@@ -417,4 +416,36 @@ func ChargeWith(path string, e Entry, o Options) (*History, error) {
 	}
 	h.Entries = append(h.Entries, e)
 	return h, nil
+}
+
+// admit checks that e may be appended to h under o (the raise of the
+// lifetime, then the lifetime itself) and sets e's Lifetime and
+// RaisedFrom; it returns the lifetime applied (nil when none).
+func (h *History) admit(path string, e *Entry, o Options) (*dp.Budget, error) {
+	lifetime := o.Lifetime
+	recorded := h.Lifetime()
+	if lifetime != nil && recorded != nil && (lifetime.Epsilon > recorded.Epsilon || lifetime.Delta > recorded.Delta) {
+		if !o.RaiseLifetime {
+			return nil, fmt.Errorf("%w: %s records the lifetime (ε = %g, δ = %g); this run passes (ε = %g, δ = %g) (to raise it, ask to: synth's --raise-lifetime; the raise is recorded)",
+				ErrLifetimeRaised, path, recorded.Epsilon, recorded.Delta, lifetime.Epsilon, lifetime.Delta)
+		}
+		r := *recorded
+		e.RaisedFrom = &r
+	}
+	if lifetime == nil {
+		lifetime = recorded
+	}
+	if lifetime != nil {
+		all := append(h.Entries[:len(h.Entries):len(h.Entries)], *e)
+		if c := Compose(all, lifetime); !c.Fits(*lifetime) {
+			spent := Compose(h.Entries, lifetime)
+			left := Remaining(h.Entries, *lifetime)
+			return nil, fmt.Errorf("%w: %s records %d run(s) spending (ε = %.6g, δ = %.3g) by %s; this run asks for (ε = %g, δ = %g) and would bring the total to (ε = %.6g, δ = %.3g) > the lifetime (ε = %g, δ = %g); left: (ε = %.6g, δ = %.3g)",
+				ErrExceeded, path, len(h.Entries), spent.Epsilon, spent.Delta, spent.Rule, e.Epsilon, e.Delta, c.Epsilon, c.Delta,
+				lifetime.Epsilon, lifetime.Delta, left.Epsilon, left.Delta)
+		}
+		l := *lifetime
+		e.Lifetime = &l
+	}
+	return lifetime, nil
 }

@@ -100,13 +100,26 @@ func (l *ledgerFlags) resolve(cmd *cobra.Command, s *spec.Spec) (string, *dp.Bud
 // lifetime budget. It must be called before the run reads any data; it
 // does nothing when no ledger is named.
 func chargeLedger(cmd *cobra.Command, g *globalOptions, s *spec.Spec, command, mechanism string, b dp.Budget) error {
+	return ledgerRun(cmd, g, s, command, mechanism, b, false)
+}
+
+// checkLedger makes every check of [chargeLedger] and records nothing: a
+// command calls it before it reads any data, and charges once its own
+// checks on the inputs have passed (release: the output folder and its
+// lock, a privacy unit's keys), so that a run refused there spends
+// nothing while a run past the lifetime still stops before reading data.
+func checkLedger(cmd *cobra.Command, g *globalOptions, s *spec.Spec, command, mechanism string, b dp.Budget) error {
+	return ledgerRun(cmd, g, s, command, mechanism, b, true)
+}
+
+func ledgerRun(cmd *cobra.Command, g *globalOptions, s *spec.Spec, command, mechanism string, b dp.Budget, dry bool) error {
 	path, life, err := g.ledger.resolve(cmd, s)
 	if err != nil || path == "" {
 		return err
 	}
 	e := lifetime.NewEntry(command, mechanism, specDigest(s), b, g.seedSet)
-	h, err := lifetime.ChargeWith(path, e, lifetime.Options{Lifetime: life, Create: g.ledger.create, RaiseLifetime: g.ledger.raise})
-	if err != nil {
+	h, err := lifetime.ChargeWith(path, e, lifetime.Options{Lifetime: life, Create: g.ledger.create, RaiseLifetime: g.ledger.raise, DryRun: dry})
+	if err != nil || dry {
 		return err
 	}
 	if h.TornBytes > 0 {

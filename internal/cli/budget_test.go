@@ -75,13 +75,65 @@ func TestLedgerRefusesRelease(t *testing.T) {
 	if es := readLedger(t, ledger); len(es) != 2 {
 		t.Fatalf("a refused run was recorded: %d entries", len(es))
 	}
-	// A smaller run still fits, and counts even though it fails on the data.
+	// A smaller run fits, reads the data and is refused by its load, a
+	// check on its inputs that comes before the charge (the custodian
+	// alone sees the refusal): it spends nothing.
 	r = run(t, "release", "--config", specPath, "--out", out, "--overwrite", "--epsilon", "0.5")
 	if r.code != ExitRuntime || !strings.Contains(r.stderr, "XXL") {
 		t.Fatalf("a run that fits: exit %d, want 1 from the data\n%s", r.code, r.stderr)
 	}
-	if es := readLedger(t, ledger); len(es) != 3 || es[2].Epsilon != 0.5 {
-		t.Fatalf("a run that failed on the data must still be recorded: %+v", es)
+	if es := readLedger(t, ledger); len(es) != 2 {
+		t.Fatalf("a run refused by its load was charged: %+v", es)
+	}
+}
+
+// TestRefusalsBeforeTheCharge: a release refused by a check on its inputs
+// — a folder that holds a release (no --overwrite), a privacy unit's
+// duplicated key — is refused before the lifetime ledger is charged; the
+// key's error leaves the private value out, and inspect's custodian
+// section shows it.
+func TestRefusalsBeforeTheCharge(t *testing.T) {
+	specPath, dir := writeTiny(t, tinyOptions{})
+	withLedger(t, specPath, "")
+	ledger := filepath.Join(dir, "ledger.jsonl")
+	out := filepath.Join(dir, "out")
+	mustRun(t, "release", "--config", specPath, "--out", out, "--seed", "1", "--create-ledger")
+	if r := run(t, "release", "--config", specPath, "--out", out, "--seed", "2"); r.code == ExitOK || !strings.Contains(r.stderr, "overwrite") {
+		t.Fatalf("a second release without --overwrite: exit %d\n%s", r.code, r.stderr)
+	}
+	if es := readLedger(t, ledger); len(es) != 1 {
+		t.Fatalf("the refused release was charged: %d entries", len(es))
+	}
+
+	// A privacy unit whose key repeats (unit a, id 7777 twice).
+	b, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := strings.Replace(string(b), "ledger: ledger.jsonl", "ledger: ledger.jsonl, unit: a", 1)
+	y = strings.Replace(y, "method: join-as-one", "method: privacy-unit", 1)
+	if err := os.WriteFile(specPath, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.csv"), []byte("id,color\n1,red\n7777,blue\n7777,red\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.csv"), []byte("aid,size\n1,S\n7777,M\n1,L\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, "release", "--config", specPath, "--out", filepath.Join(dir, "unit"), "--seed", "3")
+	if r.code == ExitOK || !strings.Contains(r.stderr, "not unique") || !strings.Contains(r.stderr, "table a") {
+		t.Fatalf("a duplicated unit key: exit %d, want the key refusal\n%s\n%s", r.code, r.stderr, y)
+	}
+	if strings.Contains(r.stderr, "7777") {
+		t.Fatalf("the refusal prints the private key value:\n%s", r.stderr)
+	}
+	if es := readLedger(t, ledger); len(es) != 1 {
+		t.Fatalf("the release refused on its key was charged: %d entries", len(es))
+	}
+	r = mustRun(t, "inspect", "--config", specPath)
+	if !strings.Contains(r.stdout, "NON-PRIVATE unit key:") || !strings.Contains(r.stdout, `value "7777" in 2 rows`) {
+		t.Fatalf("inspect does not show the duplicated unit key:\n%s", r.stdout)
 	}
 }
 

@@ -233,6 +233,11 @@ func runInspect(ctx context.Context, g *globalOptions, o *inspectOptions) error 
 	if rep.NonPrivate, err = buildCustodian(ctx, s, h, eng, sourceCounts()); err != nil {
 		return err
 	}
+	var keyWarnings []string
+	if rep.NonPrivate.UnitKeys, keyWarnings, err = checkUnitKeys(ctx, s, h, eng); err != nil {
+		return err
+	}
+	rep.NonPrivate.Warnings = append(rep.NonPrivate.Warnings, keyWarnings...)
 	types, err := eng.KeyColumnTypes(ctx, s)
 	if err != nil {
 		return err
@@ -446,6 +451,16 @@ func writeCustodianText(tw io.Writer, c *custodianReport) {
 		}
 	}
 	fmt.Fprintf(tw, "NON-PRIVATE join size:\t%d\n", c.JoinSize)
+	for _, k := range c.UnitKeys {
+		status := "unique, no NULL"
+		switch {
+		case k.NullKey:
+			status = fmt.Sprintf("NULL in %d row(s)", k.Rows)
+		case !k.OK:
+			status = fmt.Sprintf("NOT unique: value %q in %d rows", strings.Join(k.Value, ", "), k.Rows)
+		}
+		fmt.Fprintf(tw, "NON-PRIVATE unit key:\t%s (%s): %s\n", k.Table, strings.Join(k.Key, ", "), status)
+	}
 	for _, w := range c.Warnings {
 		fmt.Fprintf(tw, "NON-PRIVATE warning:\t%s\n", w)
 	}

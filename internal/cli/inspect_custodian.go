@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
+	"github.com/synth-dp/synth/privacyunit"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -25,8 +27,50 @@ type custodianReport struct {
 	JoinSize int64             `json:"join_size"`
 	Warnings []string          `json:"warnings"`
 	Keys     []keySpellingNote `json:"key_spellings,omitempty"`
+	// UnitKeys are the keys a privacy-unit release needs unique
+	// (privacyunit.KeyChecks), checked: a release refuses a duplicated
+	// or NULL one before it charges any budget, and its error leaves the
+	// value out; here the custodian sees which value and how many rows.
+	UnitKeys []unitKeyCheck `json:"unit_keys,omitempty"`
 	// Signal holds the public signal forecast against the true sizes.
 	Signal *custodianSignal `json:"signal_forecast,omitempty"`
+}
+
+// unitKeyCheck is one privacy-unit key check: OK, or one offending value
+// (the smallest) and its rows.
+type unitKeyCheck struct {
+	Table   string   `json:"table"`
+	Key     []string `json:"key"`
+	OK      bool     `json:"ok"`
+	Value   []string `json:"value,omitempty"`
+	Rows    int64    `json:"rows,omitempty"`
+	NullKey bool     `json:"null,omitempty"`
+}
+
+// checkUnitKeys runs the privacy-unit key checks of s on the loaded tables
+// (h the original join): what a release would refuse, before it charges.
+func checkUnitKeys(ctx context.Context, s *spec.Spec, h *hypergraph.Hypergraph, eng privacyunit.KeyChecker) ([]unitKeyCheck, []string, error) {
+	var out []unitKeyCheck
+	var warnings []string
+	for _, c := range privacyunit.KeyChecks(s) {
+		k := unitKeyCheck{Table: c.Table, Key: c.Key, OK: true}
+		err := eng.CheckPrimaryKey(ctx, h, c.Table, c.Key)
+		var dk *engine.DuplicateKeyError
+		switch {
+		case errors.As(err, &dk):
+			k.OK, k.Value, k.Rows, k.NullKey = false, dk.Value, dk.Count, dk.Null
+			what := fmt.Sprintf("value %q appears in %d rows", strings.Join(dk.Value, ", "), dk.Count)
+			if dk.Null {
+				what = fmt.Sprintf("a NULL key in %d row(s)", dk.Count)
+			}
+			warnings = append(warnings, fmt.Sprintf("privacy.unit: table %s's primary key (%s) is not unique and non-NULL (%s): a release refuses it before charging any budget; fix the data or the declared primary_key",
+				c.Table, strings.Join(c.Key, ", "), what))
+		case err != nil:
+			return nil, nil, fmt.Errorf("inspect: key check of %s: %w", c.Table, err)
+		}
+		out = append(out, k)
+	}
+	return out, warnings, nil
 }
 
 // tableCounts are one table's true row counts.

@@ -162,16 +162,28 @@ func (g *globalOptions) source() dp.Source {
 	return dp.NewSource()
 }
 
-// runRelease runs a release of s for command (release or demo): it records
-// the run's budget in the lifetime ledger, when there is one, before the
-// release reads any data.
+// runRelease runs a release of s for command (release or demo): it checks
+// the run's budget against the lifetime ledger, when there is one, before
+// the release reads any data, and records it once the release's checks on
+// its inputs have passed, before any statistic is read.
 func runRelease(cmd *cobra.Command, g *globalOptions, s *spec.Spec, command string, o release.Options) (*release.Summary, error) {
 	ctx := cmd.Context()
 	b := dp.Budget{Epsilon: s.Privacy.Epsilon, Delta: s.Privacy.Delta}
-	if err := chargeLedger(cmd, g, s, command, "release (method: "+string(s.Release.Method)+")", b); err != nil {
+	mech := "release (method: " + string(s.Release.Method) + ")"
+	// A run past the lifetime stops here, before any data is read; the
+	// charge itself waits until the release's checks on its inputs (the
+	// output folder and its lock, a unit's keys) have passed, so that a
+	// run they refuse spends nothing.
+	if err := checkLedger(cmd, g, s, command, mech, b); err != nil {
 		return nil, err
 	}
-	failpoint.Hit(failpoint.LedgerCharged)
+	o.BeforeCharge = func() error {
+		if err := chargeLedger(cmd, g, s, command, mech, b); err != nil {
+			return err
+		}
+		failpoint.Hit(failpoint.LedgerCharged)
+		return nil
+	}
 	o.Spec, o.Engine, o.Source, o.Logger = s, g.engine, g.source(), g.logger
 	// Progress bars on stderr, only when it is a terminal.
 	bars := progress.New(g.stderr, g.quiet)
