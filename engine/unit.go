@@ -36,12 +36,13 @@ type UnitDegree struct {
 // for [Engine.Histogram]), the sum over the cell's join rows of the row's
 // weight in grid units
 //
-//	w(u) = min(grid, ⌊grid·bound / n_u⌋)
+//	w(u) = min(grid, ⌊bound / n_u⌋)
 //
 // where n_u is the number of join rows of the row's unit u (the value of
-// key). So a unit's rows weigh at most grid·bound in all, and every row
-// weighs at most grid (one row); grid and bound are public integers ≥ 1
-// (bound in grid units: grid·r). Deleting a unit — its tuple and every
+// key) and bound is already in grid units (bound = grid·r for a bound of r
+// rows). So a unit's rows weigh at most bound in all (r rows' worth), and
+// every row weighs at most grid (one row); grid and bound are public
+// integers with 1 ≤ grid ≤ bound. Deleting a unit — its tuple and every
 // tuple referencing it — removes exactly its join rows, whose total weight
 // is n_u·w(u) ≤ bound, and changes no other unit's n_u, hence no other
 // weight: each cell moves by at most bound in all (L1 and L2 sensitivity

@@ -101,3 +101,25 @@ func TestFactoredTotalsAtTheEdge(t *testing.T) {
 		}
 	}
 }
+
+// TestNoNHatSaturates: without n̂ (the privacy-unit release) a histogram
+// whose total is beyond 2⁵³ is saturated, as the factored model's tables
+// are, instead of refused after the charge (issue 39): the run succeeds
+// with finite weights.
+func TestNoNHatSaturates(t *testing.T) {
+	u, err := NewUniverse([]string{"a"}, []int{2}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := []Cell{{0, 1 << 53}, {1, 3 << 52}}
+	res, err := Run(context.Background(), dp.NewSeededSource(1), u, []Family{Marginal([]int{0})}, hist,
+		Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1, NoNHat: true, Rounds: 2})
+	if err != nil {
+		t.Fatalf("a total beyond 2⁵³ without n̂: %v", err)
+	}
+	for _, w := range res.Weights {
+		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+			t.Fatalf("weights %v", res.Weights)
+		}
+	}
+}

@@ -153,10 +153,14 @@ const (
 // cells are rounded to 1/scoreScale rows (public rounding of DP values).
 const scoreScale = 256
 
-// l1Cap caps a score's L1 error, in rows: min(·, 2³⁶) is 1-Lipschitz, so
-// the score's sensitivity is unchanged, and it keeps every score an
-// integer below 2⁵³ in steps of 1/scoreScale (for weights below 512), so
-// the exponential mechanism sees it without float error.
+// l1Cap caps a score's L1 error, in the units of the truth's counts
+// (rows for a join release; grid steps, 1/privacyunit.Grid of a row, for
+// a privacy-unit release, so 2³⁶ steps are 2²⁰ rows there), and each model
+// cell and true count before their difference: min(·, 2³⁶) is
+// 1-Lipschitz, so the score's sensitivity is unchanged, and it keeps every
+// score an integer below 2⁵³ in steps of 1/scoreScale of a count (for
+// weights below 512), so the exponential mechanism sees it without float
+// error.
 const l1Cap = 1 << 36
 
 // score is candidate i's AIM score in steps of 1/scoreScale rows, an exact

@@ -611,12 +611,10 @@ func (m *mwem) init(hist []Cell) error {
 	}
 	m.truth = truth
 	if m.nhatNoise == nil {
-		// NoNHat: no n̂ to decide on. The caller's histogram must stay
-		// below 2⁵³ (the float tables are exact only there); this check
-		// reads the true total, without printing it.
-		if n > 1<<53 {
-			return fmt.Errorf("%w: histogram total beyond 2⁵³", ErrInvalidInput)
-		}
+		// NoNHat: no n̂ to decide on. readTruth saturated every table
+		// cell at 2⁵³ over its table's cells (as the factored model's
+		// tables are, see saturate), so a total beyond 2⁵³ is neither
+		// refused after the charge nor inexact.
 		n = 0 // the true total is not kept, nor published
 	} else {
 		// n is the true total saturated at totalCap (1-Lipschitz, so n̂
@@ -694,11 +692,19 @@ func (m *mwem) init(hist []Cell) error {
 // readTruth returns the true marginal tables of hist (plan layout) and
 // its total saturated at totalCap (see [addTotal]). It branches on no count:
 // the tables are exact when the total is at most 2⁵³, and a larger total
-// is refused later through n̂ alone.
+// is refused later through n̂ alone; without n̂ (NoNHat) every table cell
+// is saturated at 2⁵³ over its table's cells, as [RunFactored] does.
 func (m *mwem) readTruth(hist []Cell) ([]float64, int64, error) {
 	u, pl := m.u, m.plan
 	truth := make([]float64, pl.tableLen)
 	var n int64
+	// Without n̂ (the privacy-unit release) no total decides on the run, so
+	// the tables are summed in integers and saturated (see below) instead
+	// of being refused beyond 2⁵³ after the charge.
+	var exact []int64
+	if m.nhatNoise == nil {
+		exact = make([]int64, pl.tableLen)
+	}
 	d := make([]int, len(u.sizes))
 	id := make([]int, len(u.sizes))
 	for _, h := range hist {
@@ -712,13 +718,32 @@ func (m *mwem) readTruth(hist []Cell) ([]float64, int64, error) {
 			continue
 		}
 		n = addTotal(n, h.Count)
-		c := float64(h.Count)
 		u.Decode(h.Index, d)
 		for i, col := range m.perm {
 			id[i] = d[col]
 		}
+		if exact != nil {
+			for p, pr := range pl.projs {
+				k := pl.tableOff[p] + pr.index(id)
+				exact[k] = min(exact[k]+h.Count, 1<<62) // above every cap below: no overflow
+			}
+			continue
+		}
+		c := float64(h.Count)
 		for p, pr := range pl.projs {
 			truth[pl.tableOff[p]+pr.index(id)] += c
+		}
+	}
+	if exact != nil {
+		// min(·, 2⁵³/cells) per cell, a public cap: 1-Lipschitz per cell,
+		// so every sensitivity argument holds on the saturated tables, and
+		// each table's total stays within 2⁵³ (its float sums exact).
+		for p, pr := range pl.projs {
+			cellCap := int64(1<<53) / int64(pr.size)
+			off := pl.tableOff[p]
+			for c := range pr.size {
+				truth[off+c] = float64(min(exact[off+c], cellCap))
+			}
 		}
 	}
 	return truth, n, nil

@@ -518,3 +518,38 @@ func TestAuditPrivacyUnitL2(t *testing.T) {
 		checkUnitAudit(t, c.name, runPairAudit(t, c.mut, c.pair, runs), c.caught)
 	}
 }
+
+// TestAutoBoundRecorded: with an automatic r the ledger records
+// contribution_bound "auto" (not the ladder's top, 4,096, which issue 39
+// found in the report for the chosen r) and publishes the chosen r.
+func TestAutoBoundRecorded(t *testing.T) {
+	s, f := auditSpec(t)
+	u, err := pmw.NewUniverse([]string{"o_cat"}, []int{2}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st memStats
+	st.add([2]int64{0, 3}, 50)
+	l, _ := dp.NewLedger(dp.Budget{Epsilon: auditEps, Delta: auditDelta})
+	p, err := Prepare(s, f, Config{Epsilon: auditEps, Delta: auditDelta, Columns: spec.FoldColumns(f, s.Release.Columns), Universe: u,
+		Families: auditFamilies(), AutoBound: true, Rounds: 2}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(context.Background(), dp.NewSeededSource(1), st); err != nil {
+		t.Fatal(err)
+	}
+	root := l.Spends()[0]
+	if got := root.Details["contribution_bound"]; got != "auto" {
+		t.Fatalf("the ledger records contribution_bound %v, want auto", got)
+	}
+	var chosen []float64
+	for _, o := range l.Outputs() {
+		if o.Name == "contribution_bound" {
+			chosen = append(chosen, o.Value)
+		}
+	}
+	if len(chosen) != 1 || chosen[0] != p.Bound() || chosen[0] > MaxAutoBound {
+		t.Fatalf("published contribution_bound %v, plan's r %v", chosen, p.Bound())
+	}
+}

@@ -18,12 +18,16 @@ const DefaultBoundShare = 0.05
 var boundLadder = func() []int64 {
 	var out []int64
 	for _, c := range clipCandidates {
-		if c <= 1<<12 {
+		if c <= MaxAutoBound {
 			out = append(out, c)
 		}
 	}
 	return out
 }()
+
+// MaxAutoBound is the largest r a privately chosen bound may take (the
+// top of boundLadder).
+const MaxAutoBound = 1 << 12
 
 // quantileSteps is the denominator of the quantile q = a/quantileSteps of
 // a privately chosen r: scores stay integers.

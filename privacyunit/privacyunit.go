@@ -325,9 +325,15 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 	if err := p.pmwCfg.Validate(); err != nil {
 		return nil, fmt.Errorf("privacyunit: %w", err)
 	}
+	details := map[string]any{"unit": unit, "contribution_bound": cfg.Bound, "grid": Grid, "neighbours": Neighbours}
+	if cfg.AutoBound {
+		// Not the ladder's top (cfg.Bound until the run chooses): the
+		// chosen r is published as contribution_bound once drawn.
+		details["contribution_bound"] = "auto"
+		details["contribution_bound_max"] = MaxAutoBound
+	}
 	root, err := ledger.Split("privacy-unit release", dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta},
-		"basic composition of the row count and the marginals; every part is DP under the unit neighbour relation",
-		map[string]any{"unit": unit, "contribution_bound": cfg.Bound, "grid": Grid, "neighbours": Neighbours})
+		"basic composition of the row count and the marginals; every part is DP under the unit neighbour relation", details)
 	if err != nil {
 		return nil, err
 	}

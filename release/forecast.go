@@ -124,9 +124,17 @@ func noisePlan(p *Plan, deltaTilde float64) (*mwemNoise, bool, string, error) {
 	switch {
 	case p.Method.Name() == spec.PrivacyUnit:
 		// privacyunit.Prepare: the row count takes DefaultCountShare of ε,
-		// the marginals the rest with all of δ, at Δ̃ = ⌊Grid·r⌋ grid steps.
-		b.Epsilon -= privacyunit.DefaultCountShare * b.Epsilon
+		// an automatic r DefaultBoundShare, the marginals the rest with all
+		// of δ, at Δ̃ = ⌊Grid·r⌋ grid steps. An automatic r is a DP output
+		// (up to 2¹² rows): the noise is then given per row of r, as the
+		// join-as-one forecast gives it per unit of its private Δ̃.
+		eps := b.Epsilon
+		b.Epsilon -= privacyunit.DefaultCountShare * eps
 		n.sens, n.perRow, known = math.Floor(privacyunit.Grid*s.Release.Bound()), privacyunit.Grid, true
+		if s.Release.ContributionBoundAuto {
+			b.Epsilon -= privacyunit.DefaultBoundShare * eps
+			n.sens, known = privacyunit.Grid, false
+		}
 	default:
 		// joinasone.Prepare: one relation spends everything on PMW at
 		// Δ̃ = 1; more spend half on Δ̃.
@@ -257,6 +265,9 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 	}
 	basis := []string{fmt.Sprintf("ε = %s, δ = %s", fmtG(p.Spec.Privacy.Epsilon), fmtG(p.Spec.Privacy.Delta)), string(p.Method.Name()) + "'s budget split"}
 	switch {
+	case p.Method.Name() == spec.PrivacyUnit && p.Spec.Release.ContributionBoundAuto:
+		basis = append(basis, fmt.Sprintf("Δ̃ = r, chosen privately by the run (release.contribution_bound: auto, up to %d rows, with %g%% of ε): every σ is per row of r and multiplies by the r chosen",
+			privacyunit.MaxAutoBound, 100*privacyunit.DefaultBoundShare))
 	case p.Method.Name() == spec.PrivacyUnit:
 		basis = append(basis, fmt.Sprintf("Δ̃ = r = %s row(s) (release.contribution_bound)", fmtG(f.Sensitivity)))
 	case known:

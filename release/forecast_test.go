@@ -29,6 +29,9 @@ func TestForecastMatchesRelease(t *testing.T) {
 		known bool
 	}{
 		{"tpch", nil, true},
+		// An automatic r: the forecast is per row of r (not public) at the
+		// marginals' 85% of ε (issue 39: it stated r = 1 and 90%).
+		{"tpch", func(s *spec.Spec) { s.Release.ContributionBoundAuto = true }, false},
 		{"adult", nil, true},
 		{"tpch" + tupleLevel, nil, false},
 		{"adult", func(s *spec.Spec) { s.PMW.Model = spec.PMWModelFactored }, true},
@@ -58,6 +61,13 @@ func TestForecastMatchesRelease(t *testing.T) {
 			sigma := f.Sigma
 			if !f.Known {
 				sigma *= sum.DeltaTilde
+			}
+			if s.Release.ContributionBoundAuto {
+				r, ok := sum.Privacy.Parameters["contribution_bound"].(float64)
+				if !ok || !strings.Contains(f.Basis, "chosen privately") {
+					t.Fatalf("automatic r: chosen %v, basis %q", sum.Privacy.Parameters["contribution_bound"], f.Basis)
+				}
+				sigma *= r
 			}
 			var most float64
 			for _, sg := range sum.Signals {
