@@ -152,7 +152,15 @@ func runFactAudit(t *testing.T, knob func(*Config), n int) audit.Result {
 
 // TestAuditFactored audits the factored run at its claimed (ε, δ); the
 // bound holds with confidence 1 − 10⁻⁶.
+//
+// Under SYNTH_SLOW_AUDITS only since issue 39: its bound was 0.000 (no
+// power); the audits of factored_audit_test.go look at the selection, the
+// rounds and the MeasureTruth rescale with claims from the documented
+// split, by default.
 func TestAuditFactored(t *testing.T) {
+	if !slowAudits() {
+		t.Skip("6,000 runs a side with no power by default: SYNTH_SLOW_AUDITS=1 runs it")
+	}
 	t.Parallel()
 	res := runFactAudit(t, nil, 6000)
 	t.Logf("honest: ε ≥ %.3f (event %q, %d vs %d of %d)", res.EpsilonLowerBound, res.Event, res.CountD, res.CountDPrime, res.N)

@@ -139,7 +139,7 @@ func TestAuditPrivacyUnitEngine(t *testing.T) {
 	} {
 		cfg := Config{Epsilon: auditEps, Delta: auditDelta, Columns: spec.FoldColumns(f, s.Release.Columns),
 			Families: auditFamilies(), Bound: auditBound, Rounds: 2, Factored: true, Names: u, Sizes: []int{2}, L2: true, mutation: tc.mut}
-		res := runMechAudit(t, unitMech(s, f, cfg, withX), unitMech(s, f, cfg, without), mutantRuns())
+		res := runMechAudit(t, unitMech(s, f, cfg, withX), unitMech(s, f, cfg, without), issue39Runs(tc.mut))
 		checkUnitAudit(t, tc.name, res, tc.mut != mutNone)
 	}
 }

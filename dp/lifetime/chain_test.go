@@ -1,6 +1,7 @@
 package lifetime
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -37,6 +38,20 @@ func threeRuns(t *testing.T) (string, []string) {
 	return path, strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
+// fieldOf returns a string field of a ledger line.
+func fieldOf(t *testing.T, text, name string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(text), &m); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := m[name].(string)
+	if !ok || v == "" {
+		t.Fatalf("line %q has no %s", text, name)
+	}
+	return v
+}
+
 // TestChainDetectsDeletedOrReorderedLines: each line's checksum covers the
 // previous line's, so deleting a whole line (each keeps a valid checksum
 // of its own) or reordering lines is corruption, not a smaller spend.
@@ -50,6 +65,10 @@ func TestChainDetectsDeletedOrReorderedLines(t *testing.T) {
 		{"middle line deleted", func(l []string) []string { return []string{l[0], l[2]} }, "line 2"},
 		{"lines 1 and 2 swapped", func(l []string) []string { return []string{l[1], l[0], l[2]} }, "line 1"},
 		{"lines 2 and 3 swapped", func(l []string) []string { return []string{l[0], l[2] + "\n", strings.TrimSuffix(l[1], "\n")} }, "line 2"},
+		// The checksum covers prev: relinking the chain by hand breaks it.
+		{"middle line deleted, the next relinked", func(l []string) []string {
+			return []string{l[0], strings.Replace(l[2], fieldOf(t, l[2], "prev"), fieldOf(t, l[0], "sha256"), 1)}
+		}, "line 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path, lines := threeRuns(t)

@@ -127,12 +127,17 @@ type Result struct {
 	Degenerate int
 	// Ceiling is the largest bound the family could have given with the
 	// counts observed on the side where each event was more frequent,
-	// had it occurred in no run on the other side: max over the events of
-	// ln((p_lo(max(k_D, k_D′)) − δ)/p_hi(0)) at the audit's level (−Inf
-	// when no numerator is positive). An audit whose claim is at or above
-	// its Ceiling could not have failed, whatever the other side did: a
-	// test shows its power by Ceiling > claim. When Ceiling ≤ 0 the audit
-	// fails with [ErrVacuous] instead.
+	// had it occurred in no run on the other side. Each event is taken in
+	// its rarer orientation (the event, or its complement when the event
+	// occurred in more than N of the 2N runs), so that an event that
+	// occurred in nearly every run on both inputs counts by its rare
+	// complement: Ceiling = max over the events of
+	// ln((p_lo(max(k_D, k_D′)) − δ)/p_hi(0)) at the audit's level, the k
+	// of the rarer orientation (−Inf when no numerator is positive). An
+	// audit whose claim is at or above its Ceiling could not have failed,
+	// whatever the other side did: a test shows its power by
+	// Ceiling > claim. When Ceiling ≤ 0 the audit fails with [ErrVacuous]
+	// instead.
 	Ceiling float64
 	// N is the number of runs per input; Events the number of events in
 	// the family (for RunScalar, thresholds each with its complement);
@@ -263,13 +268,17 @@ func summarise(names []string, cD, cP []int64, opt Options, events, intervals in
 		if cD[i] == cP[i] && (cD[i] == 0 || cD[i] == n) {
 			res.Degenerate++
 		}
-		res.Ceiling = math.Max(res.Ceiling, bound(max(cD[i], cP[i]), 0, n, opt.Delta, alpha).eps)
+		a, b := cD[i], cP[i]
+		if a+b > n {
+			a, b = n-a, n-b // the complement is the rarer orientation
+		}
+		res.Ceiling = math.Max(res.Ceiling, bound(max(a, b), 0, n, opt.Delta, alpha).eps)
 	}
 	if res.Degenerate == len(names) {
 		return res, fmt.Errorf("%w: each of the %d events (e.g. %q) occurred in none or all of the %d runs on both inputs: the statistic does not vary, so the audit cannot fail", ErrVacuous, len(names), names[0], opt.N)
 	}
 	if !(res.Ceiling > 0) {
-		return res, fmt.Errorf("%w: no event of the %d (e.g. %q) occurred often enough on either input, in %d runs, to give a bound above 0 even against no occurrence on the other: the statistic hardly varies, so the audit cannot fail", ErrVacuous, len(names), names[0], opt.N)
+		return res, fmt.Errorf("%w: no event of the %d (e.g. %q), nor its complement where rarer, occurred often enough on either input, in %d runs, to give a bound above 0 even against no occurrence on the other: the statistic hardly varies, so the audit cannot fail", ErrVacuous, len(names), names[0], opt.N)
 	}
 	best := candidate{eps: math.Inf(-1)}
 	for i := range names {
