@@ -3,6 +3,7 @@ package privacyunit
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,5 +96,45 @@ func TestPrepareL2NeedsFactored(t *testing.T) {
 	}
 	if rem := l.Remaining(); rem.Epsilon != 1 {
 		t.Fatalf("refused after charging: %v of ε left", rem.Epsilon)
+	}
+}
+
+// TestKeyChecks: the keys a unit release needs unique are the unit's and
+// every private parent's on an ownership path (orders, which line items
+// reference), not a leaf's (line items) nor a public table's, whatever
+// the order of the tables in the spec.
+func TestKeyChecks(t *testing.T) {
+	y := `privacy: {epsilon: 1, delta: 1e-6, unit: u}
+tables:
+  - name: l
+    source: l.csv
+    primary_key: l_id
+    columns: {l_id: {type: key}, l_ord: {type: key}, l_nat: {type: key}}
+  - name: n
+    source: n.csv
+    public: true
+    primary_key: n_id
+    columns: {n_id: {type: key}}
+  - name: o
+    source: o.csv
+    primary_key: o_id
+    columns: {o_id: {type: key}, o_ref: {type: key}}
+  - name: u
+    source: u.csv
+    primary_key: u_id
+    columns: {u_id: {type: key}, u_cat: {type: categorical, values: [a, b]}}
+join: [l.l_ord = o.o_id, o.o_ref = u.u_id, l.l_nat = n.n_id]
+release: {columns: [u_cat]}
+`
+	s, err := spec.Parse([]byte(y), filepath.Join(t.TempDir(), "s.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range KeyChecks(s) {
+		got = append(got, c.Table+"."+strings.Join(c.Key, ","))
+	}
+	if want := []string{"o.o_id", "u.u_id"}; !slices.Equal(got, want) {
+		t.Fatalf("KeyChecks = %v, want %v", got, want)
 	}
 }
