@@ -66,11 +66,13 @@ type Options struct {
 	// Progress, when set, receives the run's progress (see [ProgressFunc]).
 	Progress ProgressFunc
 	// BeforeCharge, when set, is called once every check that can refuse
-	// the run on its inputs has passed — the output folder (a previous
-	// release without Overwrite, the folder's lock), the load, and a
-	// privacy unit's key checks — and before any budget is charged or
-	// any statistic read: the CLI charges the lifetime ledger there, so
-	// that a refused run spends nothing. An error stops the run.
+	// the run has passed — the plan's public checks, the output folder (a
+	// previous release without Overwrite, the folder's lock), the load,
+	// and a privacy unit's key checks — and before any statistic is read:
+	// the CLI charges the lifetime ledger there, so that a refused run
+	// spends nothing (the in-run ledger, charged before the load from
+	// public parameters, is discarded with a refused run). An error stops
+	// the run.
 	BeforeCharge func() error
 }
 

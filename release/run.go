@@ -48,9 +48,17 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	defer stage.Abort()
-	// The data is loaded and a unit's keys checked before any charge: a
-	// run refused on its inputs (a duplicated key, a folder that holds a
-	// release, a lost lock above) spends nothing.
+	// The in-run ledger's split, from public parameters before any data
+	// is read (its refusals, a noise scale out of range, come first): it
+	// lives in memory and a refused run discards it, spending nothing.
+	c, err := r.charge(p)
+	if err != nil {
+		return nil, err
+	}
+	// Then the data is loaded and a unit's keys checked, and only then is
+	// the lasting charge made (BeforeCharge: the lifetime ledger): a run
+	// refused on its inputs (a folder that holds a release or whose lock
+	// is lost, above; a load error, a duplicated key) spends nothing.
 	eng, err := r.load(ctx, p)
 	if err != nil {
 		return nil, err
@@ -60,10 +68,6 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		if err := o.BeforeCharge(); err != nil {
 			return nil, err
 		}
-	}
-	c, err := r.charge(p)
-	if err != nil {
-		return nil, err
 	}
 	r.log.Info("release planned", "method", string(p.Method.Name()), "why", p.Reason, "algorithm", c.run.Algorithm(),
 		"relations", p.Folded.Len(), "factored", p.Factored, "pmw_memory_bytes", p.Memory,
