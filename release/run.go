@@ -28,11 +28,14 @@ import (
 )
 
 // Run performs a release as a list of stages: plan (public) → check the
-// output folder → charge the budget → load → the method's statistics and
-// mechanism → measures → rows → write → publish. The whole budget is
-// charged to the run's ledger in one place (charge), before any data is
-// read, and the output folder is checked (and a locked staging folder made
-// beside it) before that too. Output is atomic as a whole: every file is
+// output folder → charge the budget → load and check a unit's keys →
+// [Options].BeforeCharge (the lasting charge: the CLI's lifetime ledger) →
+// the method's statistics and mechanism → measures → rows → write →
+// publish. The whole budget is charged to the run's ledger in one place
+// (charge), from public parameters before any data is read, and the output
+// folder is checked (and a locked staging folder made beside it) before
+// that too; a run refused by the load or a key check discards that
+// in-memory ledger and never reaches BeforeCharge. Output is atomic as a whole: every file is
 // written into the staging folder, which is then published as the output
 // folder by one rename (see [publish.NewStage]); on error, cancellation or a kill,
 // the output folder is as it was.
