@@ -91,23 +91,23 @@ func cell0Share(r *FactoredResult) float64 {
 // the whole rounds' budget instead of its 1/T share spends T times its ρ.
 const factRoundsRounds = 32
 
-// TestAuditFactoredRounds audits the factored run with T = 16 fixed
+// TestAuditFactoredRounds audits the factored run with T = 32 fixed
 // rounds on one column of two cells, (3,000, 7,000) on D′ and Δ̃ = 20 more
-// in cell 0 on D; every round can only measure that column, so the
-// model's share of cell 0 is the precision-weighted mean of the initial
-// and the 16 round measurements. Claim: the run's ρ (dp.RhoForBudget at
-// ε = 0.9, δ = 10⁻⁶, no n̂: ρ ≈ 0.015…), audited at δ′ = 10⁻² against
-// ε′ = RhoToEpsilon(ρ, δ′). The planted bug draws every round's noise
-// from the whole rounds' budget instead of its 1/T share (σ/√32, ρ of the
-// rounds ×32): at 3,000 runs a side it gave the bound 3.93 against the
-// claim 2.03 (counts 1,329 against 1), planted in the code 3.84 (1,678
-// against 5); the default runs the honest case 1,500 times (the planted
-// bug's event then has about 700 runs against 3: a bound near 3.4) and
-// the knob 1,000 times (about 440 against 2: near 3.0); the honest run
-// stays far below (0.34 at 3,000).
+// in cell 0 on D; every round can only measure that column, and the lens
+// testFixedN keeps the model's total (a DP output of the initial
+// marginals) the same on both inputs, so the model's share of cell 0
+// follows the precision-weighted mean of the initial and the 32 round
+// measurements. Claim: the run's ρ (dp.RhoForBudget at ε = 2.5,
+// δ = 10⁻⁶, no n̂), audited at δ′ = 10⁻² against ε′ = RhoToEpsilon(ρ, δ′)
+// = 1.17. The planted bug draws every round's noise from the whole
+// rounds' budget instead of its 1/T share (σ/√32, the rounds' ρ ×32): at
+// 1,000 runs a side (the default) the knob gave the bound 2.04 (6 against
+// 353 runs) and the bug planted in the code 2.00 (17 against 493); the
+// honest run gave 0.00. (TestAuditFactored ran one round, where the whole
+// budget is the round's share.)
 func TestAuditFactoredRounds(t *testing.T) {
 	t.Parallel()
-	const eps, delta = 4.0, 1e-6
+	const eps, delta = 2.5, 1e-6
 	sizes := []int{2}
 	fams := []Family{Marginal([]int{0})}
 	dPrime := tableTruth(sizes, []int64{3000, 7000})
@@ -119,7 +119,7 @@ func TestAuditFactoredRounds(t *testing.T) {
 		catch bool
 		runs  int
 	}{
-		{"honest", nil, false, 1_500},
+		{"honest", nil, false, 1_000},
 		{"every round's noise from the whole rounds' budget", func(c *Config) { c.testWholeBudget = true }, true, 1_000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,7 +235,7 @@ func TestAuditFactoredSelection(t *testing.T) {
 			res, err := audit.Run(context.Background(), m, mp, []audit.Event[float64]{
 				{Name: "round 1 measures {a,b}", In: func(x float64) bool { return x == 1 }},
 				{Name: "round 1 measures {a,c}", In: func(x float64) bool { return x == 0 }},
-			}, audit.Options{N: factAuditRuns(3_000), Confidence: 1 - 1e-6})
+			}, audit.Options{N: factAuditRuns(2_000), Confidence: 1 - 1e-6})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -297,7 +297,7 @@ func TestAuditFactoredMeasureTruth(t *testing.T) {
 				}
 				m, mp := mk([]int64{5000 + auditSens, 5000}), mk([]int64{5000, 5000})
 				requireVarying(t, m, mp)
-				runs := 3_000
+				runs := 1_500
 				if tc.catch {
 					runs = 1_000 // σ differs in every run: the bound is ln(1000/19) ≈ 4.0
 				}
