@@ -318,7 +318,7 @@ func cubeCounts(ctx context.Context, db relational.DB, set *Set) ([]int64, error
 			inner = append(inner, pre+" AS _synth_b"+strconv.Itoa(i))
 			joins = append(joins, " LEFT JOIN "+ident(name)+" AS "+alias+" ON "+alias+".b = p._synth_b"+strconv.Itoa(i))
 		}
-		sel[i] = r + " AS _synth_r" + strconv.Itoa(i)
+		sel[i] = "CAST(" + r + " AS BIGINT) AS _synth_r" + strconv.Itoa(i) // the cell index below is BIGINT arithmetic
 		grp[i] = "_synth_r" + strconv.Itoa(i)
 	}
 	// When the grid of ranks (K + 2 per axis) has fewer than 2⁶² cells,

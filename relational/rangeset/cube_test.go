@@ -17,18 +17,18 @@ import (
 
 // cubeInstance loads a small random table t (an integer, a numeric, a date,
 // a categorical and a boolean column, values on coarse grids so that query
-// ends often hit them) and makes u, the same rows plus rows with NULLs, as
+// ends often hit them, and a numeric y with values anywhere) and makes u, the same rows plus rows with NULLs, as
 // a view; one spec for each.
 func cubeInstance(t *testing.T, r *rand.Rand) (*engine.Engine, map[string]*spec.Spec) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	var b strings.Builder
-	b.WriteString("i,x,d,c,f\n")
+	b.WriteString("i,x,d,c,f,y\n")
 	day0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	for range 300 {
-		fmt.Fprintf(&b, "%d,%g,%s,%c,%t\n", -5+r.IntN(26), float64(r.IntN(9)-4)/4, day0.AddDate(0, 0, r.IntN(61)).Format("2006-01-02"),
-			'a'+r.IntN(4), r.IntN(2) == 0)
+		fmt.Fprintf(&b, "%d,%g,%s,%c,%t,%.4f\n", -5+r.IntN(26), float64(r.IntN(9)-4)/4, day0.AddDate(0, 0, r.IntN(61)).Format("2006-01-02"),
+			'a'+r.IntN(4), r.IntN(2) == 0, r.Float64())
 	}
 	for _, f := range []string{"t.csv", "u.csv"} { // u.csv is never read: u is a view
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(b.String()), 0o644); err != nil {
@@ -41,7 +41,8 @@ func cubeInstance(t *testing.T, r *rand.Rand) (*engine.Engine, map[string]*spec.
       x: {type: numeric, min: -1, max: 1, bins: 4}
       d: {type: date, min: 2020-01-01, max: 2020-03-01}
       c: {type: categorical, values: [a, b, c, d]}
-      f: {type: boolean}`
+      f: {type: boolean}
+      y: {type: numeric, min: 0, max: 1, bins: 2}`
 	specs := map[string]*spec.Spec{}
 	for _, name := range []string{"t", "u"} {
 		yaml := "privacy: {epsilon: 1.0, delta: 1e-6}\ntables:\n  - name: " + name + "\n    source: " + filepath.Join(dir, name+".csv") + cols +
@@ -60,16 +61,17 @@ func cubeInstance(t *testing.T, r *rand.Rand) (*engine.Engine, map[string]*spec.
 	if err := e.Load(ctx, specs["t"]); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.CreateView(ctx, "u", `SELECT i, x, d, c, f FROM t UNION ALL SELECT * FROM (VALUES
-	  (NULL, 0.5, DATE '2020-01-10', 'a', TRUE), (3, NULL, DATE '2020-01-10', 'b', FALSE), (3, 0.5, NULL, 'c', TRUE),
-	  (3, 0.5, DATE '2020-01-10', NULL, TRUE), (3, 0.5, DATE '2020-01-10', 'd', NULL), (NULL, NULL, NULL, NULL, NULL)) AS n(i, x, d, c, f)`); err != nil {
+	if err := e.CreateView(ctx, "u", `SELECT i, x, d, c, f, y FROM t UNION ALL SELECT * FROM (VALUES
+	  (NULL, 0.5, DATE '2020-01-10', 'a', TRUE, 0.5), (3, NULL, DATE '2020-01-10', 'b', FALSE, 0.5), (3, 0.5, NULL, 'c', TRUE, 0.5),
+	  (3, 0.5, DATE '2020-01-10', NULL, TRUE, 0.5), (3, 0.5, DATE '2020-01-10', 'd', NULL, 0.5), (3, 0.5, DATE '2020-01-10', 'd', TRUE, NULL),
+	  (NULL, NULL, NULL, NULL, NULL, NULL)) AS n(i, x, d, c, f, y)`); err != nil {
 		t.Fatal(err)
 	}
 	return e, specs
 }
 
 // randomRange is a random conjunction over a random subset of the
-// columns of table, with ends on and off the data's grids, inside and
+// columns of table (y's ends anywhere, the others' mostly on their grids), with ends on and off the data's grids, inside and
 // outside the domains, empty ranges included.
 func randomRange(r *rand.Rand, table string) string {
 	day0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -94,9 +96,10 @@ func randomRange(r *rand.Rand, table string) string {
 			return fmt.Sprintf("%g", float64(r.IntN(11)-5)/4)
 		},
 		"d": func() string { return "DATE '" + day0.AddDate(0, 0, r.IntN(70)-5).Format("2006-01-02") + "'" },
+		"y": func() string { return fmt.Sprintf("%.4f", r.Float64()*1.1-0.05) },
 	}
 	var terms []string
-	for _, c := range []string{"i", "x", "d", "c", "f"} {
+	for _, c := range []string{"i", "x", "d", "c", "f", "y"} {
 		if r.IntN(2) == 0 {
 			continue
 		}
@@ -129,9 +132,9 @@ func TestCubeCountsEqualFilterCounts(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(41, 2))
 	e, s := cubeInstance(t, r)
-	for rep := range 6 {
+	for rep := range 7 {
 		table := []string{"t", "u"}[rep%2]
-		n := []int{1, 7, 60, 400}[rep%4]
+		n := []int{1, 7, 60, 400, 1, 7, 1500}[rep] // 1,500: a grid of more than 2³¹ cells (checked)
 		texts := make([]string, n)
 		for i := range texts {
 			texts[i] = randomRange(r, table)
@@ -139,6 +142,15 @@ func TestCubeCountsEqualFilterCounts(t *testing.T) {
 		set, err := Parse(ctx, e, s[table], texts)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if n == 1500 {
+			grid := 1.0
+			for _, a := range newAxes(set) {
+				grid *= float64(len(a.cuts) + 2)
+			}
+			if grid <= 1<<31 {
+				t.Fatalf("the largest set's grid has %g cells, want more than 2³¹ (INT32 cell arithmetic)", grid)
+			}
 		}
 		want, err := filterCounts(ctx, e, set)
 		if err != nil {
