@@ -786,8 +786,8 @@ func writeMeasuresMarkdown(b *bytes.Buffer, v any) {
 		if !e.Signal {
 			signal = "**no**"
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %.4g | %.4g | ±%.4g | %.4g | %s |", cell(fmt.Sprint(m["column"])), cell(fmt.Sprint(m["universe"])),
-			e.SumSensitivity, e.NoiseScale, e.Noise95, e.DPTotal, signal))
+		rows = append(rows, fmt.Sprintf("| %s | %s | %.4g | %.4g | ±%.4g | %.4g | ±%.4g | %.4g | %s |", cell(fmt.Sprint(m["column"])), cell(fmt.Sprint(m["universe"])),
+			e.SumSensitivity, e.NoiseScale, e.Noise95, e.DPTotal, e.TotalNoise95, e.AtomNoiseScale, signal))
 	}
 	if len(rows) == 0 {
 		return
@@ -797,8 +797,10 @@ func writeMeasuresMarkdown(b *bytes.Buffer, v any) {
 	b.WriteString("domain times the per-tuple sensitivity Δ̃), the Laplace scale one sum needs at the measure's ε, the half-width of a ")
 	b.WriteString("95% interval of that noise, in the measure's units, and its DP total. A box whose true sum is well below the 95% ")
 	b.WriteString("half-width cannot be told from 0 at this budget; when the half-width exceeds the DP total, no sum of the measure ")
-	b.WriteString("carries signal. All are public parameters or post-processing of DP outputs.\n\n")
-	b.WriteString("| measure | universe | sum sensitivity | noise scale | 95% noise | DP total | signal |\n| --- | --- | ---: | ---: | ---: | ---: | --- |\n")
+	b.WriteString("carries signal. The whole-file sum is the total measured directly: it is within \"total 95%\" of the true sum with probability 95%; ")
+	b.WriteString("each workload box is the sum of its atoms' direct measurements, each with Laplace noise of the \"atom scale\". ")
+	b.WriteString("All are public parameters or post-processing of DP outputs.\n\n")
+	b.WriteString("| measure | universe | sum sensitivity | noise scale | 95% noise | DP total | total 95% | atom scale | signal |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, r := range rows {
 		b.WriteString(r + "\n")
 	}

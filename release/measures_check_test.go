@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -137,7 +138,8 @@ func TestReleaseMeasureProgressAndScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(md), "## Measures: error scale") || !strings.Contains(string(md), "| orders.amount |") {
+	if !strings.Contains(string(md), "## Measures: error scale") || !strings.Contains(string(md), "| orders.amount |") ||
+		!strings.Contains(string(md), fmt.Sprintf("±%.4g | %.4g |", e.TotalNoise95, e.AtomNoiseScale)) {
 		t.Errorf("the Markdown report has no error-scale row for orders.amount:\n%s", md)
 	}
 }
