@@ -57,6 +57,16 @@
 // on the bias exists under user-level DP). Several answers under a unit
 // are better answered together by package multi.
 //
+// With [Options.Clip], when every query's join results belong to one unit,
+// all answers are answered together by the clipped Laplace mechanism
+// (answerClipped): a per-unit clip C drawn by the exponential mechanism
+// over the public ladder ⌈2^(j/2)⌉ ≤ GS ([dp.ChooseClip], the unit
+// release's row-count code), each unit's vector over the answers clipped
+// to L1 norm C, and discrete Laplace noise of scale C/ε_N on each answer:
+// pure ε-DP, error about C/ε — R2T's at the same threshold carries its
+// ladder's factor L·ln(L/β). synth answer makes it the default for up to
+// 10 answers (docs/answers.md).
+//
 // # Not implemented
 //
 // Projections (SPJA), self-joins, outer joins, HAVING, AVG/MIN/MAX,
