@@ -647,7 +647,7 @@ func (r *run) write(ctx context.Context, p *Plan, c *charged, out *Output, rp *r
 	if err != nil {
 		return 0, err
 	}
-	failpoint.Hit(failpoint.RowsWritten)
+	failpoint.HitContext(ctx, failpoint.RowsWritten)
 	pf, err := w.Finish()
 	if err != nil {
 		return 0, err

@@ -458,3 +458,68 @@ func TestReleaseRowsFlag(t *testing.T) {
 		t.Errorf("--rows -1: exit %d, want %d", r.code, ExitUsage)
 	}
 }
+
+// TestReleaseSIGTERM sends SIGTERM to `synth release` while it is paused at
+// a point of its run (see failpoint: before it reads data, and with its
+// rows written but not yet finished), then lets it go on: the run stops
+// at its next check of its context, exits 1 saying it was interrupted and
+// that no output was written, and leaves the previous release as it was
+// with nothing beside it. The signal lands where the run is, not after a
+// guessed delay.
+func TestReleaseSIGTERM(t *testing.T) {
+	bin := buildSynth(t)
+	config, _ := writeTiny(t, tinyOptions{})
+	for _, point := range []string{failpoint.LedgerCharged, failpoint.RowsWritten} {
+		out := filepath.Join(t.TempDir(), "rel")
+		if b, err := synthCmd(bin, config, out, "1").CombinedOutput(); err != nil {
+			t.Fatalf("first release: %v\n%s", err, b)
+		}
+		pause := t.TempDir()
+		cmd := synthCmd(bin, config, out, "2", failpoint.PauseEnv+"="+point+"="+pause)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		for {
+			if _, err := os.Stat(filepath.Join(pause, "paused")); err == nil {
+				break
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("%s: the run ended before it paused: %v\n%s", point, err, stderr.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		// The signal is handled on another goroutine: resume once the
+		// paused run has seen its context cancelled (it says so), not
+		// after a guessed delay.
+		for {
+			if _, err := os.Stat(filepath.Join(pause, "cancelled")); err == nil {
+				break
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("%s: the paused run ended: %v\n%s", point, err, stderr.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		if err := os.WriteFile(filepath.Join(pause, "resume"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := <-done
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != ExitRuntime || !strings.Contains(stderr.String(), "interrupted; no output was written") {
+			t.Fatalf("%s: exit %v, want %d saying it was interrupted\n%s", point, err, ExitRuntime, stderr.String())
+		}
+		if got, err := releaseState(t, out, false); err != nil || got != "1" {
+			t.Errorf("%s: the folder holds ε = %s (%v), want the previous release's 1", point, got, err)
+		}
+		onlyRelease(t, out)
+	}
+}

@@ -181,7 +181,7 @@ func runRelease(cmd *cobra.Command, g *globalOptions, s *spec.Spec, command stri
 		if err := chargeLedger(cmd, g, s, command, mech, b); err != nil {
 			return err
 		}
-		failpoint.Hit(failpoint.LedgerCharged)
+		failpoint.HitContext(ctx, failpoint.LedgerCharged)
 		return nil
 	}
 	o.Spec, o.Engine, o.Source, o.Logger = s, g.engine, g.source(), g.logger

@@ -7,6 +7,7 @@
 package failpoint
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,13 @@ const (
 )
 
 // Hit is a named point of a run (see [KillEnv] and [PauseEnv]).
-func Hit(point string) {
+func Hit(point string) { HitContext(context.Background(), point) }
+
+// HitContext is [Hit] at a point where the run holds ctx: while paused
+// there, it creates DIR/cancelled once ctx is done, so that a test can
+// wait for the run to have seen its cancellation (a signal is handled on
+// another goroutine) before it resumes the run.
+func HitContext(ctx context.Context, point string) {
 	if os.Getenv(KillEnv) == point {
 		if p, err := os.FindProcess(os.Getpid()); err == nil {
 			_ = p.Kill()
@@ -58,10 +65,16 @@ func Hit(point string) {
 		return
 	}
 	// Polling for an event, not a duration: the test creates the file.
+	done := ctx.Done()
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "resume")); err == nil {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-done:
+			_ = os.WriteFile(filepath.Join(dir, "cancelled"), nil, 0o644)
+			done = nil
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
