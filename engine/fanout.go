@@ -55,19 +55,33 @@ func binCase(x string, lows []int64) string {
 	return b.String()
 }
 
-// AddFanout adds to the loaded table h.Parent the binned column named
-// column (a declared-column name; stored as [BinColumn](column)) holding,
-// for every parent row, the bin in lows of its number of h.Child rows
-// (0 for a row no child references), and declares its size len(lows)
-// for the folds and statistics that follow. Fold the tables again after
-// it. It reads private data only to store a per-row count inside the
-// engine; nothing leaves it.
-func (e *Engine) AddFanout(ctx context.Context, h Hop, column string, lows []int64) error {
-	if len(lows) == 0 || lows[0] != 0 {
-		return fmt.Errorf("%w: fan-out bins %v: want lows starting at 0", ErrInvalid, lows)
-	}
+// FanoutColumn is one binned fan-out column [Engine.AddFanout] adds: its
+// declared name and the low ends of its bins (Lows[0] = 0 < Lows[1] < …;
+// the last bin takes every larger count).
+type FanoutColumn struct {
+	Name string
+	Lows []int64
+}
+
+// AddFanout adds to the loaded table h.Parent the binned columns cols
+// (declared-column names; stored as [BinColumn](name)) holding, for every
+// parent row, the bin of its number of h.Child rows (0 children for a row
+// no child references), and declares their sizes for the folds and
+// statistics that follow: one pass over both tables whatever the number
+// of columns. Fold the tables again after it. It reads private data only
+// to store a per-row count inside the engine; nothing leaves it.
+func (e *Engine) AddFanout(ctx context.Context, h Hop, cols ...FanoutColumn) error {
 	d := e.d
-	col := d.ident(BinColumn(column))
+	var sel []string
+	for _, c := range cols {
+		if len(c.Lows) == 0 || c.Lows[0] != 0 {
+			return fmt.Errorf("%w: fan-out bins %v of %s: want lows starting at 0", ErrInvalid, c.Lows, c.Name)
+		}
+		sel = append(sel, binCase("COALESCE(f.n, 0)", c.Lows)+" AS "+d.ident(BinColumn(c.Name)))
+	}
+	if len(sel) == 0 {
+		return nil
+	}
 	typesP, err := e.columnTypes(ctx, h.Parent)
 	if err != nil {
 		return err
@@ -94,13 +108,13 @@ func (e *Engine) AddFanout(ctx context.Context, h Hop, column string, lows []int
 	tmp := d.ident(ReservedPrefix + "fan_" + h.Parent)
 	stmts := []string{
 		"DROP TABLE IF EXISTS " + tmp,
-		"CREATE TABLE " + tmp + " AS SELECT p.*, " + binCase("COALESCE(f.n, 0)", lows) + " AS " + col + " FROM " + d.ident(h.Parent) + " AS p LEFT JOIN " + e.childCounts(h) + " AS f ON " + pk + " = " + fk,
+		"CREATE TABLE " + tmp + " AS SELECT p.*, " + strings.Join(sel, ", ") + " FROM " + d.ident(h.Parent) + " AS p LEFT JOIN " + e.childCounts(h) + " AS f ON " + pk + " = " + fk,
 		drop + d.ident(h.Parent),
 		"ALTER TABLE " + tmp + " RENAME TO " + d.ident(h.Parent),
 	}
 	for _, q := range stmts {
 		if _, err := e.db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("DEBUG %s: %w", q, err)
+			return statError(ctx, "fan-out of "+h.Parent+" in "+h.Child, err)
 		}
 	}
 	e.forget(h.Parent)
@@ -108,7 +122,9 @@ func (e *Engine) AddFanout(ctx context.Context, h Hop, column string, lows []int
 	if e.sizes[h.Parent] == nil {
 		e.sizes[h.Parent] = map[string]int{}
 	}
-	e.sizes[h.Parent][column] = len(lows)
+	for _, c := range cols {
+		e.sizes[h.Parent][c.Name] = len(c.Lows)
+	}
 	e.mu.Unlock()
 	return nil
 }

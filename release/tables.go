@@ -579,11 +579,8 @@ func (r *tablesRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) 
 		clipParams[tree.tables[tb.parent].name+"→"+tb.name] = fanoutClip(j)
 		r.ledgers[0].Publish("fanout_clip_"+tb.name, float64(fanoutClip(j)))
 		hop := tree.hops(s, i)[len(tree.hops(s, i))-1]
-		if err := eng.AddFanout(ctx, hop, fanName(tb.name), fanoutLows[:j+1]); err != nil {
-			return nil, err
-		}
 		classes[i] = len(classLows(j))
-		if err := eng.AddFanout(ctx, hop, className(tb.name), classLows(j)); err != nil {
+		if err := eng.AddFanout(ctx, hop, engine.FanoutColumn{Name: fanName(tb.name), Lows: fanoutLows[:j+1]}, engine.FanoutColumn{Name: className(tb.name), Lows: classLows(j)}); err != nil {
 			return nil, err
 		}
 	}
