@@ -143,6 +143,14 @@ type Config struct {
 	// (post-processing), since a measured table's total may exceed the
 	// truth's (see factored.measure).
 	MeasureTruth Truth
+	// Own, when set ([RunFactored] only), lists the columns the run is
+	// for: the initial 1-way marginals are those of Own alone (their
+	// noise scales with √|Own|, not √d), and a round selects only
+	// candidate sets holding an Own column. The other columns are a
+	// context the caller conditions on: the model learns them only
+	// through measured sets with an Own column (the tables release's
+	// levels). Empty: every column.
+	Own []int
 	// SensitivityNote, when set, says in the ledger what Sensitivity bounds
 	// under the caller's neighbour relation (the default text speaks of
 	// join tuples).

@@ -307,6 +307,23 @@ func startFactored(ctx context.Context, src dp.Source, names []string, sizes []i
 		}
 	}
 	f.sets, f.weights = keep, kw
+	if len(cfg.Own) > 0 {
+		own := map[int]bool{}
+		for _, c := range cfg.Own {
+			if c < 0 || c >= d {
+				return nil, fmt.Errorf("%w: own column %d of %d", ErrInvalidConfig, c, d)
+			}
+			own[c] = true
+		}
+		keep, kw = nil, nil
+		for i, s := range f.sets {
+			if slices.ContainsFunc(s, func(c int) bool { return own[c] }) {
+				keep = append(keep, s)
+				kw = append(kw, f.weights[i])
+			}
+		}
+		f.sets, f.weights = keep, kw
+	}
 	rho, err := rhoForBudget(dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta})
 	if err != nil {
 		return nil, fmt.Errorf("pmw: rounds: %w", err)
@@ -322,8 +339,9 @@ func startFactored(ctx context.Context, src dp.Source, names []string, sizes []i
 		}
 	}
 	measFrac := 1 - mwemSelFracGauss
-	f.unit = f.total / (float64(f.t0) + measFrac*float64(d))
-	f.initCost = measFrac * float64(d) * f.unit
+	di := float64(len(f.initColumns()))
+	f.unit = f.total / (float64(f.t0) + measFrac*di)
+	f.initCost = measFrac * di * f.unit
 	f.roundsBudget = f.total - f.initCost
 	f.cost = f.unit
 	for _, c := range []float64{f.unit, f.roundsBudget} {
@@ -404,8 +422,21 @@ func (f *factored) noiseScale(c float64) float64 {
 	return s
 }
 
+// initColumns are the columns whose 1-way marginals the init measures:
+// Config.Own, or every column.
+func (f *factored) initColumns() []int {
+	if len(f.cfg.Own) > 0 {
+		return f.cfg.Own
+	}
+	all := make([]int, len(f.sizes))
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
 func (f *factored) initScale() float64 {
-	d := float64(len(f.sizes))
+	d := float64(len(f.initColumns()))
 	return f.cfg.Sensitivity * math.Sqrt(d) / math.Sqrt(2*f.initCost)
 }
 
@@ -418,7 +449,7 @@ func (f *factored) charge(l *dp.Ledger) error {
 	if rem.Epsilon < cfg.Epsilon*(1-1e-12) || rem.Delta < cfg.Delta*(1-1e-12) {
 		return fmt.Errorf("pmw: %w: needs (ε=%g, δ=%g) but (ε=%g, δ=%g) remain", dp.ErrBudgetExceeded, cfg.Epsilon, cfg.Delta, rem.Epsilon, rem.Delta)
 	}
-	d := len(f.sizes)
+	d := len(f.initColumns())
 	details := map[string]any{"variant": "mwem (factored model)", "noise": string(NoiseGaussian), "sensitivity": cfg.Sensitivity,
 		"T0": f.t0, "T_max": f.maxRounds, "candidates": len(f.sets), "columns": d, "max_model_cells": f.maxCell,
 		"score_weight_max": f.wmax}
@@ -554,8 +585,19 @@ func (f *factored) rebuild() error {
 		}
 	}
 	var sets [][]int
+	covered := make([]bool, len(f.sizes))
 	for _, k := range f.order {
 		sets = append(sets, f.measSet[k])
+		for _, c := range f.measSet[k] {
+			covered[c] = true
+		}
+	}
+	// A context column no measured set holds yet (Config.Own) enters the
+	// model as a zero factor: uniform, independent of the rest.
+	for c, ok := range covered {
+		if !ok {
+			sets = append(sets, []int{c})
+		}
 	}
 	g, err := newGraphical(f.sizes, sets)
 	if err != nil {
@@ -576,8 +618,9 @@ func (f *factored) init() error {
 	s0 := f.initScale()
 	v0 := s0 * s0
 	var num, den float64
-	d := len(f.sizes)
-	for c := range d {
+	cols := f.initColumns()
+	d := len(cols)
+	for _, c := range cols {
 		i := slices.IndexFunc(f.sets, func(s []int) bool { return len(s) == 1 && s[0] == c })
 		if _, err := f.measure(i, s0, false); err != nil {
 			return err
@@ -618,6 +661,14 @@ func (f *factored) loss(grad bool) (float64, [][]float64) {
 	}
 	for i, s := range f.model.sets {
 		me := f.meas[setKey(s)]
+		if me == nil {
+			// A zero factor of an unmeasured context column (Config.Own):
+			// no term, no gradient; it stays uniform.
+			if grad {
+				g[i] = make([]float64, len(f.model.theta[i]))
+			}
+			continue
+		}
 		mu := f.model.marginalIn(f.model.home[i], s, f.model.factorProj[i])
 		if grad {
 			g[i] = make([]float64, len(mu))

@@ -136,6 +136,10 @@ type Config struct {
 	// loaded tables before charging (the release does): Run then skips
 	// the key checks it makes otherwise.
 	KeysChecked bool
+	// Own, with Factored, are the columns the run is for (pmw.Config.Own):
+	// the others are a context that only measured sets with an own column
+	// teach the model.
+	Own []int
 
 	mutation mutation
 }
@@ -317,6 +321,7 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 		MaxRounds:   cfg.MaxRounds,
 		Progress:    cfg.Progress,
 		NoNHat:      true,
+		Own:         cfg.Own,
 	}
 	p.pmwCfg.SensitivityNote = p.sensitivityNote()
 	if cfg.mutation == mutRowSigma {

@@ -8,9 +8,10 @@ import (
 )
 
 // fanoutClipMech is the fan-out clip's choice on an edge where units
-// with largest fan-out 2 number twoUnits: with ε = 0.4 the penalty 1/ε =
-// 2.5 per rung makes 2 such units prefer τ = 1 and 3 prefer τ = 2, the
-// tipping pair of a neighbour (one unit added with its subtree).
+// with largest fan-out 2 number twoUnits: with ε = 0.4 the penalty 2/ε =
+// 5 per rung makes 5 such units prefer τ = 1 (a tie: the first) and 6
+// prefer τ = 2, the tipping pair of a neighbour (one unit added with its
+// subtree).
 func fanoutClipMech(twoUnits int64) func(dp.Source) float64 {
 	return func(src dp.Source) float64 {
 		return float64(chooseFanoutClip(src, map[int64]int64{0: 40, 1: 30, 2: twoUnits}, auditClipEps))
@@ -26,13 +27,13 @@ const auditClipEps = 0.4
 // planted bug (the best clip taken without noise) is caught.
 func TestAuditFanoutClip(t *testing.T) {
 	const n = 20_000
-	honest := audit.MustRunScalar(t, fanoutClipMech(2), fanoutClipMech(3), n, 0)
+	honest := audit.MustRunScalar(t, fanoutClipMech(5), fanoutClipMech(6), n, 0)
 	if honest.EpsilonLowerBound > auditClipEps {
 		t.Fatalf("honest fan-out clip: ε ≥ %.3f (event %s) above its claim %g", honest.EpsilonLowerBound, honest.Event, auditClipEps)
 	}
 	tablesMutation = mutTrueFanoutClip
 	defer func() { tablesMutation = 0 }()
-	mutant := audit.MustRunScalar(t, fanoutClipMech(2), fanoutClipMech(3), n, 0)
+	mutant := audit.MustRunScalar(t, fanoutClipMech(5), fanoutClipMech(6), n, 0)
 	if mutant.EpsilonLowerBound <= auditClipEps {
 		t.Fatalf("planted bug (the clip chosen without noise) not caught: ε ≥ %.3f, claim %g", mutant.EpsilonLowerBound, auditClipEps)
 	}

@@ -34,7 +34,8 @@ func joinTVD(t *testing.T, s *spec.Spec, truth *score.Table, path string) float6
 // and 4, 3 seeds each, scored by the independent scorer (package score):
 // the workload's join marginals, each table's own 1- and 2-way marginals
 // (the worst table's mean), the fan-out TVD (the worst edge) and the
-// group queries' mean error. Minutes: only with SYNTH_TABLES_ACCURACY.
+// group queries' mean error. Minutes: only with SYNTH_TABLES_ACCURACY
+// (SYNTH_TABLES_ONLY=1 skips the flat release and the baseline).
 func TestTablesAccuracyTable(t *testing.T) {
 	env := os.Getenv("SYNTH_TABLES_ACCURACY")
 	if env == "" {
@@ -59,6 +60,9 @@ func TestTablesAccuracyTable(t *testing.T) {
 			const seeds = 3
 			for seed := uint64(1); seed <= seeds; seed++ {
 				for k, how := range []string{"tables", "flat", "baseline"} {
+					if how != "tables" && os.Getenv("SYNTH_TABLES_ONLY") != "" {
+						continue // SYNTH_TABLES_ONLY: the tables release alone
+					}
 					s, _ := load(t, ex)
 					s.Privacy.Epsilon = eps
 					dir := t.TempDir()
