@@ -624,7 +624,7 @@ func (r *tablesRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) 
 			Epsilon: r.ledgers[i].Total().Epsilon, Delta: r.ledgers[i].Total().Delta,
 			Columns: spec.FoldColumns(lp.Folding, ls.Release.Columns), Universe: lp.Universe, Families: lp.Families,
 			Bound: ls.Release.Bound(), AutoBound: ls.Release.ContributionBoundAuto, Noise: pmw.Noise(ls.PMW.Noise), Rounds: lp.Rounds, MaxRounds: lp.MaxRounds, Progress: r.hooks.Round,
-			Factored: lp.Factored, Names: lp.Names, Sizes: lp.Sizes, L2: unitL2(ls, lp.Factored), NoCount: true, Own: lv.ownColumns(lp.Factored),
+			Factored: lp.Factored, Names: lp.Names, Sizes: lp.Sizes, L2: unitL2(ls, lp.Factored), NoCount: true, Own: lv.ownColumns(lp.Factored), KeysChecked: true,
 		}, r.ledgers[i])
 		if err != nil {
 			return nil, fmt.Errorf("release: level of %s: %w", tree.tables[i].name, err)
