@@ -12,6 +12,7 @@ import (
 	"github.com/synth-dp/synth/internal/demo"
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/spec"
 )
 
 type demoOptions struct {
@@ -49,6 +50,8 @@ try on the released file.`,
 			if err != nil {
 				return err
 			}
+			// The demo writes the synthetic tables too (docs/relational.md).
+			s.Release.Output = spec.OutputTables
 			g.logger.Info("demo instance built", "k", o.k, "tables", "customers, transactions")
 			sum, err := runRelease(cmd, g, s, "demo", release.Options{OutDir: o.out, Overwrite: true})
 			if err != nil {

@@ -121,7 +121,7 @@ func Write(dir string, k int, eps, delta float64) (*spec.Spec, error) {
 				}},
 		},
 		Join:    []spec.JoinEq{{Left: spec.ColumnRef{Table: "transactions", Column: "customer_id"}, Right: spec.ColumnRef{Table: "customers", Column: "customer_id"}}},
-		Release: spec.Release{Method: spec.Auto, Columns: []spec.ColumnRef{tier, channel, amount}, Output: spec.OutputTables},
+		Release: spec.Release{Method: spec.Auto, Columns: []spec.ColumnRef{tier, channel, amount}},
 		Workload: spec.Workload{Marginals: [][]spec.ColumnRef{
 			{tier}, {channel}, {amount}, {tier, channel}, {channel, amount}, {tier, amount},
 		}},
