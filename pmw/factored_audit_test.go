@@ -167,7 +167,7 @@ func checkAudit(t *testing.T, name string, res audit.Result, claim float64, catc
 // pure DP. The planted bugs: the score's sensitivity halved (ε_1 doubled)
 // and taken as one row.
 //
-// Power at 3,000 runs: the honest selection gives P[{a, c} on D] =
+// Power at 3,000 runs (the honest case's default): the honest selection gives P[{a, c} on D] =
 // 1/(1 + e^ε₁) against ½ on D′, a log ratio of ln((1 + e^ε₁)/2) = 2.1 at
 // ε₁ = 2.7; the halved sensitivity makes it ln((1 + e^{2ε₁})/2) ≈ 4.7,
 // about 30 runs of 3,000 on D, whose upper confidence bound at 1 − 10⁻⁶
@@ -229,13 +229,20 @@ func TestAuditFactoredSelection(t *testing.T) {
 			if tc.knob != nil {
 				tc.knob(&cfg)
 			}
+			// The honest case runs 3,000 times: a halved sensitivity
+			// planted in the code gave 3.58 at 3,000 but only 2.84 at
+			// 2,000 (claim 2.57); the knob, 2,000 (3.17).
+			runs := 2_000
+			if !tc.catch {
+				runs = 3_000
+			}
 			m := factMech(sizes, fams, tableTruth(sizes, fullD), cfg, first)
 			mp := factMech(sizes, fams, tableTruth(sizes, fullP), cfg, first)
 			requireVarying(t, m, mp)
 			res, err := audit.Run(context.Background(), m, mp, []audit.Event[float64]{
 				{Name: "round 1 measures {a,b}", In: func(x float64) bool { return x == 1 }},
 				{Name: "round 1 measures {a,c}", In: func(x float64) bool { return x == 0 }},
-			}, audit.Options{N: factAuditRuns(2_000), Confidence: 1 - 1e-6})
+			}, audit.Options{N: factAuditRuns(runs), Confidence: 1 - 1e-6})
 			if err != nil {
 				t.Fatal(err)
 			}
