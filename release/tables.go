@@ -758,14 +758,14 @@ func (r *tablesRun) draw(ctx context.Context, rnd *rand.Rand, joints [][]float64
 		}
 		emitRow := func(parent int32, seq int32, ctxBins []int32, c int64) {
 			y := int64(cond(c).draw(rnd))
-			row := make([]int32, width)
-			copy(row, ctxBins)
+			st.bins = append(st.bins, ctxBins...)
+			st.bins = append(st.bins, make([]int32, len(own))...)
+			row := st.bins[len(st.bins)-width:]
 			for k := len(own) - 1; k >= 0; k-- {
 				sz := int64(own[k].size)
 				row[lv.nCtx+k] = int32(y % sz)
 				y /= sz
 			}
-			st.bins = append(st.bins, row...)
 			st.parent = append(st.parent, parent)
 			st.seq = append(st.seq, seq)
 			st.rows++
@@ -905,10 +905,35 @@ func (r *tablesRun) joinCells() (cells, counts []int64, total int64, err error) 
 		}
 		return out
 	}
-	for u := int64(0); u < r.synth[0].rows; u++ {
-		for _, c := range sub(0, u) {
+	chain, leaf := true, 0
+	for i, t := range tree.tables {
+		chain = chain && len(t.children) <= 1
+		if len(t.children) == 0 {
+			leaf = i
+		}
+	}
+	if chain {
+		// A chain's join rows are its deepest table's rows, each with its
+		// ancestors: no product to expand.
+		for row := int64(0); row < r.synth[leaf].rows; row++ {
+			c := int64(0)
+			for i, x := leaf, row; ; {
+				c += part[i][x]
+				par := tree.tables[i].parent
+				if par < 0 {
+					break
+				}
+				x, i = int64(r.synth[i].parent[x]), par
+			}
 			acc[c]++
 			total++
+		}
+	} else {
+		for u := int64(0); u < r.synth[0].rows; u++ {
+			for _, c := range sub(0, u) {
+				acc[c]++
+				total++
+			}
 		}
 	}
 	cells = make([]int64, 0, len(acc))

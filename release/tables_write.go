@@ -84,7 +84,13 @@ func (r *tablesRun) writeTable(ctx context.Context, i int, path string, files *p
 	width := len(r.levels[i].cols)
 	// The parent's synthetic primary key: its row number + 1.
 	keyOf := func(row int64) int64 { return row + 1 }
-	batch := make([]parquet.Row, 0, tableBatch)
+	// One buffer of rows, reused batch after batch (WriteRows copies the
+	// values into its column buffers).
+	buf := make([]parquet.Row, tableBatch)
+	for k := range buf {
+		buf[k] = make(parquet.Row, len(schema.Columns()))
+	}
+	batch := buf[:0]
 	flush := func() error {
 		if _, err := w.WriteRows(batch); err != nil {
 			return fmt.Errorf("release: writing table %s: %w", t.name, err)
@@ -93,7 +99,7 @@ func (r *tablesRun) writeTable(ctx context.Context, i int, path string, files *p
 		return ctx.Err()
 	}
 	for row := int64(0); row < syn.rows; row++ {
-		vals := make(parquet.Row, len(schema.Columns()))
+		vals := buf[len(batch)]
 		fkPart := t.fk != "" && slices.Contains(t.pk, t.fk)
 		for k, n := range keyCols {
 			var v int64
