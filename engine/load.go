@@ -131,8 +131,21 @@ func (e *Engine) Load(ctx context.Context, s *spec.Spec) error {
 	}
 	for i := range s.Tables {
 		t := &s.Tables[i]
-		if _, err := os.Stat(t.Source); err != nil {
+		st, err := os.Stat(t.Source)
+		if err != nil {
 			return &fileError{table: t.Name, file: t.Source, msg: "cannot read the source", err: err}
+		}
+		if !st.Mode().IsRegular() {
+			return &fileError{table: t.Name, file: t.Source, msg: fmt.Sprintf("is not a regular file (%s): "+
+				"synth reads a source more than once, which a pipe, a device or a folder does not allow; write the data to a file and name it", fileKind(st.Mode()))}
+		}
+	}
+	for i := range s.Tables {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("engine: load: %w", err)
+		}
+		if err := verifyCompressed(ctx, &s.Tables[i]); err != nil {
+			return err
 		}
 	}
 	conn, err := e.db.Conn(ctx)

@@ -198,3 +198,9 @@ func duckDBConfig(spill, limit string) string {
 	}
 	return q
 }
+
+// DuckDBMemoryLimit is the memory_limit an embedded DuckDB gets from
+// [MemoryLimitEnv] ([DefaultMemoryLimit] when unset; "" for "max", DuckDB's
+// own default), or an error naming the variable. synth query gives its
+// sandbox the same limit.
+func DuckDBMemoryLimit() (string, error) { return memoryLimit() }

@@ -284,6 +284,13 @@ func (j *unitJoinPlan) cell() string {
 // as the join compares them. It reads the table: call it after Load,
 // before any statistic.
 func (e *Engine) CheckPrimaryKey(ctx context.Context, h *hypergraph.Hypergraph, table string, key []string) error {
+	return e.checkPrimaryKey(ctx, h, table, key,
+		"privacy.unit: every unit and every private table on an ownership path needs a unique, non-NULL primary key, so that each row belongs to exactly one unit; fix the data or the declared primary_key")
+}
+
+// checkPrimaryKey is [Engine.CheckPrimaryKey] with the reason the error
+// gives.
+func (e *Engine) checkPrimaryKey(ctx context.Context, h *hypergraph.Hypergraph, table string, key []string, reason string) error {
 	i := h.Index(table)
 	if i < 0 {
 		return fmt.Errorf("%w: primary key check: no relation %q", ErrInvalid, table)
@@ -328,6 +335,5 @@ func (e *Engine) CheckPrimaryKey(ctx context.Context, h *hypergraph.Hypergraph, 
 	case err != nil:
 		return statError(ctx, "primary key check of "+table, err)
 	}
-	return &DuplicateKeyError{Table: table, Columns: slices.Clone(key), Value: vals, Count: n, Null: null == 1,
-		Reason: "privacy.unit: every unit and every private table on an ownership path needs a unique, non-NULL primary key, so that each row belongs to exactly one unit; fix the data or the declared primary_key"}
+	return &DuplicateKeyError{Table: table, Columns: slices.Clone(key), Value: vals, Count: n, Null: null == 1, Reason: reason}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/synth-dp/synth/dp"
+	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/spec"
 )
 
@@ -17,6 +18,21 @@ var ErrUnsupported = errors.New("release: not supported yet")
 // over a universe of 10⁶ cells take seconds. The mwem variant (the default)
 // has its own cap, pmw.DefaultMWEMMaxRounds.
 const DefaultMaxRounds = 500
+
+// RoundsLimit is the most PMW rounds a release may ask for (--rounds,
+// --max-rounds): a public limit on the work. A round costs one selection
+// and one measurement, each with a share of the budget that shrinks as
+// the rounds grow (about 1/√T under advanced composition or zCDP), so at
+// 10⁴ rounds every measurement is already far noisier than with the
+// defaults (100 for mwem, 500 for paper); at the ~800 rounds/s measured on
+// a small universe (issue 36) 10⁹ rounds would have run for two weeks.
+const RoundsLimit = 10_000
+
+// MinMemoryCap is the smallest memory cap (--memory-cap) a release
+// accepts: the factored model's junction tree, [pmw.DefaultFactoredCells]
+// float64 beliefs (16 MiB). Below it the factored model could never run,
+// and only a tiny dense universe would fit.
+const MinMemoryCap = 8 * pmw.DefaultFactoredCells
 
 // testHookAdd, when set by a test, is called before every cell is added to
 // the Parquet writer with the number of rows written so far.

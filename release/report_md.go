@@ -95,6 +95,13 @@ func HashInputs(ctx context.Context, s *spec.Spec) ([]dp.InputFile, error) {
 		if strings.Contains(t.Source, "://") {
 			continue
 		}
+		// A source that is not a regular file is not opened: opening a
+		// named pipe blocks until a writer comes, and the load refuses it.
+		if st, err := os.Stat(t.Source); err != nil {
+			return nil, fmt.Errorf("release: %w", err)
+		} else if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("release: %s is not a regular file", t.Source)
+		}
 		f, err := os.Open(t.Source)
 		if err != nil {
 			return nil, fmt.Errorf("release: %w", err)

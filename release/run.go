@@ -397,6 +397,16 @@ func (r *run) load(ctx context.Context, p *Plan) (*engine.Engine, error) {
 	if err := eng.Fold(ctx, p.Folding); err != nil {
 		return nil, err
 	}
+	// Declared keys against the data: unique, non-NULL primary keys on
+	// every table and foreign keys that resolve (unless join.orphans:
+	// drop). Bad input fails the run here, before any statistic or
+	// mechanism reads the data.
+	if err := eng.CheckPrimaryKeys(ctx, s, p.Folding.Original()); err != nil {
+		return nil, err
+	}
+	if err := eng.CheckOrphans(ctx, s, p.Folding.Original()); err != nil {
+		return nil, err
+	}
 	r.o.progress(PhaseLoad, steps, steps)
 	// Key columns stored or typed differently across a join edge, for the
 	// custodian (the log only: the stored types depend on the data, and

@@ -27,6 +27,9 @@
 //	      o_orderdate: {type: date, min: 1992-01-01, max: 1998-12-31, granularity: year}
 //	      flag: {type: boolean, out_of_domain: drop}
 //	join: ["orders.o_custkey = customer.c_custkey"]   # table.column = table.column
+//	# or: join: {on: ["orders.o_custkey = customer.c_custkey"], orphans: drop}
+//	#   orphans: error (default) refuses a release whose foreign keys do not
+//	#   all resolve (see [Spec.ForeignKeys]); drop releases the join without them
 //	relationships:                          # SDV style, turned into join equalities
 //	  - {parent_table_name: customer, parent_primary_key: c_custkey,
 //	     child_table_name: orders, child_foreign_key: o_custkey}

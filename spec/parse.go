@@ -153,7 +153,7 @@ func (p *parser) parse(data []byte) *Spec {
 		}
 		root = root.Content[0]
 	}
-	p.s = &Spec{File: p.file}
+	p.s = &Spec{File: p.file, Orphans: OrphansError}
 	p.released = map[ColumnRef]bool{}
 	p.tableNode = map[string]*yaml.Node{}
 	m := p.mapping(root, "", "privacy", "sdv_metadata", "tables", "relationships", "join", "release", "workload", "pmw", "output")
@@ -882,9 +882,22 @@ func (p *parser) addJoin(eq JoinEq, n *yaml.Node, path string) {
 	p.s.Join = append(p.s.Join, eq)
 }
 
+// join reads the join section: a list of equalities, or a mapping with
+// the list under on and the orphan policy under orphans.
 func (p *parser) join(n *yaml.Node) {
-	for i, it := range p.sequence(n, "join") {
-		path := index("join", i)
+	list, key := n, "join"
+	if d := deref(n); d != nil && d.Kind == yaml.MappingNode {
+		m := p.mapping(n, "join", "on", "orphans")
+		if v := m.get("orphans"); v != nil {
+			p.s.Orphans = Orphans(p.choice(v, "join.orphans", string(OrphansError), string(OrphansDrop)))
+		}
+		list, key = m.get("on"), "join.on"
+		if list == nil {
+			return
+		}
+	}
+	for i, it := range p.sequence(list, key) {
+		path := index(key, i)
 		s := p.str(it, path)
 		l, r, ok := strings.Cut(s, "=")
 		if !ok || strings.Contains(r, "=") {

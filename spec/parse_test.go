@@ -183,6 +183,9 @@ func badCases() []badCase {
 		{"join types differ", withLine(17, `join: ["orders.o_shippriority = customer.c_custkey"]`), "join[0]", 17, "must have the same type"},
 		{"join unqualified", withLine(17, `join: ["o_custkey = customer.c_custkey"]`), "join[0]", 17, "must be written table.column"},
 		{"join no equals", withLine(17, `join: ["orders.o_custkey customer.c_custkey"]`), "join[0]", 17, "must read table.column = table.column"},
+		{"join orphans unknown", withLine(17, `join: {on: ["orders.o_custkey = customer.c_custkey"], orphans: keep}`), "join.orphans", 17, `must be one of error, drop, got "keep"`},
+		{"join mapping unknown key", withLine(17, `join: {equalities: ["orders.o_custkey = customer.c_custkey"]}`), "join", 17, "equalities"},
+		{"join.on undeclared", withLine(17, `join: {on: ["orders.o_custkey = customer.c_nationkey"]}`), "join.on[0]", 17, `declares no column "c_nationkey"`},
 		{"join missing", withLine(17, `join: []`), "join", 17, "not connected"},
 		{"join transitive within table", withLines(map[int]string{
 			12: "      o_custkey: {type: key}\n      o_ck2: {type: key}",

@@ -95,6 +95,9 @@ type Spec struct {
 	// Join lists the join equalities. Relationships from the spec or from an
 	// SDV metadata file are turned into equalities.
 	Join []JoinEq
+	// Orphans is the policy for foreign-key rows that reference no parent
+	// row (join.orphans); OrphansError unless the spec says drop.
+	Orphans Orphans
 	// Release names the method and the released columns.
 	Release Release
 	// Workload lists the queries that must stay accurate.

@@ -154,8 +154,8 @@ contains them.`,
 			if err := checkFormat(o.format); err != nil {
 				return err
 			}
-			if o.memCapMiB < 1 || o.memCapMiB > 1<<40 {
-				return usageErrorf("--memory-cap %d: want a number of MiB ≥ 1", o.memCapMiB)
+			if err := checkMemoryCap(o.memCapMiB); err != nil {
+				return err
 			}
 			return runInspect(cmd.Context(), g, o)
 		},
@@ -196,7 +196,11 @@ func loadData(ctx context.Context, g *globalOptions, s *spec.Spec) (*hypergraph.
 		eng.Close()
 		return nil, nil, err
 	}
-	g.logger.Info("data checked against the declared domains")
+	if err := eng.CheckPrimaryKeys(ctx, s, h); err != nil {
+		eng.Close()
+		return nil, nil, err
+	}
+	g.logger.Info("data checked against the declared domains and primary keys")
 	return h, eng, nil
 }
 
@@ -460,6 +464,9 @@ func writeCustodianText(tw io.Writer, c *custodianReport) {
 			status = fmt.Sprintf("NOT unique: value %q in %d rows", strings.Join(k.Value, ", "), k.Rows)
 		}
 		fmt.Fprintf(tw, "NON-PRIVATE unit key:\t%s (%s): %s\n", k.Table, strings.Join(k.Key, ", "), status)
+	}
+	for _, o := range c.Orphans {
+		fmt.Fprintf(tw, "NON-PRIVATE orphans:\t%s\n", o.Text)
 	}
 	for _, w := range c.Warnings {
 		fmt.Fprintf(tw, "NON-PRIVATE warning:\t%s\n", w)

@@ -32,6 +32,9 @@ type custodianReport struct {
 	// or NULL one before it charges any budget, and its error leaves the
 	// value out; here the custodian sees which value and how many rows.
 	UnitKeys []unitKeyCheck `json:"unit_keys,omitempty"`
+	// Orphans counts, per declared foreign key, the rows that reference
+	// no parent row.
+	Orphans []orphanCount `json:"orphans,omitempty"`
 	// Signal holds the public signal forecast against the true sizes.
 	Signal *custodianSignal `json:"signal_forecast,omitempty"`
 }
@@ -100,11 +103,26 @@ type keySpellingNote struct {
 	Values    int       `json:"values"` // integers written differently
 }
 
+// orphanCount is one declared foreign key's rows that reference no row of
+// its parent table.
+type orphanCount struct {
+	Child     string   `json:"child"`
+	Columns   []string `json:"columns"`
+	Parent    string   `json:"parent"`
+	Key       []string `json:"parent_key"`
+	Rows      int64    `json:"rows"`
+	Orphans   int64    `json:"orphans"`
+	Empty     int64    `json:"empty_key"`
+	Unmatched int64    `json:"unmatched"`
+	Text      string   `json:"text"`
+}
+
 // statsEngine is what the NON-PRIVATE section needs of the loaded engine.
-// *engine.Engine has both methods.
+// *engine.Engine has these methods.
 type statsEngine interface {
 	JoinSize(ctx context.Context, h *hypergraph.Hypergraph) (int64, error)
 	Degrees(ctx context.Context, h *hypergraph.Hypergraph, rel int, attrs []string) ([]engine.Degree, error)
+	CountOrphans(ctx context.Context, s *spec.Spec, h *hypergraph.Hypergraph) ([]engine.Orphans, error)
 }
 
 // loadCounter returns, per table of s, the rows of its source and the rows
@@ -136,6 +154,25 @@ func buildCustodian(ctx context.Context, s *spec.Spec, h *hypergraph.Hypergraph,
 	}
 	if c.JoinSize == 0 {
 		c.Warnings = append(c.Warnings, "the join is empty: no row of one table matches the others on the join keys (check the join equalities and the key values)")
+	}
+	os, err := eng.CountOrphans(ctx, s, h)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: orphans: %w", err)
+	}
+	for _, o := range os {
+		text := o.String()
+		if o.Count() == 0 {
+			text = fmt.Sprintf("%s: none (every one of the %d rows references a row)", o.Edge(), o.Rows)
+		}
+		c.Orphans = append(c.Orphans, orphanCount{Child: o.Key.Child, Columns: o.Key.Columns, Parent: o.Key.Parent, Key: o.Key.Key,
+			Rows: o.Rows, Orphans: o.Count(), Empty: o.Null, Unmatched: o.Unmatched, Text: text})
+		if o.Count() > 0 {
+			policy := "synth release refuses this data unless the spec declares join.orphans: drop"
+			if s.Orphans == spec.OrphansDrop {
+				policy = "join.orphans: drop: the release leaves them out of the join"
+			}
+			c.Warnings = append(c.Warnings, fmt.Sprintf("orphans: %s; %s", o.String(), policy))
+		}
 	}
 	for _, t := range tc {
 		switch {

@@ -5,13 +5,16 @@ import (
 	"database/sql"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"math"
 	"math/big"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +23,7 @@ import (
 
 	"github.com/duckdb/duckdb-go/v2"
 	"github.com/spf13/cobra"
+	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/release/layout"
 )
 
@@ -27,8 +31,34 @@ import (
 const queryView = "synthetic"
 
 type queryOptions struct {
-	format string
+	format   string
+	limits   queryLimits
+	memLimit string
 }
+
+// queryLimits bound the work of one synth query: a query over a release
+// is a third party's SQL, and a few cross joins reach billions of rows.
+type queryLimits struct {
+	// timeout stops the query (0: none).
+	timeout time.Duration
+	// memory is DuckDB's memory_limit ("" leaves DuckDB's default, 80%
+	// of the machine's memory).
+	memory string
+	// maxTemp is DuckDB's max_temp_directory_size: the spill files of a
+	// query that does not fit in memory, in a private folder removed at
+	// the end.
+	maxTemp string
+	// maxRows caps the rows of the result, which synth holds in memory to
+	// print them (0: none).
+	maxRows int64
+}
+
+// The default limits of synth query.
+const (
+	DefaultQueryTimeout = 2 * time.Minute
+	DefaultQueryMaxTemp = "1GiB"
+	DefaultQueryMaxRows = 1_000_000
+)
 
 func newQueryCmd(g *globalOptions) *cobra.Command {
 	o := &queryOptions{}
@@ -54,7 +84,14 @@ WITH … SELECT, VALUES, FROM …, DESCRIBE, SUMMARIZE), checked by DuckDB's
 parser before it runs; no file but FILE can be read or written, no database
 attached, no extension installed or loaded (so no network), and the
 configuration is locked.
-Exit codes: 1 when the file cannot be read or the query fails while running,
+The work is bounded: the query stops after --timeout (default 2m), DuckDB
+keeps to --memory-limit (default: SYNTH_DUCKDB_MEMORY_LIMIT, else 256MB)
+and spills at most --max-temp (default 1GiB) to a private temporary folder
+removed at the end, and a result of more than --max-rows rows (default
+1000000) is refused; each flag raises its limit (0 for --timeout and
+--max-rows: none).
+Exit codes: 1 when the file cannot be read or the query fails while running
+(a limit reached included),
 2 for a SQL statement DuckDB cannot parse or bind (a refused file access
 included), more than one statement or one that is not read-only, or bad
 arguments.`,
@@ -68,16 +105,42 @@ arguments.`,
 			if o.format != "text" && o.format != "csv" && o.format != "json" {
 				return usageErrorf("--format %q: want text, csv or json", o.format)
 			}
-			return runQuery(cmd.Context(), g.stdout, args[0], args[1], o.format)
+			if o.limits.timeout < 0 {
+				return usageErrorf("--timeout %v: want ≥ 0 (0: no time limit)", o.limits.timeout)
+			}
+			if o.limits.maxRows < 0 {
+				return usageErrorf("--max-rows %d: want ≥ 0 (0: no limit)", o.limits.maxRows)
+			}
+			if !querySizeRE.MatchString(o.limits.maxTemp) {
+				return usageErrorf("--max-temp %q: want a size such as 512MB or 4GiB", o.limits.maxTemp)
+			}
+			o.limits.memory = o.memLimit
+			if o.memLimit == "" {
+				mem, err := engine.DuckDBMemoryLimit()
+				if err != nil {
+					return &UsageError{Err: err}
+				}
+				o.limits.memory = mem
+			} else if !querySizeRE.MatchString(o.memLimit) {
+				return usageErrorf("--memory-limit %q: want a size such as 512MB or 4GiB", o.memLimit)
+			}
+			return runQuery(cmd.Context(), g.stdout, args[0], args[1], o.format, o.limits)
 		},
 	}
 	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text, csv or json")
+	cmd.Flags().DurationVar(&o.limits.timeout, "timeout", DefaultQueryTimeout, "stop the query after this long (0: no limit)")
+	cmd.Flags().StringVar(&o.memLimit, "memory-limit", "", "DuckDB's memory limit for the query, e.g. 4GiB (default: "+engine.MemoryLimitEnv+", else "+engine.DefaultMemoryLimit+")")
+	cmd.Flags().StringVar(&o.limits.maxTemp, "max-temp", DefaultQueryMaxTemp, "most disk space the query may spill to its private temporary folder")
+	cmd.Flags().Int64Var(&o.limits.maxRows, "max-rows", DefaultQueryMaxRows, "refuse a result of more rows than this (0: no limit)")
 	return cmd
 }
 
+// querySizeRE is the syntax of a size flag, as DuckDB reads it.
+var querySizeRE = regexp.MustCompile(`^(?i)[0-9]+(\.[0-9]+)?\s*(b|bytes|kb|mb|gb|tb|kib|mib|gib|tib)$`)
+
 // runQuery opens an in-memory DuckDB, makes file the view synthetic, runs
-// query and prints its result to w.
-func runQuery(ctx context.Context, w io.Writer, file, query, format string) error {
+// query within lim and prints its result to w.
+func runQuery(ctx context.Context, w io.Writer, file, query, format string, lim queryLimits) error {
 	if strings.TrimSpace(query) == "" {
 		return usageErrorf("SQL is empty")
 	}
@@ -91,19 +154,57 @@ func runQuery(ctx context.Context, w io.Writer, file, query, format string) erro
 			return err
 		}
 		file = filepath.Join(file, layout.ParquetName)
-		if _, err := os.Stat(file); err != nil {
+		if fi, err = os.Stat(file); err != nil {
 			return fmt.Errorf("query: %w", err)
 		}
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("query: %s is not a regular file: synth query reads a Parquet file", file)
 	}
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return fmt.Errorf("query: %w", err)
 	}
-	db, err := openQuerySandbox(ctx, abs, tables)
+	tmp, err := os.MkdirTemp("", "synth-query-")
+	if err != nil {
+		return fmt.Errorf("query: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	db, err := openQuerySandbox(ctx, abs, tables, tmp, lim)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if lim.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, lim.timeout, errQueryTimeout)
+		defer cancel()
+	}
+	err = runQueryIn(ctx, db, w, file, query, format, lim)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(context.Cause(ctx), errQueryTimeout):
+		return fmt.Errorf("query: stopped at its time limit of %v (--timeout raises it; an aggregate or a LIMIT may help): %w", lim.timeout, errQueryTimeout)
+	case strings.Contains(err.Error(), "Out of Memory") || strings.Contains(err.Error(), "max_temp_directory_size"):
+		return fmt.Errorf("query: stopped at its memory limit (--memory-limit %s, --max-temp %s raise it; an aggregate or a LIMIT may help): %w", orDefault(lim.memory), lim.maxTemp, err)
+	}
+	return err
+}
+
+// errQueryTimeout is the cause of a query stopped by --timeout.
+var errQueryTimeout = errors.New("time limit reached")
+
+// orDefault names an empty memory limit.
+func orDefault(mem string) string {
+	if mem == "" {
+		return "max"
+	}
+	return mem
+}
+
+// runQueryIn runs query on the sandbox db and prints its result to w.
+func runQueryIn(ctx context.Context, db *sql.DB, w io.Writer, file, query, format string, lim queryLimits) error {
 	if err := checkQueryStatement(ctx, db, query); err != nil {
 		return err
 	}
@@ -135,6 +236,9 @@ func runQuery(ctx context.Context, w io.Writer, file, query, format string) erro
 			return fmt.Errorf("query: %w", err)
 		}
 		out = append(out, vals)
+		if lim.maxRows > 0 && int64(len(out)) > lim.maxRows {
+			return fmt.Errorf("query: the result has more than %d rows (--max-rows raises the limit; an aggregate or a LIMIT may help)", lim.maxRows)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("query: %w", err)
@@ -159,8 +263,14 @@ func runQuery(ctx context.Context, w io.Writer, file, query, format string) erro
 //
 // tables names further views (a tables release's tables, see
 // releaseTables): each is a view over its absolute path, readable too.
-func openQuerySandbox(ctx context.Context, file string, tables map[string]string) (*sql.DB, error) {
-	conn, err := duckdb.NewConnector("?autoinstall_known_extensions=false&autoload_known_extensions=false", nil)
+// tmp is the private folder DuckDB spills to, within lim.
+func openQuerySandbox(ctx context.Context, file string, tables map[string]string, tmp string, lim queryLimits) (*sql.DB, error) {
+	dsn := "?autoinstall_known_extensions=false&autoload_known_extensions=false&temp_directory=" + url.QueryEscape(tmp) +
+		"&max_temp_directory_size=" + url.QueryEscape(lim.maxTemp)
+	if lim.memory != "" {
+		dsn += "&memory_limit=" + url.QueryEscape(lim.memory)
+	}
+	conn, err := duckdb.NewConnector(dsn, nil)
 	if err != nil {
 		return nil, fmt.Errorf("query: open DuckDB: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -251,5 +252,65 @@ func TestQuerySandbox(t *testing.T) {
 	r := mustRun(t, "query", "--format", "csv", dir, "SELECT count(*) AS n FROM synthetic")
 	if strings.TrimSpace(r.stdout) != "n\n3" {
 		t.Errorf("count over the release = %q", r.stdout)
+	}
+}
+
+// writeRangeParquet writes a release-like Parquet file of n rows.
+func writeRangeParquet(t *testing.T, n int) string {
+	t.Helper()
+	conn, err := duckdb.NewConnector("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	path := filepath.Join(t.TempDir(), layout.ParquetName)
+	if _, err := db.Exec(fmt.Sprintf(`COPY (SELECT i %% 7 AS a, 'x' || (i %% 3) AS b FROM range(%d) AS r(i)) TO '%s' (FORMAT parquet)`, n, path)); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestQueryLimits: synth query's work is bounded. A 5-way cross join of a
+// 1,000-row release (10¹⁵ rows, far beyond any machine in the time given)
+// stops at --timeout with a message naming the limit and the flag (it ran
+// unbounded before, 3.7 GB in 60 s); a result above --max-rows is
+// refused; DuckDB gets the memory limit of SYNTH_DUCKDB_MEMORY_LIMIT (or
+// --memory-limit) and a temp-space cap in a private folder removed at the
+// end; bad limits are usage errors.
+func TestQueryLimits(t *testing.T) {
+	file := writeRangeParquet(t, 1000)
+	cross := "SELECT count(*) AS n FROM synthetic a, synthetic b, synthetic c, synthetic d, synthetic e"
+	r := run(t, "query", file, cross, "--timeout", "2s")
+	if r.code != ExitRuntime || !strings.Contains(r.stderr, "stopped at its time limit of 2s") || !strings.Contains(r.stderr, "--timeout") || r.stdout != "" {
+		t.Errorf("5-way cross join: exit %d, want 1 and the time limit\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, "query", file, "SELECT a.a, b.b FROM synthetic a, synthetic b", "--max-rows", "1000")
+	if r.code != ExitRuntime || !strings.Contains(r.stderr, "more than 1000 rows") || !strings.Contains(r.stderr, "--max-rows") {
+		t.Errorf("a result over --max-rows: exit %d\n%s", r.code, r.stderr)
+	}
+	mustRun(t, "query", file, "SELECT a.a FROM synthetic a", "--max-rows", "1000")
+
+	settings := "SELECT current_setting('memory_limit') AS m, current_setting('max_temp_directory_size') AS t, current_setting('temp_directory') AS d"
+	t.Setenv("SYNTH_DUCKDB_MEMORY_LIMIT", "1GB")
+	r = mustRun(t, "query", file, settings, "--format", "csv")
+	recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("settings: %q, %v", r.stdout, err)
+	}
+	if recs[1][0] != "953.6 MiB" || recs[1][1] != "1.0 GiB" || !strings.Contains(recs[1][2], "synth-query-") {
+		t.Errorf("settings with SYNTH_DUCKDB_MEMORY_LIMIT=1GB: %q", recs[1])
+	}
+	if _, err := os.Stat(recs[1][2]); !os.IsNotExist(err) {
+		t.Errorf("the temporary folder %s is left behind (%v)", recs[1][2], err)
+	}
+	r = mustRun(t, "query", file, settings, "--format", "csv", "--memory-limit", "2GB", "--max-temp", "3GB")
+	if !strings.Contains(r.stdout, "1.8 GiB,2.7 GiB,") {
+		t.Errorf("settings with the flags: %q", r.stdout)
+	}
+	for _, bad := range [][]string{{"--timeout", "-1s"}, {"--max-rows", "-1"}, {"--max-temp", "lots"}, {"--memory-limit", "1 zillion"}} {
+		if r := run(t, append([]string{"query", file, "SELECT 1"}, bad...)...); r.code != ExitUsage || !strings.Contains(r.stderr, bad[0]) {
+			t.Errorf("%v: exit %d, want 2\n%s", bad, r.code, r.stderr)
+		}
 	}
 }

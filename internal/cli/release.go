@@ -70,14 +70,14 @@ DP row count above ` + fmt.Sprint(release.DefaultMaxRows) + ` writes a random sa
 			if err := requireFlag("config", o.config); err != nil {
 				return err
 			}
-			if o.rounds < 0 {
-				return usageErrorf("--rounds %d: want ≥ 0", o.rounds)
+			if err := checkRounds("rounds", o.rounds, "adaptive or the variant's rule"); err != nil {
+				return err
 			}
-			if o.maxRounds < 0 {
-				return usageErrorf("--max-rounds %d: want ≥ 0 (0: the variant's default)", o.maxRounds)
+			if err := checkRounds("max-rounds", o.maxRounds, "the variant's default"); err != nil {
+				return err
 			}
-			if o.memCapMiB < 1 || o.memCapMiB > 1<<40 {
-				return usageErrorf("--memory-cap %d: want a number of MiB ≥ 1", o.memCapMiB)
+			if err := checkMemoryCap(o.memCapMiB); err != nil {
+				return err
 			}
 			if o.rows < 0 {
 				return usageErrorf("--rows %d: want ≥ 1 (or 0: the DP row count, at most %d)", o.rows, release.DefaultMaxRows)
