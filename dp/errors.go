@@ -22,15 +22,45 @@ var ErrUnsamplable = errors.New("dp: noise scale outside the samplers' range")
 // naming what, wrapping [ErrInvalidParameter] and, for a finite positive
 // scale out of range, [ErrUnsamplable]. Callers use it on scales computed
 // from public parameters to refuse a run before it reads data.
+//
+// A scale of +Inf (a sensitivity divided by an ε so small that the
+// quotient overflows, e.g. ε = 5e-324) is out of range too: a
+// [*ScaleError] like any other scale above [MaxDiscreteScale].
 func CheckScale(what string, scale float64) error {
+	if math.IsInf(scale, 1) {
+		return &ScaleError{What: what, Scale: scale}
+	}
 	if err := checkPositive(what, scale); err != nil {
 		return err
 	}
 	if scale < MinDiscreteScale || scale > MaxDiscreteScale {
-		return fmt.Errorf("%w: %w: %s = %v, want %v ≤ scale ≤ %v", ErrInvalidParameter, ErrUnsamplable, what, scale, MinDiscreteScale, MaxDiscreteScale)
+		return &ScaleError{What: what, Scale: scale}
 	}
 	return nil
 }
+
+// ScaleError is a noise scale outside the samplers' range
+// ([MinDiscreteScale], [MaxDiscreteScale]); it wraps [ErrInvalidParameter]
+// and [ErrUnsamplable].
+type ScaleError struct {
+	// What names the scale, e.g. "discrete laplace scale".
+	What string
+	// Scale is its value (+Inf when it overflowed).
+	Scale float64
+}
+
+// Error names the scale and the range.
+func (e *ScaleError) Error() string {
+	return fmt.Sprintf("%v: %v: %s = %v, want %v ≤ scale ≤ %v", ErrInvalidParameter, ErrUnsamplable, e.What, e.Scale, MinDiscreteScale, MaxDiscreteScale)
+}
+
+// Unwrap returns [ErrInvalidParameter] and [ErrUnsamplable].
+func (e *ScaleError) Unwrap() []error { return []error{ErrInvalidParameter, ErrUnsamplable} }
+
+// TooMuchNoise reports whether the scale is above the range: the budget
+// is too small (rather than a scale below the range, a budget so large
+// that the noise is finer than the samplers' resolution).
+func (e *ScaleError) TooMuchNoise() bool { return !(e.Scale < MinDiscreteScale) }
 
 // checkPositive rejects NaN, ±Inf and values ≤ 0.
 func checkPositive(name string, v float64) error {

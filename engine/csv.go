@@ -154,6 +154,20 @@ func csvHeader(t *spec.Table) ([]string, error) {
 		}
 		return nil, &fileError{table: t.Name, file: file, msg: "cannot read the source", err: err}
 	}
+	for i, h := range rec {
+		// A carriage return inside the header is a file whose lines end in
+		// a bare \r (classic Mac OS): the whole file reads as one line,
+		// and its names as fragments of rows. A NUL is a binary or UTF-16
+		// file. Both are said as such, before any name is compared.
+		if strings.Contains(h, "\r") {
+			return nil, &CSVError{File: file, Line: 1, Problem: "the lines end in a bare carriage return (\\r, classic Mac OS line endings), so the whole file reads as one line",
+				Fix: "convert the line endings to \\n or \\r\\n (e.g. tr '\\r' '\\n' < in.csv > out.csv)"}
+		}
+		if strings.ContainsRune(h, 0) {
+			return nil, &CSVError{File: file, Line: 1, Problem: fmt.Sprintf("column %d of the header holds a NUL byte (\\x00): the file is binary or UTF-16 text, not UTF-8", i+1),
+				Fix: "save or convert the file as UTF-8 text (e.g. iconv -f UTF-16 -t UTF-8)"}
+		}
+	}
 	header := make([]string, len(rec))
 	copy(header, rec)
 	header[0] = strings.TrimPrefix(header[0], "\uFEFF") // a UTF-8 byte order mark

@@ -50,6 +50,10 @@ func testLoadCSVErrors(t *testing.T, openTest func(testing.TB) *Engine) {
 		{"unnamed header column", strings.TrimSuffix(hdr, "\n") + ",\n" + strings.TrimSuffix(good, "\n") + ",x\n", 1,
 			"column 8 of the header has no name"},
 		{"empty file", "", 1, "the file is empty"},
+		// Issue 36: these reported duplicate or missing names.
+		{"bare carriage returns", strings.ReplaceAll(hdr+good+good, "\n", "\r"), 1, "the lines end in a bare carriage return"},
+		{"NUL in the header", strings.Replace(hdr, "o_qty", "o_\x00qty", 1) + good, 1, "column 4 of the header holds a NUL byte"},
+		{"UTF-16 text", "\xff\xfe" + strings.Join(strings.Split(hdr+good, ""), "\x00"), 1, "binary or UTF-16"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := filepath.Join(t.TempDir(), "orders.csv")

@@ -9,7 +9,7 @@
 //
 // # Format
 //
-//	privacy: {epsilon: 1.0, delta: 1e-6}   # required; 0 < ε ≤ 650, 0 ≤ δ < 1, τ finite (see below)
+//	privacy: {epsilon: 1.0, delta: 1e-6}   # required; 2⁻⁴⁰ ≤ ε ≤ 650, 0 ≤ δ < 1, τ finite (see below)
 //	sdv_metadata: metadata.json             # optional, see below
 //	tables:                                 # required, at least one
 //	  - name: orders                        # unique, no '.'
@@ -88,7 +88,8 @@
 //
 // # privacy
 //
-// ε must lie in (0, 650] and δ in [0, 1). With δ > 0, ln((e^ε − 1)/δ)
+// ε must lie in [2⁻⁴⁰, 650] (below 2⁻⁴⁰ ≈ 9.1e-13 every noise scale is
+// beyond the exact samplers) and δ in [0, 1). With δ > 0, ln((e^ε − 1)/δ)
 // must be at most 650, so that the truncation threshold
 // τ = (1/ε)·ln(1 + (e^ε − 1)/δ) stays finite at every share of the budget
 // a release spends: δ = 5e-324 (the smallest float64) is refused, not

@@ -36,6 +36,11 @@ func TestPrivacyTauOverflow(t *testing.T) {
 		{"privacy: {epsilon: 1, delta: 1e-280}", "", ""},
 		{"privacy: {epsilon: 640, delta: 1e-3}", "", ""},
 		{"privacy: {epsilon: 1e-9, delta: 1e-9}", "", ""},
+		// ε below 2^-40: no sampler draws a scale of 1/ε (issue 36: 5e-324
+		// exited 1 at run time with a sampler's range).
+		{"privacy: {epsilon: 5e-324, delta: 1e-6}", "privacy.epsilon", "5e-324 is too small"},
+		{"privacy: {epsilon: 1e-13, delta: 0}", "privacy.epsilon", "use ε ≥ 2^-40"},
+		{"privacy: {epsilon: 9.094947017729282e-13, delta: 1e-6}", "", ""},
 		{"privacy: {epsilon: 1, delta: 0}", "", ""},
 	} {
 		_, err := Parse([]byte(budgetSpec(tc.privacy)), "b.yaml")
@@ -145,6 +150,7 @@ func TestCheckOverflow(t *testing.T) {
 		{650, 0, ""},
 		{1, 5e-324, "δ = 5e-324 with ε = 1"},
 		{700, 0, "ε = 700 is too large"},
+		{5e-324, 1e-6, "ε = 5e-324 is too small"},
 		{600, 1e-40, "δ = 1e-40 with ε = 600"},
 	} {
 		err := CheckOverflow(tc.eps, tc.delta)

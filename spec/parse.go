@@ -422,6 +422,9 @@ func (p *parser) privacy(n *yaml.Node) {
 	if eps > MaxEpsilon {
 		p.fail(deref(m.get("epsilon")), "privacy.epsilon", "%v", epsilonTooLarge(eps))
 	}
+	if eps < MinEpsilon {
+		p.fail(deref(m.get("epsilon")), "privacy.epsilon", "%v", epsilonTooSmall(eps))
+	}
 	if delta > 0 && !tauFits(eps, delta) {
 		p.fail(deref(m.get("delta")), "privacy.delta", "%v", tauOverflows(eps, delta))
 	}
@@ -463,6 +466,12 @@ func epsilonTooLarge(eps float64) error {
 	return fmt.Errorf("%s is too large: e^ε overflows the arithmetic of the mechanisms (τ = (1/ε)·ln(1 + (e^ε − 1)/δ)); use ε ≤ %d", formatFloat(eps), MaxEpsilon)
 }
 
+func epsilonTooSmall(eps float64) error {
+	return fmt.Errorf("%s is too small: every mechanism adds noise of scale at least 1/ε (%s) to a count, "+
+		"more than synth's exact samplers draw (at most 2^40 ≈ 1.1e12), so the release would be noise alone; "+
+		"use ε ≥ 2^-40 ≈ 9.1e-13 (a useful release needs ε of about 0.1 or more)", formatFloat(eps), formatFloat(1/eps))
+}
+
 func tauOverflows(eps, delta float64) error {
 	return fmt.Errorf("δ = %s with ε = %s makes the truncation threshold τ = (1/ε)·ln(1 + (e^ε − 1)/δ) overflow at the budget shares a release spends (raise δ or lower ε)", formatFloat(delta), formatFloat(eps))
 }
@@ -475,6 +484,9 @@ func CheckOverflow(eps, delta float64) error {
 	if eps > MaxEpsilon {
 		return fmt.Errorf("ε = %w", epsilonTooLarge(eps))
 	}
+	if eps < MinEpsilon {
+		return fmt.Errorf("ε = %w", epsilonTooSmall(eps))
+	}
 	if delta > 0 && !tauFits(eps, delta) {
 		return tauOverflows(eps, delta)
 	}
@@ -485,6 +497,12 @@ func CheckOverflow(eps, delta float64) error {
 // close to the float64 range for the mechanisms' arithmetic (ε = 650 is
 // already no privacy at all).
 const MaxEpsilon = 650
+
+// MinEpsilon is the smallest ε a spec may give, 2⁻⁴⁰: every mechanism's
+// noise has a scale of at least (sensitivity ≥ 1)/ε, and the exact
+// discrete samplers draw scales up to 2⁴⁰ only (dp.MaxDiscreteScale).
+// Below it no release can run; at ε = 5e-324 the scale overflows.
+const MinEpsilon = 0x1p-40
 
 // maxLogTauRatio bounds ln((e^ε − 1)/δ): the mechanisms compute
 // ln(1 + (e^ε' − 1)/δ') on shares ε' ≤ ε, δ' ≥ δ·10⁻¹⁸ of the budget, which
@@ -804,6 +822,7 @@ func (p *parser) ranged(c *Column, m *mapping, path string) {
 			max = int(width)
 		}
 		c.Bins = p.count(bn, join(path, "bins"), max)
+		p.finiteEdges(c, m, path)
 		return
 	}
 	if c.Type == Numeric {
@@ -811,6 +830,26 @@ func (p *parser) ranged(c *Column, m *mapping, path string) {
 	}
 	if width > MaxColumnSize {
 		p.fail(deref(m.get("max")), path, "%.0f integers from min to max, at most %d without bins; add bins or bin_edges", width, MaxColumnSize)
+	}
+}
+
+// finiteEdges refuses a range whose equal-width bin edges, as
+// [Column.Edges] computes them (min + (max − min)·i/bins), are not all
+// finite and strictly increasing: max − min overflows float64 beyond
+// about 1.8e308 (max: 1.7e308 with min: 0 already overflows at the second
+// edge), and a range narrower than float64's resolution gives equal
+// edges. Either failed only when the release binned its first value.
+func (p *parser) finiteEdges(c *Column, m *mapping, path string) {
+	e := c.Edges()
+	for i, x := range e {
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			p.fail(deref(m.get("max")), join(path, "max"), "the range [%v, %v] is too wide for float64: bin edge %d, min + (max − min)·%d/%d, is %v; "+
+				"give a public bound of the values small enough for arithmetic (|min| and |max| well below 1e308), or bin_edges", c.Min, c.Max, i, i, c.Bins, x)
+		}
+		if i > 0 && !(x > e[i-1]) {
+			p.fail(deref(m.get("bins")), join(path, "bins"), "%d bins over [%v, %v] are narrower than float64 can tell apart (edges %d and %d are both %v); use fewer bins or a wider range",
+				c.Bins, c.Min, c.Max, i-1, i, x)
+		}
 	}
 }
 

@@ -152,6 +152,11 @@ func badCases() []badCase {
 		{"date min after max", withLine(14, `      o_orderdate: {type: date, min: 1999-01-01, max: 1998-12-31}`), "tables[1].columns.o_orderdate.max", 14, "must not be before min (1999-01-01)"},
 		{"bad granularity", withLine(14, `      o_orderdate: {type: date, min: 1992-01-01, max: 1998-12-31, granularity: week}`), "tables[1].columns.o_orderdate.granularity", 14, `must be one of day, month, year, got "week"`},
 		{"date as number", withLine(14, `      o_orderdate: {type: date, min: 1992, max: 1998-12-31}`), "tables[1].columns.o_orderdate.min", 14, "must be a date"},
+		// Ranges float64 cannot bin (issue 36: refused only when the
+		// release binned its first value).
+		{"numeric max 1.7e308", withLine(13, `      o_totalprice: {type: numeric, min: 0, max: 1.7e308, bins: 32}`), "tables[1].columns.o_totalprice.max", 13, "too wide for float64"},
+		{"numeric range ±1.7e308", withLine(13, `      o_totalprice: {type: numeric, min: -1.7e308, max: 1.7e308, bins: 2}`), "tables[1].columns.o_totalprice.max", 13, "is NaN"},
+		{"numeric bins below resolution", withLine(13, `      o_totalprice: {type: numeric, min: 1, max: 1.0000000000000002, bins: 4}`), "tables[1].columns.o_totalprice.bins", 13, "narrower than float64 can tell apart"},
 		// Tables.
 		{"duplicate table", withLine(9, `  - name: customer`), "tables[1].name", 9, `duplicate table name "customer" (first at line 3)`},
 		{"missing source", withLine(10, `    format: parquet`), "tables[1].source", 9, "missing (required)"},

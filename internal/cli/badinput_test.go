@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -174,5 +175,82 @@ func TestOrphansInspectAndDrop(t *testing.T) {
 	r = mustRun(t, "inspect", "--config", writeKeyed(t, nil))
 	if !strings.Contains(r.stdout, "orders.o_custkey → customers.c_custkey: none (every one of the 1500 rows references a row)") {
 		t.Errorf("clean inspect:\n%s", r.stdout)
+	}
+}
+
+// TestInspectUnicodeKeys: keys written in NFC in one file and NFD in the
+// other do not join; inspect says why (it said nothing before).
+func TestInspectUnicodeKeys(t *testing.T) {
+	specPath := writeKeyed(t, func(f map[string][]byte) {
+		replaceIn("customers.csv", "\n7,", "\nJos\u00e9,")(f)   // é, one code point (NFC)
+		replaceIn("orders.csv", "\n1,8,", "\n1,Jose\u0301,")(f) // e + combining acute (NFD)
+	})
+	r := mustRun(t, "inspect", "--config", specPath)
+	for _, w := range []string{"different Unicode normalization forms", "customers.c_custkey and orders.o_custkey write 1 key value(s) differently", "normalize both sources to NFC"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("inspect lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	if r := mustRun(t, "inspect", "--config", writeKeyed(t, nil)); strings.Contains(r.stdout, "normalization forms") {
+		t.Errorf("a clean instance gets a Unicode hint:\n%s", r.stdout)
+	}
+}
+
+// TestExitCodeContract: the README's exit-code table, one command per
+// row's examples (TestExitCodes has many more of each).
+func TestExitCodeContract(t *testing.T) {
+	clean := writeKeyed(t, nil)
+	cleanDir := filepath.Dir(clean)
+	released := filepath.Join(cleanDir, "released")
+	mustRun(t, "release", "--config", clean, "--out", released, "--seed", "1")
+	ownership := writeKeyed(t, func(f map[string][]byte) {
+		replaceIn("synth.yaml", "delta: 1e-6}", "delta: 1e-6, unit: orders}")(f)
+		replaceIn("synth.yaml", "method: join-as-one", "method: privacy-unit")(f)
+	})
+	tinyEps := writeKeyed(t, replaceIn("synth.yaml", "epsilon: 1,", "epsilon: 5e-324,"))
+	dupKey := writeKeyed(t, replaceIn("orders.csv", "\n8,", "\n7,"))
+	orphans := writeKeyed(t, replaceIn("orders.csv", "\n8,57,", "\n8,4242,"))
+	missing := writeKeyed(t, replaceIn("synth.yaml", "source: orders.csv", "source: nowhere.csv"))
+	q := "SELECT COUNT(*) FROM orders JOIN customers ON orders.o_custkey = customers.c_custkey"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"success: release", []string{"release", "--config", clean, "--out", filepath.Join(cleanDir, "o2"), "--seed", "1"}, ExitOK},
+		{"success: inspect", []string{"inspect", "--config", clean}, ExitOK},
+		{"data: duplicated primary key", []string{"release", "--config", dupKey, "--out", filepath.Join(cleanDir, "o3")}, ExitRuntime},
+		{"data: orphans", []string{"release", "--config", orphans, "--out", filepath.Join(cleanDir, "o4")}, ExitRuntime},
+		{"data: missing data file", []string{"inspect", "--config", missing}, ExitRuntime},
+		{"runtime: query time limit", []string{"query", released, "SELECT count(*) FROM synthetic a, synthetic b, synthetic c, synthetic d, synthetic e, synthetic f", "--timeout", "1s"}, ExitRuntime},
+		{"usage: unknown flag", []string{"release", "--frobnicate"}, ExitUsage},
+		{"usage: rounds above the limit", []string{"release", "--config", clean, "--out", filepath.Join(cleanDir, "o5"), "--rounds", "1000000000"}, ExitUsage},
+		{"usage: memory cap below the limit", []string{"release", "--config", clean, "--out", filepath.Join(cleanDir, "o5"), "--memory-cap", "1"}, ExitUsage},
+		{"usage: ε = 5e-324", []string{"release", "--config", tinyEps, "--out", filepath.Join(cleanDir, "o5")}, ExitUsage},
+		{"usage: ownership", []string{"release", "--config", ownership, "--out", filepath.Join(cleanDir, "o5")}, ExitUsage},
+		{"usage: answer with δ = 0 and no unit", []string{"answer", "--config", clean, "--query", q, "--delta", "0"}, ExitUsage},
+		{"usage: a folder holding a release", []string{"release", "--config", clean, "--out", released}, ExitUsage},
+		{"usage: SQL that does not parse", []string{"query", released, "SELEKT 1"}, ExitUsage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, tc.args...)
+			if r.code != tc.want {
+				t.Errorf("synth %s: exit %d, want %d\n%s", strings.Join(tc.args, " "), r.code, tc.want, r.stderr)
+			}
+			if tc.want != ExitOK && !strings.Contains(r.stderr, "synth: ") {
+				t.Errorf("no message on stderr:\n%s", r.stderr)
+			}
+		})
+	}
+	// An interrupted run: nothing written, exit 1.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	out := filepath.Join(cleanDir, "interrupted")
+	if code := Main(ctx, []string{"release", "--config", clean, "--out", out}, &stdout, &stderr); code != ExitRuntime {
+		t.Errorf("interrupted release: exit %d, want 1\n%s", code, stderr.String())
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("an interrupted release left %s", out)
 	}
 }

@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/joinasone"
+	"github.com/synth-dp/synth/privacyunit"
+	"github.com/synth-dp/synth/relational"
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/residual"
 	"github.com/synth-dp/synth/spec"
@@ -34,6 +38,9 @@ func TestExitCode(t *testing.T) {
 		{"no private relation", fmt.Errorf("release: %w", joinasone.ErrNoPrivateRelation), ExitUsage},
 		{"no private relation (residual)", fmt.Errorf("sensitivity: %w", residual.ErrNoPrivate), ExitUsage},
 		{"missing spec file", fmt.Errorf("x: %w", &spec.Error{File: "s.yaml", Err: fs.ErrNotExist}), ExitUsage},
+		{"pure residual sensitivity", fmt.Errorf("answer: %w", relational.ErrPureRS), ExitUsage},
+		{"ownership", fmt.Errorf("release: %w: table x references no unit", privacyunit.ErrOwnership), ExitUsage},
+		{"unsamplable scale", fmt.Errorf("noise: %w", &dp.ScaleError{What: "b", Scale: math.Inf(1)}), ExitUsage},
 		{"canceled", fmt.Errorf("interrupted: %w", context.Canceled), ExitRuntime},
 		{"plain", errors.New("disk full"), ExitRuntime},
 	}
@@ -60,6 +67,7 @@ func TestExitCodes(t *testing.T) {
 	noSpec := filepath.Join(t.TempDir(), "nope.yaml")
 	specDir := t.TempDir()
 	tinyDelta, _ := writeTiny(t, tinyOptions{delta: "5e-324"})
+	tinyEps, _ := writeTiny(t, tinyOptions{epsilon: "5e-324"})
 	hugeEps, _ := writeTiny(t, tinyOptions{epsilon: "1000"})
 	tauDelta, _ := writeTiny(t, tinyOptions{epsilon: "600", delta: "1e-40"})
 	allPublic := writeAllPublic(t)
@@ -126,6 +134,8 @@ func TestExitCodes(t *testing.T) {
 		{"release config is a folder", []string{"release", "--config", specDir, "--out", out}, ExitUsage, []string{specDir, "is a folder"}},
 		{"inspect delta 5e-324", []string{"inspect", "--config", tinyDelta}, ExitUsage, []string{tinyDelta, "privacy.delta", "δ = 5e-324", "overflow"}},
 		{"release delta 5e-324", []string{"release", "--config", tinyDelta, "--out", out}, ExitUsage, []string{"privacy.delta", "δ = 5e-324"}},
+		{"release epsilon 5e-324", []string{"release", "--config", tinyEps, "--out", out}, ExitUsage, []string{"privacy.epsilon", "5e-324 is too small", "ε ≥ 2^-40"}},
+		{"answer --epsilon 5e-324", []string{"answer", "--config", good, "--query", "SELECT COUNT(*) FROM a", "--epsilon", "5e-324"}, ExitUsage, []string{"--epsilon", "too small", hint}},
 		{"release epsilon 1000", []string{"release", "--config", hugeEps, "--out", out}, ExitUsage, []string{"privacy.epsilon", "1000 is too large"}},
 		{"release tau overflow", []string{"release", "--config", tauDelta, "--out", out}, ExitUsage, []string{"privacy.delta", "δ = 1e-40 with ε = 600"}},
 		{"inspect every table public", []string{"inspect", "--config", allPublic}, ExitUsage, []string{allPublic, "every table is public"}},

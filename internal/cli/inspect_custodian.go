@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
@@ -191,6 +194,11 @@ func buildCustodian(ctx context.Context, s *spec.Spec, h *hypergraph.Hypergraph,
 		c.Warnings = append(c.Warnings, fmt.Sprintf("join keys look like the same numbers written differently (%s vs %s): %s and %s write %d key value(s) differently, and those rows do not join",
 			k.Example[0], k.Example[1], k.Left, k.Right, k.Values))
 	}
+	unicodeNotes, err := keyNormalization(ctx, h, eng)
+	if err != nil {
+		return nil, err
+	}
+	c.Warnings = append(c.Warnings, unicodeNotes...)
 	for _, k := range disjoint {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("join keys never match: %s (%d distinct values, e.g. %s) and %s (%d distinct values, e.g. %s) share no value, so no row of one joins a row of the other (keys compare as text: 07 is not 7, C7 is not 7)",
 			k.Left, k.LeftValues, k.LeftExample, k.Right, k.RightValues, k.RightExample))
@@ -289,6 +297,58 @@ func keySpellings(ctx context.Context, h *hypergraph.Hypergraph, eng statsEngine
 		}
 	}
 	return out, disjoint, nil
+}
+
+// keyNormalization warns, for every join attribute, of pairs of relations
+// that write one key text in different Unicode normalization forms (é as
+// one code point, NFC, in one file and as e plus a combining accent, NFD,
+// in the other): the join compares bytes, so those rows do not join. The
+// examples are the custodian's own key values, as the other key notes
+// print them.
+func keyNormalization(ctx context.Context, h *hypergraph.Hypergraph, eng statsEngine) ([]string, error) {
+	var out []string
+	for _, a := range h.Attributes() {
+		members := h.Atom(a).Members()
+		if len(members) < 2 {
+			continue
+		}
+		// forms[k] maps the NFC form of each value of members[k] to the
+		// value as written.
+		forms := make([]map[string]string, len(members))
+		for k, i := range members {
+			dg, err := eng.Degrees(ctx, h, i, []string{a})
+			if err != nil {
+				return nil, fmt.Errorf("inspect: key values of %s: %w", h.Relation(i).Name, err)
+			}
+			forms[k] = map[string]string{}
+			for _, d := range dg {
+				forms[k][norm.NFC.String(d.Values[0])] = d.Values[0]
+			}
+		}
+		for x := 0; x < len(members); x++ {
+			for y := x + 1; y < len(members); y++ {
+				n := 0
+				var ex [2]string
+				keys := slices.Sorted(maps.Keys(forms[x]))
+				for _, nfc := range keys {
+					vx := forms[x][nfc]
+					if vy, ok := forms[y][nfc]; ok && vy != vx {
+						if n == 0 {
+							ex = [2]string{vx, vy}
+						}
+						n++
+					}
+				}
+				if n > 0 {
+					rx, ry := h.Relation(members[x]), h.Relation(members[y])
+					out = append(out, fmt.Sprintf("join keys are the same text in different Unicode normalization forms (NFC: é as one code point; NFD: e and a combining accent): "+
+						"%s.%s and %s.%s write %d key value(s) differently, e.g. %q and %q, and those rows do not join: normalize both sources to NFC (e.g. uconv -x any-nfc, or Python's unicodedata.normalize(\"NFC\", s))",
+						rx.Name, rx.Attrs[a], ry.Name, ry.Attrs[a], n, ex[0], ex[1]))
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // overlap reports whether two non-empty value sets share a value (true

@@ -1,8 +1,13 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"regexp"
 	"strings"
+
+	"github.com/synth-dp/synth/dp"
 )
 
 // duckLine matches the "LINE 1: SELECT …" line DuckDB adds under a SQL
@@ -55,3 +60,26 @@ func userMessage(msg string) string {
 
 // duckOption matches a line of DuckDB's CSV reader option dump.
 var duckOption = regexp.MustCompile(`^\s+[a-z_]+ = .*$`)
+
+// budgetMessage explains, in a user's terms, an error whose cause is a
+// noise scale outside the exact samplers' range ([dp.ScaleError]), and
+// returns "" for any other error or one already explained (the
+// preflight's "is too small for this release"). The sampler's own text
+// follows, for reference.
+func budgetMessage(err error) string {
+	var se *dp.ScaleError
+	if !errors.As(err, &se) || strings.Contains(err.Error(), "is too small for this release") {
+		return ""
+	}
+	if !se.TooMuchNoise() {
+		return fmt.Sprintf("the privacy budget is too large for the exact noise samplers: the noise this release needs (a scale of %.3g) is finer than they draw (at least %g); lower ε (detail: %v)",
+			se.Scale, dp.MinDiscreteScale, err)
+	}
+	size := "overflows (is infinite)"
+	if !math.IsInf(se.Scale, 1) {
+		size = fmt.Sprintf("is about ±%.2g", se.Scale)
+	}
+	return fmt.Sprintf("the privacy budget ε is too small for this release: the noise it needs on a single count %s, "+
+		"more than synth's exact samplers draw (at most %.3g) and more than any data could outweigh, so nothing would come out but noise; "+
+		"raise privacy.epsilon (or --epsilon); nothing was published (detail: %v)", size, float64(dp.MaxDiscreteScale), err)
+}

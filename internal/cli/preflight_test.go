@@ -39,9 +39,11 @@ func TestPreflightRefusesBeforeReading(t *testing.T) {
 		code int
 		want string
 	}{
-		{"two tables ε = 1e-13", []string{"release", "--config", twoTables, "--out", out, "--epsilon", "1e-13"}, ExitUsage, "noisy join size"},
+		{"two tables ε = 1e-12", []string{"release", "--config", twoTables, "--out", out, "--epsilon", "1e-12"}, ExitUsage, "noisy join size"},
 		{"three relations ε = 1e-9", []string{"release", "--config", joinAsOne, "--out", out, "--epsilon", "1e-9"}, ExitUsage, "search over k too large"},
 		{"privacy unit ε = 1e-9", []string{"release", "--config", unit, "--out", out, "--epsilon", "1e-9"}, ExitUsage, "discrete laplace scale"},
+		// In user terms first (issue 36: only the sampler's range was given).
+		{"privacy unit ε = 1e-9 explained", []string{"release", "--config", unit, "--out", out, "--epsilon", "1e-9"}, ExitUsage, "the privacy budget ε is too small for this release: the noise it needs on a single count is about ±"},
 		{"three relations ε = 1e-3 reads", []string{"release", "--config", joinAsOne, "--out", out, "--epsilon", "1e-3"}, ExitRuntime, "missing"},
 		{"rows 1e12", []string{"release", "--config", twoTables, "--out", out, "--rows", "1000000000000"}, ExitUsage, "would write about 14.6 TiB"},
 		{"rows 1e12 with a raised cap reads", []string{"release", "--config", twoTables, "--out", out, "--rows", "1000000000000", "--max-output-gib", "100000"}, ExitRuntime, "missing.csv"},

@@ -24,6 +24,8 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/joinasone"
 	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/privacyunit"
+	"github.com/synth-dp/synth/relational"
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/residual"
 	"github.com/synth-dp/synth/spec"
@@ -86,7 +88,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if _, _, ferr := root.Find(args); ferr != nil {
 		err = &UsageError{Err: err, Hint: true}
 	}
-	fmt.Fprintf(stderr, "synth: %s\n", userMessage(err.Error()))
+	msg := err.Error()
+	if b := budgetMessage(err); b != "" {
+		msg = b
+	}
+	fmt.Fprintf(stderr, "synth: %s\n", userMessage(msg))
 	code := ExitCode(err)
 	if code == ExitUsage {
 		var ue *UsageError
@@ -106,7 +112,8 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &ue), errors.Is(err, spec.ErrInvalid), errors.Is(err, release.ErrUnsupported), errors.Is(err, workload.ErrUnsupported), errors.Is(err, pmw.ErrTooLarge),
 		errors.Is(err, joinasone.ErrNoPrivateRelation), errors.Is(err, residual.ErrNoPrivate), isLedgerRefusal(err),
-		errors.Is(err, dp.ErrUnsamplable):
+		errors.Is(err, dp.ErrUnsamplable), errors.Is(err, privacyunit.ErrOwnership),
+		errors.Is(err, relational.ErrPureRS):
 		return ExitUsage
 	default:
 		return ExitRuntime

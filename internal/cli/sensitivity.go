@@ -77,6 +77,9 @@ small leaks through that choice, outside the privacy budget.`,
 			if err := eng.Fold(cmd.Context(), f); err != nil {
 				return err
 			}
+			if err := eng.CheckPrimaryKeys(cmd.Context(), s, f.Original()); err != nil {
+				return err
+			}
 			h := f.Folded()
 			sens, err := residual.Compute(cmd.Context(), h, eng, beta)
 			if err != nil {
