@@ -130,7 +130,9 @@
 // measure over the cells of the released columns that the workload's
 // numeric queries on it use as conditions, by Qiu et al.'s mechanism
 // (package numerical), and writes one float64 column named after the
-// measure (see package release for the encoding). measures_share of ε
+// measure, or table_column when a released column has that name
+// (lines_quantity for measure quantity of table lines beside a released
+// quantity; see package release for the encoding). measures_share of ε
 // goes to the measures, the rest to the synthetic rows. A measure that is
 // not an integer or numeric column, or is listed twice, is an error; a
 // measures_share outside (0, 1) or without measures too.

@@ -36,12 +36,13 @@ func newReleaseCmd(g *globalOptions) *cobra.Command {
 	o := &releaseOptions{}
 	cmd := &cobra.Command{
 		Use:   "release --config FILE [--out DIR]",
-		Short: "Release DP synthetic data: DIR/synthetic.parquet and DIR/privacy-report.json",
+		Short: "Release DP synthetic data: DIR/synthetic.parquet, DIR/privacy-report.json and DIR/privacy-report.md",
 		Long: `release runs the whole job: it loads the tables into the engine, checks every
 value against its declared domain, computes the join statistics, runs the
 spec's release method and writes DIR/synthetic.parquet with the privacy
 report in its key-value metadata (synth.privacy) and beside it as
-DIR/privacy-report.json. The method (synth inspect names it and why):
+DIR/privacy-report.json and, for people, DIR/privacy-report.md. The
+method (synth inspect names it and why):
 
   privacy-unit  when privacy.unit is set: user-level DP, each unit's rows
                 bounded (release.contribution_bound) and measured by PMW

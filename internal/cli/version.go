@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -10,7 +11,7 @@ import (
 )
 
 func newVersionCmd(opts *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the synth version",
 		Args:  noArgs,
@@ -19,4 +20,8 @@ func newVersionCmd(opts *globalOptions) *cobra.Command {
 			return err
 		},
 	}
+	// The global flags (engine, seed, ledger, logs) change nothing here:
+	// its help does not list them.
+	cmd.SetUsageTemplate(strings.Replace(cmd.UsageTemplate(), "{{if .HasAvailableInheritedFlags}}", "{{if false}}", 1))
+	return cmd
 }
