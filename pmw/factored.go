@@ -207,6 +207,9 @@ type FactoredResult struct {
 	// deviation when below it, see RowsFloored).
 	Rows        int64
 	RowsFloored bool
+	// RowsSD is the public standard deviation of the estimate behind Rows
+	// (from σ₀ and the column sizes).
+	RowsSD float64
 	// Rounds is the number of rounds run.
 	Rounds int
 	// Selections and Signals are as in [Result].
@@ -856,7 +859,7 @@ func (f *factored) result() *FactoredResult {
 	if dp.Uniform(f.src) < x-rows {
 		rows++
 	}
-	r := &FactoredResult{Rows: int64(rows), RowsFloored: f.floored, Rounds: f.t, Selections: f.sels, Seeded: f.src.Seeded(), model: f.model}
+	r := &FactoredResult{Rows: int64(rows), RowsFloored: f.floored, RowsSD: f.nSD, Rounds: f.t, Selections: f.sels, Seeded: f.src.Seeded(), model: f.model}
 	for _, k := range f.order {
 		me := f.meas[k]
 		r.Signals = append(r.Signals, Signal{Marginal: setName(f.names, f.measSet[k]), Cells: len(me.ybar), Sigma: me.kappa, Kept: me.lambda})

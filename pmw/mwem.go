@@ -1158,7 +1158,7 @@ func (m *mwem) result() *Result {
 	for _, me := range m.meas {
 		signals = append(signals, Signal{Marginal: m.names[me.p], Cells: len(me.ybar), Sigma: me.kappa, Kept: me.lambda})
 	}
-	return &Result{Variant: VariantMWEM, Universe: m.u, NHat: m.nhat, Rows: int64(rows), RowsFloored: m.floored, Rounds: m.t,
+	return &Result{Variant: VariantMWEM, Universe: m.u, NHat: m.nhat, Rows: int64(rows), RowsFloored: m.floored, RowsSD: m.nSD, Rounds: m.t,
 		Weights: w, Selections: m.sels, Signals: signals, Seeded: m.src.Seeded()}
 }
 

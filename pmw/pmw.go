@@ -56,6 +56,10 @@ type Result struct {
 	// Rows was raised to that public standard deviation, so that the file
 	// still carries the marginals; Rows is then biased upwards.
 	RowsFloored bool
+	// RowsSD ([VariantMWEM]) is the public standard deviation of the
+	// estimate behind Rows (from σ₀ and the column sizes); 0 for
+	// [VariantPaper], whose Rows is the padded n̂.
+	RowsSD float64
 	// Rounds is T, the number of rounds run.
 	Rounds int
 	// Eps0 is the per-step ε₀ of the [VariantPaper] rounds (0 for

@@ -192,16 +192,6 @@ func (n *mwemNoise) scale(c float64) float64 {
 	return math.Sqrt2 * dp.NoiseScale(n.sens, meas) / n.perRow
 }
 
-// rowsSD is the standard deviation, in rows, of mwem's estimate of the
-// join size from the initial 1-way marginals (pmw's nSD: σ₀/√(Σ_c 1/k_c)).
-func (n *mwemNoise) rowsSD(sizes []int) float64 {
-	var den float64
-	for _, k := range sizes {
-		den += 1 / float64(k)
-	}
-	return n.scale(n.unit) / math.Sqrt(den)
-}
-
 // candidateSets returns the column sets (positions in release order,
 // sorted) pmw's mwem rounds choose among: one per workload family,
 // deduplicated, in order of first appearance (a sum's family covers its
@@ -326,16 +316,59 @@ func laplaceSD(b float64) float64 {
 	return math.Sqrt(2*r) / (1 - r)
 }
 
+// NearZeroRate is the stated error rate of the near-zero warning: an empty
+// join escapes it with probability at most NearZeroRate, and a join of
+// at least twice its threshold raises it with probability at most
+// NearZeroRate.
+const NearZeroRate = 0.01
+
+// nearZeroZ is the standard normal quantile of 1 − NearZeroRate:
+// P(N(0, 1) > 2.3263) = 0.0100.
+const nearZeroZ = 2.3263478740408408
+
+// NearZeroThreshold is the largest DP row count the near-zero warning
+// fires at: the (1 − [NearZeroRate]) quantile of the count's noise, so
+// that an empty join (true count 0, DP count = the noise, raised to at
+// most the threshold by the floor at its standard deviation or the clamp
+// at 0) stays at or below it with probability at least 1 − NearZeroRate.
+// The noise is symmetric, so a true count of at least twice the threshold
+// falls to it or below with probability at most NearZeroRate too.
+//
+// Gaussian noise of public standard deviation sd (laplace = 0: mwem's and
+// the factored model's unbiased row estimate, a weighted sum of discrete
+// Gaussians): z·sd, z = 2.326. Discrete Laplace noise of scale b (laplace
+// = b > 0: the privacy-unit row count): P(X ≥ m) = r^m/(1 + r) for an
+// integer m ≥ 0, r = e^{−1/b}, so P(X > t) ≤ r^t/(1 + r) for a real t ≥ 0,
+// and t = b·ln(1/(rate·(1 + r))) makes it at most rate (≈ b·ln 50 for a
+// large b). 0 when neither is known: no warning.
+func NearZeroThreshold(sd, laplace float64) float64 {
+	switch {
+	case laplace > 0:
+		return laplace * math.Log(1/(NearZeroRate*(1+math.Exp(-1/laplace))))
+	case sd > 0:
+		return nearZeroZ * sd
+	}
+	return 0
+}
+
 // NearZero says, from DP outputs only, whether a DP row count rows is
-// within noise of zero — at most twice sd, the public standard deviation
-// of its noise — and if so why that matters: "" when it is not, or when sd
-// is unknown (0). Post-processing of DP values with a public rule.
-func NearZero(rows int64, sd float64) string {
-	if !(sd > 0) || float64(rows) > 2*sd {
+// within noise of zero — at most [NearZeroThreshold](sd, laplace) — and if
+// so why that matters, with the rule's stated error rates: "" when it is
+// not, or when the noise is unknown. Post-processing of DP values with a
+// public rule.
+func NearZero(rows int64, sd, laplace float64) string {
+	t := NearZeroThreshold(sd, laplace)
+	if !(t > 0) || float64(rows) > t {
 		return ""
 	}
-	return fmt.Sprintf("the DP row count of the join, %d, is within noise of zero (its noise has a standard deviation of about %s rows): "+
+	law := "Gaussian"
+	if laplace > 0 {
+		law, sd = "Laplace", laplaceSD(laplace)
+	}
+	return fmt.Sprintf("the DP row count of the join, %d, is within noise of zero: at most %s, the count an empty join stays below with probability %g%% "+
+		"(its %s noise has a standard deviation of about %s rows; a join of %s rows or more gets this warning with probability at most %g%%): "+
 		"the join may be empty — an empty table, join keys that never match (07 vs 7, C7 vs 7), a join equality on the wrong "+
 		"columns — and then every row of the file is noise; `synth inspect` (NON-PRIVATE, for the data custodian) names the cause",
-		rows, strconv.FormatFloat(math.Ceil(sd), 'f', 0, 64))
+		rows, strconv.FormatFloat(math.Ceil(t), 'f', 0, 64), 100*(1-NearZeroRate), law,
+		strconv.FormatFloat(math.Ceil(sd), 'f', 0, 64), strconv.FormatFloat(math.Ceil(2*t), 'f', 0, 64), 100*NearZeroRate)
 }

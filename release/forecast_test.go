@@ -88,22 +88,27 @@ func TestForecastMatchesRelease(t *testing.T) {
 // not.
 func TestNearZero(t *testing.T) {
 	for _, tc := range []struct {
-		rows int64
-		sd   float64
-		warn bool
+		rows        int64
+		sd, laplace float64
+		warn        bool
 	}{
-		{0, 10, true},
-		{20, 10, true},
-		{21, 10, false},
-		{60175, 2586, false},
-		{3, 0, false},
+		{0, 10, 0, true},
+		{23, 10, 0, true}, // z·sd = 23.26
+		{24, 10, 0, false},
+		{60175, 2586, 0, false},
+		{3, 0, 0, false},
+		{39, 0, 10, true}, // b·ln(1/(0.01·(1 + e^{−0.1}))) = 39.58
+		{40, 0, 10, false},
+		{2, 0, 0.7, true}, // 0.7·ln(1/(0.01·1.2397)) = 3.07: P(X ≥ 4) = 0.0026
+		{3, 0, 0.7, true},
+		{4, 0, 0.7, false},
 	} {
-		w := NearZero(tc.rows, tc.sd)
+		w := NearZero(tc.rows, tc.sd, tc.laplace)
 		if (w != "") != tc.warn {
-			t.Errorf("NearZero(%d, %v) = %q, want a warning: %v", tc.rows, tc.sd, w, tc.warn)
+			t.Errorf("NearZero(%d, %v, %v) = %q, want a warning: %v", tc.rows, tc.sd, tc.laplace, w, tc.warn)
 		}
-		if w != "" && !strings.Contains(w, "within noise of zero") {
-			t.Errorf("NearZero(%d, %v) = %q", tc.rows, tc.sd, w)
+		if w != "" && (!strings.Contains(w, "within noise of zero") || !strings.Contains(w, "probability 99%") || !strings.Contains(w, "at most 1%")) {
+			t.Errorf("NearZero(%d, %v, %v) = %q", tc.rows, tc.sd, tc.laplace, w)
 		}
 	}
 	// The discrete Laplace's standard deviation: √(2r)/(1 − r), r = e^{−1/b},

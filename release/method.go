@@ -81,10 +81,12 @@ type Output struct {
 	// the staging folder dir through files (a tables release); called
 	// after the join file is written, before anything is committed.
 	WriteTables func(ctx context.Context, dir string, files *publish.Group) ([]string, error)
-	// RowsSD is the standard deviation, in rows, of the noise of the DP
-	// row count (public given the DP outputs it depends on, Δ̃ or the
-	// clip); 0 when the method does not say. See [NearZero].
-	RowsSD float64
+	// RowsSD is the standard deviation, in rows, of the Gaussian noise of
+	// the DP row count (public given the DP outputs it depends on, Δ̃);
+	// RowsLaplace the scale of its discrete Laplace noise instead (the
+	// privacy-unit count); both 0 when the method does not say (the paper
+	// variant's padded n̂, the uniformized releases). See [NearZero].
+	RowsSD, RowsLaplace float64
 }
 
 // Signal is what one measured marginal carried (see pmw.Signal): DP
@@ -176,16 +178,6 @@ type joinAsOneRun struct {
 	p    *Plan
 }
 
-// rowsSD is the noise of the mwem rounds' row estimate at the run's DP
-// Δ̃ (0 for the paper variant, whose row count is n̂).
-func (r joinAsOneRun) rowsSD(deltaTilde float64) float64 {
-	n, _, _, err := noisePlan(r.p, deltaTilde)
-	if err != nil || n == nil {
-		return 0
-	}
-	return n.rowsSD(r.p.Sizes)
-}
-
 func (r joinAsOneRun) Algorithm() string { return string(r.plan.Algorithm()) }
 
 func (r joinAsOneRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*Output, error) {
@@ -197,11 +189,19 @@ func (r joinAsOneRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine
 		return &Output{Algorithm: string(res.Algorithm) + " on a factored model", DeltaTilde: res.DeltaTilde, Rounds: f.Rounds,
 			Variant: "mwem (factored)", Counts: f.Counts, Signals: signals(f.Signals, 1),
 			Params: map[string]any{"pmw_model": "factored", "pmw_model_cliques": f.Cliques, "pmw_model_cells": f.ModelCells,
-				"pmw_rows_dp": f.Rows}, RowsSD: r.rowsSD(res.DeltaTilde)}, nil
+				"pmw_rows_dp": f.Rows}, RowsSD: f.RowsSD}, nil
 	}
-	return &Output{Algorithm: string(res.Algorithm), NHat: res.PMW.NHat, DeltaTilde: res.DeltaTilde, Eps0: res.PMW.Eps0,
+	out := &Output{Algorithm: string(res.Algorithm), NHat: res.PMW.NHat, DeltaTilde: res.DeltaTilde, Eps0: res.PMW.Eps0,
 		Rounds: res.PMW.Rounds, Variant: string(res.PMW.Variant), Params: map[string]any{}, Counts: res.PMW.Counts,
-		Signals: signals(res.PMW.Signals, 1), RowsSD: r.rowsSD(res.DeltaTilde)}, nil
+		Signals: signals(res.PMW.Signals, 1)}
+	// The mwem row estimate's own standard deviation (pmw's, not a
+	// forecast of it). With pmw.noise: laplace the estimate is a weighted
+	// sum of discrete Laplace noises, whose law has no closed form here:
+	// no calibrated near-zero statement for it.
+	if pmw.Noise(r.p.Spec.PMW.Noise) != pmw.NoiseLaplace {
+		out.RowsSD = res.PMW.RowsSD
+	}
+	return out, nil
 }
 
 // needDelta refuses δ = 0 for the methods whose padding needs δ > 0.
@@ -377,7 +377,7 @@ func (r unitRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*O
 		"row_count_clip":              res.Clip,
 		"row_count_noise_scale":       res.CountScale,
 		"bounded_share_of_row_weight": res.BoundedShare,
-	}, RowsSD: laplaceSD(res.CountScale)}
+	}, RowsLaplace: res.CountScale}
 	if f := res.Factored; f != nil {
 		out.Algorithm += " on a factored model"
 		out.Rounds, out.Variant, out.Counts, out.Signals = f.Rounds, "mwem (factored)", f.Counts, signals(f.Signals, privacyunit.Grid)

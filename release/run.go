@@ -577,13 +577,20 @@ func (r *run) report(p *Plan, c *charged, out *Output, rp *rowPlan, started time
 		params["marginals_signal"] = out.Signals
 		params["signal_headline"] = Headline(out.Signals, p.Method.Name() == spec.PrivacyUnit)
 	}
-	if out.RowsSD > 0 {
-		// Public given the DP outputs it depends on (Δ̃, the clip), rounded
-		// up to whole rows.
-		params["rows_noise_sd"] = math.Ceil(out.RowsSD)
-		if w := NearZero(rp.dpRows, out.RowsSD); w != "" {
+	if t := NearZeroThreshold(out.RowsSD, out.RowsLaplace); t > 0 {
+		// Public given the DP outputs they depend on (Δ̃, the clip),
+		// rounded up to whole rows.
+		sd := out.RowsSD
+		if out.RowsLaplace > 0 {
+			sd = laplaceSD(out.RowsLaplace)
+		}
+		params["rows_noise_sd"] = math.Ceil(sd)
+		params["rows_near_zero_threshold"] = math.Ceil(t)
+		params["rows_near_zero_rates"] = fmt.Sprintf("an empty join is at or below the threshold with probability ≥ %g%%; a join of twice the threshold or more falls to it with probability ≤ %g%%",
+			100*(1-NearZeroRate), 100*NearZeroRate)
+		if w := NearZero(rp.dpRows, out.RowsSD, out.RowsLaplace); w != "" {
 			params["rows_near_zero"] = w
-			r.log.Warn("the DP row count is within noise of zero", "rows_dp", rp.dpRows, "noise_sd", math.Ceil(out.RowsSD))
+			r.log.Warn("the DP row count is within noise of zero", "rows_dp", rp.dpRows, "threshold", math.Ceil(t), "noise_sd", math.Ceil(sd))
 		}
 	}
 	report := c.ledger.Report(dp.ReportMeta{
