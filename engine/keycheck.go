@@ -73,8 +73,11 @@ func keyRef(table string, cols []string) string {
 }
 
 // OrphanError refuses a release whose data holds orphans while the spec
-// does not declare join.orphans: drop. It names the counts (the custodian
-// runs the release), never a key value.
+// does not declare join.orphans: drop. Its message names the foreign keys
+// and the kind of orphans, neither a key value nor a count: error text
+// travels beyond the custodian (CI logs, tickets), as the key errors'
+// does not (see [DuplicateKeyError]); the counts are in Orphans and
+// `synth inspect` prints them.
 type OrphanError struct {
 	// File is the spec file.
 	File string
@@ -86,10 +89,18 @@ type OrphanError struct {
 func (e *OrphanError) Error() string {
 	parts := make([]string, len(e.Orphans))
 	for i, o := range e.Orphans {
-		parts[i] = o.String()
+		var kinds []string
+		if o.Null > 0 {
+			kinds = append(kinds, "empty keys")
+		}
+		if o.Unmatched > 0 {
+			kinds = append(kinds, "keys "+o.Key.Parent+" lacks")
+		}
+		parts[i] = o.Edge() + " (" + strings.Join(kinds, " and ") + ")"
 	}
 	return "engine: foreign keys that do not resolve: " + strings.Join(parts, "; ") +
-		": fix the data, or declare join.orphans: drop in the spec (join: {on: [...], orphans: drop}) to release the join without them (synth inspect counts them)"
+		": fix the data, or declare join.orphans: drop in the spec (join: {on: [...], orphans: drop}) to release the join without them " +
+		"(`synth inspect` counts them in its custodian section)"
 }
 
 // Unwrap returns [ErrData].
@@ -147,12 +158,12 @@ func (e *Engine) CheckOrphans(ctx context.Context, s *spec.Spec, h *hypergraph.H
 	if s.Orphans == spec.OrphansDrop {
 		return nil
 	}
-	os, err := e.CountOrphans(ctx, s, h)
+	all, err := e.CountOrphans(ctx, s, h)
 	if err != nil {
 		return err
 	}
 	var bad []Orphans
-	for _, o := range os {
+	for _, o := range all {
 		if o.Count() > 0 {
 			bad = append(bad, o)
 		}

@@ -113,15 +113,17 @@ func TestReleaseRefusesBadKeysAndFiles(t *testing.T) {
 	}{
 		{"truncated csv.gz", gzipCustomers(len("c_custkey")*30, false), []string{"customers.csv.gz", "truncated"}},
 		{"gzip with a bad CRC", gzipCustomers(0, true), []string{"customers.csv.gz", "damaged"}},
-		{"duplicated primary key of a non-unit table", replaceIn("orders.csv", "\n8,", "\n7,"), []string{"table orders", "o_orderkey", `"7"`, "2 rows"}},
+		{"duplicated primary key of a non-unit table", replaceIn("orders.csv", "\n8,", "\n7,"), []string{"table orders", "o_orderkey", "not unique", "synth inspect"}},
 		{"duplicated composite key", func(f map[string][]byte) {
 			replaceIn("synth.yaml", "primary_key: o_orderkey", "primary_key: [o_orderkey, prio]")(f)
 			replaceIn("orders.csv", "\n8,57,z", "\n7,57,y")(f)
-		}, []string{"table orders", "(o_orderkey, prio)", `("7", "y")`}},
-		{"primary key on a non-unique categorical column", replaceIn("synth.yaml", "primary_key: c_custkey", "primary_key: seg"), []string{"table customers", "seg", "100 rows"}},
-		{"half the orders point at no customer", halfOrphans, []string{"orders.o_custkey → customers.c_custkey", "750 of 1500 rows", "join.orphans: drop"}},
-		{"an empty foreign key", replaceIn("orders.csv", "\n8,57,", "\n8,,"), []string{"1 of 1500 rows", "1 with an empty key", "join.orphans: drop"}},
+		}, []string{"table orders", "(o_orderkey, prio)", "not unique"}},
+		{"primary key on a non-unique categorical column", replaceIn("synth.yaml", "primary_key: c_custkey", "primary_key: seg"), []string{"table customers", "seg", "not unique"}},
+		{"half the orders point at no customer", halfOrphans, []string{"orders.o_custkey → customers.c_custkey (keys customers lacks)", "join.orphans: drop", "synth inspect"}},
+		{"an empty foreign key", replaceIn("orders.csv", "\n8,57,", "\n8,,"), []string{"orders.o_custkey → customers.c_custkey (empty keys)", "join.orphans: drop"}},
 	}
+	// Key errors name the table and the column(s), not the private value
+	// or its count (inspect prints them: TestInspectDeclaredKeys).
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			specPath := writeKeyed(t, tt.edit)
@@ -252,5 +254,19 @@ func TestExitCodeContract(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("an interrupted release left %s", out)
+	}
+}
+
+// TestInspectDeclaredKeys: inspect reports every declared primary key in
+// its NON-PRIVATE section, the duplicated value and its rows included,
+// instead of failing as the release does.
+func TestInspectDeclaredKeys(t *testing.T) {
+	r := mustRun(t, "inspect", "--config", writeKeyed(t, replaceIn("orders.csv", "\n8,", "\n7,")))
+	for _, w := range []string{`NON-PRIVATE primary key:      orders (o_orderkey): NOT unique: value "7" in 2 rows`,
+		"NON-PRIVATE primary key:      customers (c_custkey): unique, no NULL",
+		"table orders's primary key (o_orderkey) is not unique and non-NULL"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("inspect lacks %q:\n%s", w, r.stdout)
+		}
 	}
 }

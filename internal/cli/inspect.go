@@ -223,12 +223,9 @@ func runInspect(ctx context.Context, g *globalOptions, o *inspectOptions) error 
 	if err != nil {
 		return err
 	}
-	// Building the folded relations checks the folded public tables' keys;
-	// then every declared primary key.
+	// Building the folded relations checks the folded public tables' keys
+	// (every other declared key is reported below, NON-PRIVATE).
 	if err := eng.Fold(ctx, f); err != nil {
-		return err
-	}
-	if err := eng.CheckPrimaryKeys(ctx, s, h); err != nil {
 		return err
 	}
 	rep := buildInspectReport(o.config, s, h)
@@ -463,7 +460,11 @@ func writeCustodianText(tw io.Writer, c *custodianReport) {
 		case !k.OK:
 			status = fmt.Sprintf("NOT unique: value %q in %d rows", strings.Join(k.Value, ", "), k.Rows)
 		}
-		fmt.Fprintf(tw, "NON-PRIVATE unit key:\t%s (%s): %s\n", k.Table, strings.Join(k.Key, ", "), status)
+		label := "unit key"
+		if k.Declared {
+			label = "primary key"
+		}
+		fmt.Fprintf(tw, "NON-PRIVATE %s:\t%s (%s): %s\n", label, k.Table, strings.Join(k.Key, ", "), status)
 	}
 	for _, o := range c.Orphans {
 		fmt.Fprintf(tw, "NON-PRIVATE orphans:\t%s\n", o.Text)

@@ -51,6 +51,9 @@ type unitKeyCheck struct {
 	Value   []string `json:"value,omitempty"`
 	Rows    int64    `json:"rows,omitempty"`
 	NullKey bool     `json:"null,omitempty"`
+	// Declared marks a declared primary key that no unit check covers
+	// (every declared key must be unique and non-NULL too).
+	Declared bool `json:"declared_only,omitempty"`
 }
 
 // checkUnitKeys runs the privacy-unit key checks of s on the loaded tables
@@ -73,6 +76,34 @@ func checkUnitKeys(ctx context.Context, s *spec.Spec, h *hypergraph.Hypergraph, 
 				c.Table, strings.Join(c.Key, ", "), what))
 		case err != nil:
 			return nil, nil, fmt.Errorf("inspect: key check of %s: %w", c.Table, err)
+		}
+		out = append(out, k)
+	}
+	// Every other declared primary key: a release refuses a duplicated
+	// or NULL one too (engine.CheckPrimaryKeys), naming neither the value
+	// nor its count; here the custodian sees both.
+	covered := map[string]bool{}
+	for _, k := range out {
+		covered[k.Table] = true
+	}
+	for _, t := range s.Tables {
+		if len(t.PrimaryKey) == 0 || covered[t.Name] {
+			continue
+		}
+		k := unitKeyCheck{Table: t.Name, Key: t.PrimaryKey, OK: true, Declared: true}
+		err := eng.CheckPrimaryKey(ctx, h, t.Name, t.PrimaryKey)
+		var dk *engine.DuplicateKeyError
+		switch {
+		case errors.As(err, &dk):
+			k.OK, k.Value, k.Rows, k.NullKey = false, dk.Value, dk.Count, dk.Null
+			what := fmt.Sprintf("value %q appears in %d rows", strings.Join(dk.Value, ", "), dk.Count)
+			if dk.Null {
+				what = fmt.Sprintf("a NULL key in %d row(s)", dk.Count)
+			}
+			warnings = append(warnings, fmt.Sprintf("table %s's primary key (%s) is not unique and non-NULL (%s): a release refuses it before charging any budget; fix the data or the declared primary_key",
+				t.Name, strings.Join(t.PrimaryKey, ", "), what))
+		case err != nil:
+			return nil, nil, fmt.Errorf("inspect: key check of %s: %w", t.Name, err)
 		}
 		out = append(out, k)
 	}
@@ -158,11 +189,11 @@ func buildCustodian(ctx context.Context, s *spec.Spec, h *hypergraph.Hypergraph,
 	if c.JoinSize == 0 {
 		c.Warnings = append(c.Warnings, "the join is empty: no row of one table matches the others on the join keys (check the join equalities and the key values)")
 	}
-	os, err := eng.CountOrphans(ctx, s, h)
+	orphans, err := eng.CountOrphans(ctx, s, h)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: orphans: %w", err)
 	}
-	for _, o := range os {
+	for _, o := range orphans {
 		text := o.String()
 		if o.Count() == 0 {
 			text = fmt.Sprintf("%s: none (every one of the %d rows references a row)", o.Edge(), o.Rows)
