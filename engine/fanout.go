@@ -42,6 +42,26 @@ func (e *Engine) childCounts(h Hop) string {
 	return "(SELECT " + fk + " AS k, COUNT(*) AS n FROM " + d.ident(h.Child) + " WHERE " + fk + " IS NOT NULL GROUP BY " + fk + ")"
 }
 
+// countsOn is the join condition of h's parent rows (alias parent) with
+// [Engine.childCounts] (alias f), compared as text when the key columns'
+// stored types differ.
+func (e *Engine) countsOn(ctx context.Context, h Hop, parent string) (string, error) {
+	d := e.d
+	typesP, err := e.columnTypes(ctx, h.Parent)
+	if err != nil {
+		return "", err
+	}
+	typesC, err := e.columnTypes(ctx, h.Child)
+	if err != nil {
+		return "", err
+	}
+	pk, fk := parent+"."+d.ident(h.PK), "f.k"
+	if typesP[h.PK] != typesC[h.FK] {
+		pk, fk = keyText(d, pk), keyText(d, fk)
+	}
+	return pk + " = " + fk, nil
+}
+
 // binCase is the SQL bin of the count x in the half-open bins of lows
 // (lows[0] = 0 < lows[1] < …): the last bin takes every count at or
 // above its low end (the clip).
@@ -82,17 +102,9 @@ func (e *Engine) AddFanout(ctx context.Context, h Hop, cols ...FanoutColumn) err
 	if len(sel) == 0 {
 		return nil
 	}
-	typesP, err := e.columnTypes(ctx, h.Parent)
+	on, err := e.countsOn(ctx, h, "p")
 	if err != nil {
 		return err
-	}
-	typesC, err := e.columnTypes(ctx, h.Child)
-	if err != nil {
-		return err
-	}
-	pk, fk := "p."+d.ident(h.PK), "f.k"
-	if typesP[h.PK] != typesC[h.FK] {
-		pk, fk = keyText(d, pk), keyText(d, fk)
 	}
 	// The relation may be a view over the loaded file: build the table
 	// with the new column beside it, drop the old relation, and give the
@@ -108,7 +120,7 @@ func (e *Engine) AddFanout(ctx context.Context, h Hop, cols ...FanoutColumn) err
 	tmp := d.ident(ReservedPrefix + "fan_" + h.Parent)
 	stmts := []string{
 		"DROP TABLE IF EXISTS " + tmp,
-		"CREATE TABLE " + tmp + " AS SELECT p.*, " + strings.Join(sel, ", ") + " FROM " + d.ident(h.Parent) + " AS p LEFT JOIN " + e.childCounts(h) + " AS f ON " + pk + " = " + fk,
+		"CREATE TABLE " + tmp + " AS SELECT p.*, " + strings.Join(sel, ", ") + " FROM " + d.ident(h.Parent) + " AS p LEFT JOIN " + e.childCounts(h) + " AS f ON " + on,
 		drop + d.ident(h.Parent),
 		"ALTER TABLE " + tmp + " RENAME TO " + d.ident(h.Parent),
 	}
@@ -153,19 +165,11 @@ func (e *Engine) UnitMaxFanout(ctx context.Context, unitKey string, path []Hop, 
 	}
 	last := path[len(path)-1]
 	la := "t" + strconv.Itoa(len(path)-1)
-	typesP, err := e.columnTypes(ctx, last.Parent)
+	on, err := e.countsOn(ctx, last, la)
 	if err != nil {
 		return err
 	}
-	typesC, err := e.columnTypes(ctx, last.Child)
-	if err != nil {
-		return err
-	}
-	pk, fk := la+"."+d.ident(last.PK), "f.k"
-	if typesP[last.PK] != typesC[last.FK] {
-		pk, fk = keyText(d, pk), keyText(d, fk)
-	}
-	from.WriteString(" LEFT JOIN " + e.childCounts(last) + " AS f ON " + fk + " = " + pk)
+	from.WriteString(" LEFT JOIN " + e.childCounts(last) + " AS f ON " + on)
 	q := "SELECT m, COUNT(*) FROM (SELECT t0." + d.ident(unitKey) + " AS u, COALESCE(MAX(f.n), 0) AS m FROM " + from.String() +
 		" GROUP BY t0." + d.ident(unitKey) + ") AS per_unit GROUP BY m ORDER BY m"
 	return e.scanPairs(ctx, q, "largest fan-out per unit", f)
