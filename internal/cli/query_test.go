@@ -290,6 +290,13 @@ func TestQueryLimits(t *testing.T) {
 		t.Errorf("a result over --max-rows: exit %d\n%s", r.code, r.stderr)
 	}
 	mustRun(t, "query", file, "SELECT a.a FROM synthetic a", "--max-rows", "1000")
+	// The rows of a 5-way cross join (10¹⁵): DuckDB materializes a result
+	// outside its memory limit (5 GB of RSS in 30 s before), so the query
+	// runs under a LIMIT of --max-rows + 1 and stops there at once.
+	r = run(t, "query", file, "SELECT a.a, b.b, c.a, d.b, e.a FROM synthetic a, synthetic b, synthetic c, synthetic d, synthetic e; -- all of it", "--max-rows", "1000")
+	if r.code != ExitRuntime || !strings.Contains(r.stderr, "more than 1000 rows") {
+		t.Errorf("rows of a 5-way cross join: exit %d\n%s", r.code, r.stderr)
+	}
 
 	settings := "SELECT current_setting('memory_limit') AS m, current_setting('max_temp_directory_size') AS t, current_setting('temp_directory') AS d"
 	t.Setenv("SYNTH_DUCKDB_MEMORY_LIMIT", "1GB")
