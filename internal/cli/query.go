@@ -216,10 +216,19 @@ func runQueryIn(ctx context.Context, db *sql.DB, w io.Writer, file, query, forma
 		// subquery that yields at most one row more than the limit, so
 		// that the work stops there. The newline keeps a trailing --
 		// comment from swallowing the parenthesis.
-		run = "SELECT * FROM (" + strings.TrimRight(strings.TrimSpace(query), "; \t\n") + "\n) LIMIT " + strconv.FormatInt(lim.maxRows+1, 10)
-		if _, err := db.PrepareContext(ctx, run); err != nil {
-			run = query // a statement DuckDB cannot nest (e.g. SUMMARIZE): as written
+		// The statement is DuckDB's own rendering of its parse
+		// (json_deserialize_sql of json_serialize_sql): no comment or
+		// semicolon of the text can escape the subquery.
+		var canon string
+		if err := db.QueryRowContext(ctx, "SELECT json_deserialize_sql(json_serialize_sql(CAST($1 AS VARCHAR)))", query).Scan(&canon); err != nil {
+			return &UsageError{Err: fmt.Errorf("query: %w", err)}
 		}
+		run = "SELECT * FROM (" + canon + ") LIMIT " + strconv.FormatInt(lim.maxRows+1, 10)
+		if st, err := db.PrepareContext(ctx, run); err == nil {
+			st.Close()
+		} else if upper := strings.ToUpper(canon); strings.HasPrefix(upper, "SUMMARIZE") || strings.HasPrefix(upper, "DESCRIBE") {
+			run = canon // one row per column of the file: nothing to bound
+		} // else the prepare below fails the same way and says why
 	}
 	stmt, err := db.PrepareContext(ctx, run)
 	if err != nil {
