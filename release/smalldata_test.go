@@ -92,7 +92,9 @@ func TestSmallDataSpecs(t *testing.T) {
 // true, the uniform distribution's TVD and, for each folder of
 // SYNTH_PEER_DIRS (comma-separated; files {name}_eps{ε}_seed{s}.csv with
 // the released columns' names), the peer's mean TVD over the files present.
-// SYNTH_SMALL_DATA picks data sets (comma-separated names). It runs only
+// SYNTH_SMALL_DATA picks data sets (comma-separated names);
+// SYNTH_SMALL_BOUND sets the unit releases' release.contribution_bound (a
+// number or auto). It runs only
 // when SYNTH_SMALL_TABLE is set (make accuracy-small).
 //
 // With SYNTH_PEER_EXPORT=DIR it first writes, for every data set, what a
@@ -196,6 +198,15 @@ func smallRelease(t testing.TB, name string, eps float64, src dp.Source) score.R
 		s.Privacy.Unit, s.Release.Method = "", spec.JoinAsOne
 	}
 	s.Privacy.Epsilon = eps
+	if v := os.Getenv("SYNTH_SMALL_BOUND"); v == "auto" {
+		s.Release.ContributionBoundAuto = true
+	} else if v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			t.Fatalf("SYNTH_SMALL_BOUND=%q: want a number or auto", v)
+		}
+		s.Release.ContributionBound = r
+	}
 	sum, err := Run(context.Background(), Options{Spec: s, OutDir: t.TempDir(), Engine: "duckdb", Source: src})
 	if err != nil {
 		t.Fatal(err)
