@@ -20,7 +20,11 @@ import (
 // declared domain sizes. The release decides per marginal from its DP
 // measurement: a marginal keeps signal when its measured spread around the
 // mean cell exceeds what noise alone produces (pmw's shrinkage); the
-// forecast says how large the true spread must be for that, in rows.
+// forecast says how large the true spread must be for that, in rows. pmw
+// also keeps a measured table unshrunk when Stein's risk estimate favours
+// its non-negative projection (a sparse table: most rows in a few cells),
+// which can keep the signal of a table below that spread: for sparse
+// marginals of few rows the forecast is pessimistic (docs/small-data.md).
 type SignalForecast struct {
 	// Known reports that the noise is public: a privacy-unit release
 	// (Δ̃ = r, release.contribution_bound) or a join-as-one release on one
