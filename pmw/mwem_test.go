@@ -206,6 +206,54 @@ func naiveMWEM(t *testing.T, src dp.Source, u *Universe, fams []Family, hist []C
 		for c, yb := range me.ybar {
 			me.target[c] = mean + lambda*(yb-mean)
 		}
+		// Keep ybar instead when its SURE (that of its projection onto
+		// {x ≥ 0, Σx = Σybar}, found here by bisection on the threshold
+		// τ) beats the shrinkage's by √(2(k−1))·v̄.
+		vbar := 1 / me.prec
+		div := 1.0
+		if lambda > 0 {
+			div = 1 + (k-1)*lambda + 2*q/ss
+		}
+		sureShrink := -k*vbar + 2*vbar*div
+		for c, yb := range me.ybar {
+			sureShrink += (me.target[c] - yb) * (me.target[c] - yb)
+		}
+		margin := math.Sqrt(2*(k-1)) * vbar
+		sureProj := -k * vbar // Σybar ≤ 0: the projection is all zeros
+		if total := mean * k; total > 0 {
+			hi := math.Inf(-1)
+			for _, yb := range me.ybar {
+				hi = math.Max(hi, yb)
+			}
+			lo := hi - total // Σ max(ybar − lo, 0) ≥ total ≥ Σ max(ybar − hi, 0)
+			for range 200 {
+				tau := (lo + hi) / 2
+				var s float64
+				for _, yb := range me.ybar {
+					s += math.Max(yb-tau, 0)
+				}
+				if s > total {
+					lo = tau
+				} else {
+					hi = tau
+				}
+			}
+			tau := (lo + hi) / 2
+			for _, yb := range me.ybar {
+				x := math.Max(yb-tau, 0)
+				sureProj += (x - yb) * (x - yb)
+				if x > 0 {
+					sureProj += 2 * vbar
+				}
+			}
+		} else {
+			for _, yb := range me.ybar {
+				sureProj += yb * yb
+			}
+		}
+		if sureProj < sureShrink-margin {
+			copy(me.target, me.ybar)
+		}
 		return y
 	}
 	var sels []Selection
