@@ -236,7 +236,6 @@ type level struct {
 	table int
 	cols  []levelCol
 	nCtx  int
-	spec  *spec.Spec
 }
 
 func releasedKey(r spec.ColumnRef) string { return "col:" + r.String() }
@@ -405,7 +404,6 @@ func (t *ownTree) levelSpec(s *spec.Spec, lv *level, owner func(string) (string,
 	if len(ls.Workload.Marginals) == 0 {
 		add([]spec.ColumnRef{ref(lv.cols[0])})
 	}
-	lv.spec = &ls
 	return &ls
 }
 
@@ -417,8 +415,13 @@ func (tablesMethod) Check(p *Plan) error {
 	if err := (unitMethod{}).Check(p); err != nil {
 		return err
 	}
-	if len(p.Spec.Release.Measures) > 0 {
-		return fmt.Errorf("%w: release.measures with release.output tables", ErrUnsupported)
+	// unitMethod.Check refuses measures; the levels compose in zCDP.
+	s := p.Spec
+	if !(s.Privacy.Delta > 0) {
+		return fmt.Errorf("%w: release.output tables needs δ > 0 (its levels compose in zCDP)", ErrUnsupported)
+	}
+	if s.Release.ContributionBoundAuto {
+		return fmt.Errorf("%w: release.contribution_bound auto with release.output tables (give r, e.g. 1)", ErrUnsupported)
 	}
 	return nil
 }
@@ -445,12 +448,6 @@ func (tablesMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
 		}
 	}
 	b := p.RowsBudget
-	if !(b.Delta > 0) {
-		return nil, fmt.Errorf("%w: release.output tables needs δ > 0 (its levels compose in zCDP)", ErrUnsupported)
-	}
-	if s.Release.ContributionBoundAuto {
-		return nil, fmt.Errorf("%w: release.contribution_bound auto with release.output tables (give r, e.g. 1)", ErrUnsupported)
-	}
 	root, err := l.SplitZCDP("tables release (privacy unit "+s.Privacy.Unit+")", b,
 		"zCDP composition (Bun–Steinke 2016, Lemma 2.3) of the fan-out clips and one privacy-unit level per table of the ownership tree, "+
 			"each DP under the unit neighbour relation (a unit deleted with its whole subtree); the total converts to (ε, δ) by Canonne–Kamath–Steinke",
@@ -965,10 +962,4 @@ func (r *tablesRun) tableColumns(i int) (names []string, cols []*spec.Column, at
 		}
 	}
 	return names, cols, at
-}
-
-// keyNames returns table i's primary key columns and its foreign key.
-func (r *tablesRun) keyNames(i int) (pk []string, fk string) {
-	t := r.tree.tables[i]
-	return t.pk, t.fk
 }
