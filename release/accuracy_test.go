@@ -7,7 +7,7 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/internal/releasetest"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/workload"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/internal/releasetest"
-	"github.com/synth-dp/synth/release/synthfile"
+	"github.com/synth-dp/synth/output/synthfile"
 )
 
 // TestReleaseCancelEachStage cancels a release from its own progress

@@ -13,11 +13,11 @@
 //   - package [github.com/synth-dp/synth/workload]: the workload (the
 //     spec's queries as PMW families, the sums' grids and boxes, the true
 //     answers for evaluate);
-//   - [github.com/synth-dp/synth/release/synthfile]: the cells → rows
+//   - [github.com/synth-dp/synth/output/synthfile]: the cells → rows
 //     Decoder, the Parquet Writer and the row sampling;
-//   - [github.com/synth-dp/synth/release/publish]: atomic files and the
+//   - [github.com/synth-dp/synth/output/publish]: atomic files and the
 //     staged, atomically published output folder;
-//   - [github.com/synth-dp/synth/release/layout]: the names of the
+//   - [github.com/synth-dp/synth/output/layout]: the names of the
 //     folder's files, the metadata key and the released columns' names.
 //
 // None of them imports package release. Package release may be imported by
@@ -90,5 +90,5 @@
 //
 // The output folder is staged beside its target and published by one
 // rename, and every file in it is committed atomically: see
-// [github.com/synth-dp/synth/release/publish].
+// [github.com/synth-dp/synth/output/publish].
 package release

@@ -3,7 +3,7 @@ package release
 import (
 	"strings"
 
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/workload"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/hiergen"
 	"github.com/synth-dp/synth/internal/score"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/uniformize"
 	"github.com/synth-dp/synth/workload"

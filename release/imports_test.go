@@ -9,8 +9,9 @@ import (
 // TestImportGraph: the dependency points one way — nothing below the
 // orchestration imports it. Only internal/cli (and the test-only report
 // and benchmark packages listed below) may import release; nothing but
-// cmd/synth may import internal/cli; release's own subpackages (the
-// writer, publishing) never import release.
+// cmd/synth may import internal/cli; nothing imports a package beneath
+// release (the output format, which both release and workload use, lives in
+// output/, below them).
 func TestImportGraph(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../...").Output()
 	if err != nil {
@@ -27,6 +28,11 @@ func TestImportGraph(t *testing.T) {
 		for _, imp := range imports {
 			if imp == mod+"release" && !mayImportRelease[pkg] {
 				t.Errorf("%s imports release: a lower package must not depend on the orchestration", pkg)
+			}
+			if strings.HasPrefix(imp, mod+"release/") {
+				// The synthetic file format (writer, names, publishing)
+				// lives in output/, beneath both release and workload.
+				t.Errorf("%s imports %s: nothing may live beneath release; the output format is in output/", pkg, imp)
 			}
 			if imp == mod+"internal/cli" && pkg != mod+"cmd/synth" {
 				t.Errorf("%s imports internal/cli", pkg)

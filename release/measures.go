@@ -13,7 +13,7 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/numerical"
-	"github.com/synth-dp/synth/release/synthfile"
+	"github.com/synth-dp/synth/output/synthfile"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/workload"
 )

@@ -9,8 +9,8 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"
-	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/synthfile"
+	"github.com/synth-dp/synth/output/layout"
+	"github.com/synth-dp/synth/output/synthfile"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/workload"
 )

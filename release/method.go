@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/synth-dp/synth/release/publish"
+	"github.com/synth-dp/synth/output/publish"
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"

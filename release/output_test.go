@@ -17,8 +17,8 @@ import (
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/internal/demo"
 	"github.com/synth-dp/synth/internal/releasetest"
-	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/publish"
+	"github.com/synth-dp/synth/output/layout"
+	"github.com/synth-dp/synth/output/publish"
 	"github.com/synth-dp/synth/spec"
 )
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/synth-dp/synth/dp"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/spec"
 )
 

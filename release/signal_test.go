@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/dp"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 )
 
 // TestSignalHeadline: every release says, per measured marginal, whether

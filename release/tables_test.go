@@ -11,7 +11,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/synth-dp/synth/dp"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/spec"
 )
 

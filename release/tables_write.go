@@ -10,9 +10,9 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/publish"
-	"github.com/synth-dp/synth/release/synthfile"
+	"github.com/synth-dp/synth/output/layout"
+	"github.com/synth-dp/synth/output/publish"
+	"github.com/synth-dp/synth/output/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/hypergraph"
-	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/synthfile"
+	"github.com/synth-dp/synth/output/layout"
+	"github.com/synth-dp/synth/output/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/internal/synthfiletest"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 )
 
 // TestAnswerShapes answers TPC-H's workload with the true join written as

@@ -32,6 +32,6 @@
 //
 // The orchestration (package release), the CLI (inspect, evaluate) and the
 // evaluation report (internal/report). It imports spec, engine, pmw,
-// hypergraph, release/layout and release/synthfile (for the
+// hypergraph, output/layout and output/synthfile (for the
 // representative values), never package release or internal/cli.
 package workload

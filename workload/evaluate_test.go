@@ -10,7 +10,7 @@ import (
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/releasetest"
 	"github.com/synth-dp/synth/internal/synthfiletest"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 )
 
 // TestEvaluateExact evaluates the true join itself, written as a

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/synth-dp/synth/output/layout"
+	"github.com/synth-dp/synth/output/synthfile"
 	"github.com/synth-dp/synth/pmw"
-	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/internal/releasetest"
-	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/synthfile"
+	"github.com/synth-dp/synth/output/layout"
+	"github.com/synth-dp/synth/output/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/releasetest"
-	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/synthfile"
+	"github.com/synth-dp/synth/output/layout"
+	"github.com/synth-dp/synth/output/synthfile"
 )
 
 // TestNumericFamilyBruteForce checks the weighted families of the Adult

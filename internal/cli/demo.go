@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/synth-dp/synth/internal/demo"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/release"
-	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 

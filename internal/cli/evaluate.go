@@ -12,8 +12,8 @@ import (
 	"github.com/synth-dp/synth/internal/progress"
 	"github.com/synth-dp/synth/internal/report"
 	"github.com/synth-dp/synth/internal/score"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/release"
-	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/workload"
 )

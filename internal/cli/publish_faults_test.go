@@ -20,7 +20,7 @@ import (
 
 	"github.com/synth-dp/synth/dp/lifetime"
 	"github.com/synth-dp/synth/internal/failpoint"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 )
 
 // buildSynth returns the synth binary to start: this package's test

@@ -24,7 +24,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 	"github.com/spf13/cobra"
 	"github.com/synth-dp/synth/engine"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 )
 
 // queryView is the name under which synth query shows the file to the SQL.

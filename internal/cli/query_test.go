@@ -14,7 +14,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/synth-dp/synth/internal/demo"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 )
 
 // writeQueryParquet writes a small Parquet file with DuckDB COPY into dir

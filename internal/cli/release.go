@@ -12,10 +12,10 @@ import (
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/internal/failpoint"
 	"github.com/synth-dp/synth/internal/progress"
+	"github.com/synth-dp/synth/output/layout"
+	"github.com/synth-dp/synth/output/publish"
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release"
-	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/publish"
 	"github.com/synth-dp/synth/spec"
 )
 

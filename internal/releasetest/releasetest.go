@@ -1,5 +1,5 @@
 // Package releasetest holds test helpers shared by the tests of the
-// release packages (release, release/publish, release/synthfile, workload)
+// release packages (release, output/publish, output/synthfile, workload)
 // and the packages that read their output. It is imported by tests only.
 // It must not import any release package (their tests import it); see
 // internal/synthfiletest for helpers that write synthetic files.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/synthfiletest"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/spec"
 	"github.com/synth-dp/synth/workload"
 )

@@ -16,7 +16,7 @@ import (
 
 	"github.com/synth-dp/synth/internal/score"
 	"github.com/synth-dp/synth/internal/tablestest"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/spec"
 )
 

@@ -1,6 +1,6 @@
 // Package synthfiletest writes synthetic files for the tests of the
 // packages that read them (workload, internal/report). It is imported by
-// tests only, never by those of release/synthfile or the packages below it
+// tests only, never by those of output/synthfile or the packages below it
 // (it imports synthfile).
 package synthfiletest
 
@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/engine"
-	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/synthfile"
+	"github.com/synth-dp/synth/output/layout"
+	"github.com/synth-dp/synth/output/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/internal/score"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/release"
-	"github.com/synth-dp/synth/release/layout"
 	"github.com/synth-dp/synth/spec"
 )
 

@@ -33,8 +33,8 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2" // the DuckDB driver
 
 	"github.com/synth-dp/synth/internal/score"
-	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/synthfile"
+	"github.com/synth-dp/synth/output/layout"
+	"github.com/synth-dp/synth/output/synthfile"
 	"github.com/synth-dp/synth/spec"
 )
 

@@ -75,8 +75,8 @@
 // # Who may import it
 //
 // The orchestration (package release), the Parquet writer
-// (release/synthfile, which writes through a [File]) and tests. It imports only
-// release/layout (the names of the files a release folder holds) and the
+// (output/synthfile, which writes through a [File]) and tests. It imports only
+// output/layout (the names of the files a release folder holds) and the
 // standard library; it must never import package release or anything that
 // runs a mechanism. Its errors keep the "release:" prefix: they are the
 // release command's, and users read them as such.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/spec"
 )
 

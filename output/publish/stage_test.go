@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/internal/releasetest"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 )
 
 // TestStagePublish covers the publish cases: a new folder, an empty

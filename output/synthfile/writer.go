@@ -13,8 +13,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/synth-dp/synth/release/layout"
-	"github.com/synth-dp/synth/release/publish"
+	"github.com/synth-dp/synth/output/layout"
+	"github.com/synth-dp/synth/output/publish"
 	"github.com/synth-dp/synth/spec"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/synth-dp/synth/internal/failpoint"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 )
 
 // ErrFileDone is returned when a [File] is written to, finished or committed

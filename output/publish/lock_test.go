@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/internal/releasetest"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 )
 
 // writeRelease writes a stand-in release (the Parquet file and the

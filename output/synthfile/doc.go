@@ -31,8 +31,8 @@
 //
 // The orchestration (package release), the workload (package workload,
 // which evaluates the workload's conditions on the same representative
-// values the file holds), and tests. It imports spec, release/publish (the
-// Writer's output is a [publish.File]) and release/layout, never package
+// values the file holds), and tests. It imports spec, output/publish (the
+// Writer's output is a [publish.File]) and output/layout, never package
 // release. Its errors keep the "release:" prefix: they are the release
 // command's.
 //

@@ -9,7 +9,7 @@
 // These names are a contract between several packages that must agree on
 // them without depending on one another: the orchestration (package
 // release) writes the folder; the Parquet writer and the atomic publishing
-// (release/synthfile, release/publish) write and recognise its files; the
+// (output/synthfile, output/publish) write and recognise its files; the
 // workload (package workload) names its families after the columns; and
 // the evaluation report (internal/report) and the CLI read released files
 // back. Were the names kept in package release, every reader would import

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/synth-dp/synth/internal/releasetest"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 )
 
 func readString(t *testing.T, path string) string {
