@@ -320,7 +320,7 @@ func startFactored(ctx context.Context, src dp.Source, names []string, sizes []i
 		}
 		keep, kw = nil, nil
 		for i, s := range f.sets {
-			if slices.ContainsFunc(s, func(c int) bool { return own[c] }) {
+			if slices.ContainsFunc(s, func(c int) bool { return own[c] }) || (len(s) == 1 && slices.Contains(cfg.ContextInit, s[0])) {
 				keep = append(keep, s)
 				kw = append(kw, f.weights[i])
 			}
@@ -342,7 +342,7 @@ func startFactored(ctx context.Context, src dp.Source, names []string, sizes []i
 		}
 	}
 	measFrac := 1 - mwemSelFracGauss
-	di := float64(len(f.initColumns()))
+	di := f.initWeight()
 	f.unit = f.total / (float64(f.t0) + measFrac*di)
 	f.initCost = measFrac * di * f.unit
 	f.roundsBudget = f.total - f.initCost
@@ -426,10 +426,17 @@ func (f *factored) noiseScale(c float64) float64 {
 }
 
 // initColumns are the columns whose 1-way marginals the init measures:
-// Config.Own, or every column.
+// Config.Own (and the context columns with Config.ContextInit), or every
+// column.
 func (f *factored) initColumns() []int {
 	if len(f.cfg.Own) > 0 {
-		return f.cfg.Own
+		out := slices.Clone(f.cfg.Own)
+		for _, c := range f.cfg.ContextInit {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+		return out
 	}
 	all := make([]int, len(f.sizes))
 	for i := range all {
@@ -438,12 +445,56 @@ func (f *factored) initColumns() []int {
 	return all
 }
 
+// isOwn reports whether column c is one the run is for (Config.Own; every
+// column without it).
+func (f *factored) isOwn(c int) bool {
+	return len(f.cfg.Own) == 0 || slices.Contains(f.cfg.Own, c)
+}
+
+// initShare is column c's weight in the initial step: 1, or
+// Config.ContextInit for a context column.
+func (f *factored) initShare(c int) float64 {
+	if f.isOwn(c) {
+		return 1
+	}
+	return f.cfg.ContextShare
+}
+
+// initWeight is the sum of the init columns' shares (d when they are all
+// own columns).
+func (f *factored) initWeight() float64 {
+	var w float64
+	for _, c := range f.initColumns() {
+		w += f.initShare(c)
+	}
+	return w
+}
+
+// initScale is the noise scale of an own column's 1-way marginal in the
+// initial step: ρ₀·1/W of the init's ρ₀ (W = [factored.initWeight]), so
+// σ = Δ̃·√W/√(2ρ₀); a context column's, at share w, is σ/√w.
 func (f *factored) initScale() float64 {
-	d := float64(len(f.initColumns()))
-	return f.cfg.Sensitivity * math.Sqrt(d) / math.Sqrt(2*f.initCost)
+	return f.cfg.Sensitivity * math.Sqrt(f.initWeight()) / math.Sqrt(2*f.initCost)
+}
+
+// initScaleOf is column c's noise scale in the initial step.
+func (f *factored) initScaleOf(c int) float64 {
+	return f.initScale() / math.Sqrt(f.initShare(c))
 }
 
 func (f *factored) selEpsilon(c float64) float64 { return math.Sqrt(8 * mwemSelFracGauss * c) }
+
+// initNote states the init's noise and why it is ρ₀-zCDP.
+func (f *factored) initNote(d int) string {
+	if w := f.initWeight(); w != float64(d) {
+		return fmt.Sprintf("d = %d marginals, each of L2 sensitivity Δ̃ (a unit's vector over one column's cells has L1 and so L2 norm ≤ Δ̃); "+
+			"the %d own columns' at σ₀ = Δ̃·√W/√(2ρ₀) = %g, the %d context columns' at σ₀/√%g (W = %g, their share %g each), discrete Gaussian per integer cell: "+
+			"Σ_c Δ̃²/(2σ_c²) = ρ₀, so ρ₀-zCDP (Canonne–Kamath–Steinke 2020, Thm. 4; Bun–Steinke 2016, Lemma 2.3)",
+			d, len(f.cfg.Own), f.initScale(), d-len(f.cfg.Own), f.cfg.ContextShare, w, f.cfg.ContextShare)
+	}
+	return fmt.Sprintf("the d = %d marginals concatenated have L2 sensitivity Δ̃·√d; discrete Gaussian noise of σ₀ = Δ̃·√d/√(2ρ₀) = %g "+
+		"per integer cell is ρ₀-zCDP (Canonne–Kamath–Steinke 2020, Thm. 4)", d, f.initScale())
+}
 
 // charge records the split, before any data is read.
 func (f *factored) charge(l *dp.Ledger) error {
@@ -463,8 +514,7 @@ func (f *factored) charge(l *dp.Ledger) error {
 		return fmt.Errorf("pmw: %w", err)
 	}
 	if err := z.ChargeRho("pmw: 1-way marginals of every released column (discrete Gaussian)", f.initCost,
-		fmt.Sprintf("the d = %d marginals concatenated have L2 sensitivity Δ̃·√d; discrete Gaussian noise of σ₀ = Δ̃·√d/√(2ρ₀) = %g "+
-			"per integer cell is ρ₀-zCDP (Canonne–Kamath–Steinke 2020, Thm. 4)", d, f.initScale()),
+		f.initNote(d),
 		map[string]any{"sigma": f.initScale(), "columns": d}); err != nil {
 		return fmt.Errorf("pmw: %w", err)
 	}
@@ -618,12 +668,12 @@ func (f *factored) rebuild() error {
 
 // init measures every 1-way marginal, estimates the total and fits.
 func (f *factored) init() error {
-	s0 := f.initScale()
-	v0 := s0 * s0
+	// n is the inverse-variance weighted mean of the 1-way marginals'
+	// totals (a total over k cells at σ has variance k·σ²).
 	var num, den float64
-	cols := f.initColumns()
-	d := len(cols)
-	for _, c := range cols {
+	w := f.initWeight()
+	for _, c := range f.initColumns() {
+		s0 := f.initScaleOf(c)
 		i := slices.IndexFunc(f.sets, func(s []int) bool { return len(s) == 1 && s[0] == c })
 		if _, err := f.measure(i, s0, false); err != nil {
 			return err
@@ -633,14 +683,14 @@ func (f *factored) init() error {
 		for _, y := range me.ybar {
 			tot += y
 		}
-		k := float64(len(me.ybar))
-		num += tot / k
-		den += 1 / k
+		kv := float64(len(me.ybar)) * s0 * s0
+		num += tot / kv
+		den += 1 / kv
 		f.sels = append(f.sels, Selection{Round: 0, Marginal: setName(f.names, []int{c}), Columns: []int{c}, Cells: len(me.ybar),
-			Sigma: s0, Rho: f.initCost / float64(d)})
+			Sigma: s0, Rho: f.initCost * f.initShare(c) / w})
 	}
 	f.nEst = num / den
-	f.nSD = math.Sqrt(v0 / den)
+	f.nSD = math.Sqrt(1 / den)
 	f.n = math.Max(f.nEst, 1)
 	if f.cfg.testFixedN > 0 {
 		f.n = f.cfg.testFixedN // a lens: the same n on every input
@@ -763,8 +813,8 @@ func (f *factored) round() error {
 	var idx []int
 	var scores []float64
 	for i, s := range f.sets {
-		if !f.eligible(s, spent) {
-			continue
+		if !slices.ContainsFunc(s, f.isOwn) || !f.eligible(s, spent) {
+			continue // a context 1-way (Config.ContextInit) is measured in the init only
 		}
 		mu, err := f.model.marginal(s)
 		if err != nil {

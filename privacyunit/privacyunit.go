@@ -140,6 +140,11 @@ type Config struct {
 	// the others are a context that only measured sets with an own column
 	// teach the model.
 	Own []int
+	// ContextInit and ContextShare are pmw.Config's: with Own, context
+	// columns whose 1-way marginals pmw's initial step measures too, at
+	// this share of an own column's.
+	ContextInit  []int
+	ContextShare float64
 
 	mutation mutation
 }
@@ -322,6 +327,7 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 		Progress:    cfg.Progress,
 		NoNHat:      true,
 		Own:         cfg.Own,
+		ContextInit: cfg.ContextInit, ContextShare: cfg.ContextShare,
 	}
 	p.pmwCfg.SensitivityNote = p.sensitivityNote()
 	if cfg.mutation == mutRowSigma {
