@@ -60,6 +60,7 @@ import (
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/privacyunit"
 	"github.com/synth-dp/synth/spec"
@@ -547,7 +548,57 @@ const contextShare = 0.25
 // tablesMutation plants a bug for the audits (tests only).
 var tablesMutation int
 
-const mutTrueFanoutClip = 1 // the clip is the best-scoring candidate, chosen without noise
+const (
+	mutTrueFanoutClip = 1 // the clip is the best-scoring candidate, chosen without noise
+	mutNoChildBound   = 2 // a child level's rows weigh one row each, however many its unit has: no bound on the children
+	mutOneChildNoise  = 3 // a child level's noise calibrated to one child (one row) instead of the unit's bound r
+)
+
+// levelStats is what level i's privacy-unit release reads: eng, but for a
+// planted bug (tests only). r is the level's contribution bound.
+func levelStats(eng privacyunit.Stats, i int, r float64) privacyunit.Stats {
+	if i == 0 || (tablesMutation != mutNoChildBound && tablesMutation != mutOneChildNoise) {
+		return eng
+	}
+	return mutStats{eng, tablesMutation, int64(r)}
+}
+
+// mutStats plants a child level's bug (tests only): mutNoChildBound asks
+// for the histogram with an unbounded bound (every row weighs min(grid,
+// ⌊2⁴⁰/n_u⌋) = grid, one row); mutOneChildNoise multiplies every weight by
+// r, which is the honest histogram measured with noise for one row instead
+// of r rows (privacyunit calibrates to grid·r), scaled by r.
+type mutStats struct {
+	privacyunit.Stats
+	mut int
+	r   int64
+}
+
+func (m mutStats) UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, key engine.UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]engine.Cell, []engine.UnitDegree, error) {
+	if m.mut == mutNoChildBound {
+		bound = 1 << 40
+	}
+	cells, degs, err := m.Stats.UnitHistogram(ctx, h, key, cols, sizes, grid, bound)
+	if m.mut == mutOneChildNoise {
+		for k := range cells {
+			cells[k].Count *= m.r
+		}
+	}
+	return cells, degs, err
+}
+
+func (m mutStats) UnitMarginalL2(ctx context.Context, h *hypergraph.Hypergraph, key engine.UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]engine.Cell, error) {
+	if m.mut == mutNoChildBound {
+		bound = 1 << 40
+	}
+	cells, err := m.Stats.UnitMarginalL2(ctx, h, key, cols, sizes, grid, bound)
+	if m.mut == mutOneChildNoise {
+		for k := range cells {
+			cells[k].Count *= m.r
+		}
+	}
+	return cells, err
+}
 
 // fanoutPenalty·j/ε is the public penalty of candidate j. With 1 (the
 // row count's), the choice decays by e^(−1/2) a rung above the best clip
@@ -609,7 +660,23 @@ type synthTable struct {
 	bins   []int32
 }
 
+// tablesStats is what the tables release reads from the engine (an
+// interface so that the audits run the whole release on an instance held
+// in Go, tables_audit_test.go; *engine.Engine implements it).
+type tablesStats interface {
+	privacyunit.Stats
+	UnitMaxFanout(ctx context.Context, unitKey string, path []engine.Hop, f func(fanout, units int64) error) error
+	AddFanout(ctx context.Context, h engine.Hop, cols ...engine.FanoutColumn) error
+	Fold(ctx context.Context, f *hypergraph.Folding) error
+}
+
+var _ tablesStats = (*engine.Engine)(nil)
+
 func (r *tablesRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*Output, error) {
+	return r.run(ctx, src, eng)
+}
+
+func (r *tablesRun) run(ctx context.Context, src dp.Source, eng tablesStats) (*Output, error) {
 	s, tree := r.plan.Spec, r.tree
 	// 1. Fan-out clips, edge by edge.
 	r.clips = map[int]int{}
@@ -659,7 +726,7 @@ func (r *tablesRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) 
 		if err != nil {
 			return nil, fmt.Errorf("release: level of %s: %w", tree.tables[i].name, err)
 		}
-		res, err := plan.Run(ctx, src, eng)
+		res, err := plan.Run(ctx, src, levelStats(eng, i, ls.Release.Bound()))
 		if err != nil {
 			return nil, fmt.Errorf("release: level of %s: %w", tree.tables[i].name, err)
 		}
