@@ -534,7 +534,7 @@ func tippingTables(t testing.TB, epsEdge float64) tablesPair {
 
 // tablesAuditRuns is the runs per input: 800 by default (one to three
 // milliseconds a run, memTables' answers memoised: about 20 s for the five
-// rows on a loaded two-core machine), 6,000 with SYNTH_SLOW_AUDITS. At 800
+// rows on a loaded two-core machine), 4,000 with SYNTH_SLOW_AUDITS. At 800
 // runs and the 80 intervals of the event family, an all-or-nothing event
 // gives ε ≥ ln(800/18.2) ≈ 3.8 against the claim 1. Measured at 1,500
 // runs: no bound on the children 2.83 (948 against 15 runs), noise for
@@ -543,7 +543,7 @@ func tippingTables(t testing.TB, epsEdge float64) tablesPair {
 // standard deviations against the audit still give a bound above 2.
 func tablesAuditRuns() int {
 	if os.Getenv("SYNTH_SLOW_AUDITS") != "" {
-		return 6_000
+		return 4_000
 	}
 	return 800
 }
@@ -594,6 +594,9 @@ func TestAuditTables(t *testing.T) { runTablesAudits(t, false) }
 func TestAuditTablesMutant(t *testing.T) { runTablesAudits(t, true) }
 
 func runTablesAudits(t *testing.T, mutants bool) {
+	if testing.Short() {
+		t.Skip("1,600 runs of the whole tables release per row (about 20 s in all); skipped under -short")
+	}
 	s := auditTablesSpec(t, 2, auditTablesEps, auditTablesR)
 	for _, tc := range tablesAuditCases(t, s) {
 		if (tc.mut != 0) != mutants {
