@@ -49,7 +49,9 @@
 // full-match pattern of the accepted syntax), integrality, range, category
 // list, boolean and date syntax. What happens to a value outside its domain
 // follows the column's out_of_domain policy (error, clamp, drop); an error
-// is a [*DataError] naming file, row, column and value. Each engine table
+// is a [*DataError] naming file, row, column and value. An empty value
+// (NULL, "") is outside every domain but a nullable column's, where it is
+// NULL, in the column's last cell ([spec.Column.NullCell]). Each engine table
 // holds [RowColumn], the key columns, the typed non-key columns and, per
 // non-key column, [BinColumn] with its cell index in [0, Size()), equal to
 // what [spec.Column.Bin] returns for the same value.

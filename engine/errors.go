@@ -49,9 +49,12 @@ type DataError struct {
 // Error renders the error as
 //
 //	testdata/tpch/orders.csv: row 17, column o_totalprice: value "abc" is not a number (expected numeric in [0, 600000])
+//
+// and an empty value with a hint at nullable: true.
 func (e *DataError) Error() string {
 	if e.Problem == problemEmpty {
-		return fmt.Sprintf("%s: row %d, column %s: value is empty (expected %s)", e.File, e.Row, e.Column, e.Expected)
+		return fmt.Sprintf("%s: row %d, column %s: value is empty (expected %s); if the column has missing values, declare it nullable: true to load them as NULL",
+			e.File, e.Row, e.Column, e.Expected)
 	}
 	return fmt.Sprintf("%s: row %d, column %s: value %q %s (expected %s)", e.File, e.Row, e.Column, e.Value, e.Problem, e.Expected)
 }

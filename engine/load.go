@@ -84,7 +84,10 @@ func (e *fileError) Unwrap() []error {
 // [spec.Column.Bin] computes it.
 //
 // Every non-key column is checked in SQL against its declared domain. An
-// empty value (NULL or "") is outside every domain. Numbers must be plain
+// empty value (NULL or "") is outside every domain but a nullable column's
+// ([spec.Column.Nullable]), where it is stored as NULL in its
+// [spec.Column.NullCell] (the one-scan load tells it from a failing value,
+// which it also stores as NULL, by the cell, which a failing value lacks). Numbers must be plain
 // decimals (optional sign, fraction and exponent; no spaces, no hex, no
 // NaN or Inf); integer columns also reject values with a fraction; dates
 // must be YYYY-MM-DD; booleans accept true/false/t/f/1/0 in any case. On
@@ -491,7 +494,11 @@ func parsed(d dialect, c *spec.Column, v string) string {
 // one-scan load computes once for the check and the typed value.
 func reasonOf(d dialect, c *spec.Column, v, x string, inRange bool) string {
 	var b strings.Builder
-	b.WriteString("CASE WHEN " + v + " IS NULL OR " + v + " = '' THEN " + d.str(codeEmpty))
+	empty := d.str(codeEmpty)
+	if c.Nullable {
+		empty = "NULL" // NULL is a value of the domain
+	}
+	b.WriteString("CASE WHEN " + isEmpty(v) + " THEN " + empty)
 	when := func(cond, code string) { b.WriteString(" WHEN " + cond + " THEN " + d.str(code)) }
 	switch c.Type {
 	case spec.Integer, spec.Numeric:
@@ -515,6 +522,10 @@ func reasonOf(d dialect, c *spec.Column, v, x string, inRange bool) string {
 	b.WriteString(" END")
 	return b.String()
 }
+
+// isEmpty is true when the text v is empty: NULL or "". An empty value is
+// NULL, a value of a nullable column's domain and outside every other.
+func isEmpty(v string) string { return "(" + v + " IS NULL OR " + v + " = '')" }
 
 func strList(d dialect, vs []string) string {
 	q := make([]string, len(vs))
@@ -701,7 +712,12 @@ func (e *Engine) buildTable(t *spec.Table, stage, row string, keyTypes map[strin
 // typed converts a checked text value to the column's SQL type, clamping it
 // into range under the clamp policy.
 func typed(d dialect, c *spec.Column, v string) string {
-	return typedOf(d, c, v, parsed(d, c, v))
+	t := typedOf(d, c, v, parsed(d, c, v))
+	if c.Nullable {
+		// An empty value is NULL (a boolean's typing would read it as false).
+		t = "CASE WHEN " + isEmpty(v) + " THEN NULL ELSE " + t + " END"
+	}
+	return t
 }
 
 // typedOf is [typed] with x the value v parses to ([parsed]).
@@ -760,8 +776,16 @@ func canonicalNumber(d dialect, x string) string { return d.plusZero(x) }
 const caseBins = 64
 
 // binExpr is the cell index of a typed, in-domain value: the SQL version of
-// spec.Column.Bin.
+// spec.Column.Bin. A NULL of a nullable column is its [spec.Column.NullCell].
 func binExpr(d dialect, c *spec.Column, v string) string {
+	if c.Nullable {
+		return "CASE WHEN " + v + " IS NULL THEN " + strconv.Itoa(c.NullCell()) + " ELSE " + valueBinExpr(d, c, v) + " END"
+	}
+	return valueBinExpr(d, c, v)
+}
+
+// valueBinExpr is [binExpr] of a non-NULL value.
+func valueBinExpr(d dialect, c *spec.Column, v string) string {
 	switch c.Type {
 	case spec.Categorical:
 		return d.categoryIndex(v, c.Values)

@@ -76,6 +76,7 @@ const (
 	fastPrefix = ReservedPrefix + "fast_" // the text is what the cast prints back
 	numPrefix  = ReservedPrefix + "num_"  // the number or date the value parses to
 	okPrefix   = ReservedPrefix + "ok_"   // the value parses (range aside)
+	nullPrefix = ReservedPrefix + "null_" // the value is NULL in a nullable column
 )
 
 // typedKind is the type [Engine.scanSource] claims, towards
@@ -401,6 +402,17 @@ func scanSelect(d dialect, t *spec.Table, sel, row string, bigint map[string]boo
 				pass(v, &l3)
 			}
 		}
+		// null is whether the value is NULL in a nullable column: stored
+		// NULL, its cell the NULL cell (a failing value has no cell).
+		null := d.ident(fmt.Sprintf("%s%d", nullPrefix, i))
+		if c.Nullable {
+			isNull := v + " IS NULL"
+			if kind == "" {
+				isNull = isEmpty(v)
+			}
+			l3 = append(l3, isNull+" AS "+null)
+			l4 = append(l4, null)
+		}
 		// The stored value: typed (clamped) where it passes, else NULL.
 		cond := ok
 		if p != spec.OutOfDomainClamp {
@@ -421,8 +433,15 @@ func scanSelect(d dialect, t *spec.Table, sel, row string, bigint map[string]boo
 			typedV = typedOf(d, c, v, x)
 		}
 		bin := d.ident(BinColumn(c.Name))
+		whenNull := ""
+		if c.Nullable {
+			whenNull = " WHEN " + null + " THEN NULL"
+		}
 		if c.Type == spec.Categorical {
-			l4 = append(l4, "CASE WHEN "+cond+" THEN "+typedV+" END AS "+bin)
+			if c.Nullable {
+				whenNull = " WHEN " + null + " THEN " + strconv.Itoa(c.NullCell())
+			}
+			l4 = append(l4, "CASE"+whenNull+" WHEN "+cond+" THEN "+typedV+" END AS "+bin)
 			l5 = append(l5, bin)
 			if joined[c.Name] {
 				l4 = append(l4, "CASE WHEN "+cond+" THEN "+v+" END AS "+v)
@@ -430,7 +449,13 @@ func scanSelect(d dialect, t *spec.Table, sel, row string, bigint map[string]boo
 			}
 			continue
 		}
-		l4 = append(l4, "CASE WHEN "+cond+" THEN "+typedV+" END AS "+v)
+		l4 = append(l4, "CASE"+whenNull+" WHEN "+cond+" THEN "+typedV+" END AS "+v)
+		if c.Nullable {
+			// A failing value has no cell (a CASE over the edges would put
+			// NULL in the last bin).
+			l5 = append(l5, v, "CASE WHEN "+null+" THEN "+strconv.Itoa(c.NullCell())+" WHEN "+v+" IS NULL THEN NULL ELSE "+scanBinExpr(d, c, v)+" END AS "+bin)
+			continue
+		}
 		l5 = append(l5, v, scanBinExpr(d, c, v)+" AS "+bin)
 	}
 	q := "(" + sel + ") AS s"
@@ -479,14 +504,17 @@ func inRange(d dialect, c *spec.Column, x string) string {
 // a CASE over its edges compares the BIGINT with the edges rounded up,
 // which is the same test: the stored integer is an exact double, and for
 // an integer n, n < e exactly when n < ⌈e⌉.
+//
+// It is the cell of a value, NULL where v is NULL: the scan tells a NULL
+// of a nullable column from a failing value itself (see [scanSelect]).
 func scanBinExpr(d dialect, c *spec.Column, v string) string {
 	if c.Type != spec.Integer || (len(c.BinEdges) == 0 && c.Bins <= 0) {
-		return binExpr(d, c, v)
+		return valueBinExpr(d, c, v)
 	}
 	e := c.Edges()
 	k := len(e) - 1
 	if k == 1 || len(c.BinEdges) == 0 && k > caseBins {
-		return binExpr(d, c, v)
+		return valueBinExpr(d, c, v)
 	}
 	var b strings.Builder
 	b.WriteString("CASE")
@@ -522,7 +550,8 @@ func (e *Engine) scanCheck(ctx context.Context, q querier, t *spec.Table, from, 
 				sel = append(sel, fmt.Sprintf("COALESCE(min(%s) = %d, FALSE)", v, keySentinel))
 			}
 		case policy(c) == spec.OutOfDomainDrop:
-		case c.Type == spec.Categorical:
+		case c.Type == spec.Categorical || c.Nullable:
+			// A nullable column stores NULL for NULL too: its cell tells.
 			bad = append(bad, d.ident(BinColumn(c.Name))+" IS NULL")
 		default:
 			bad = append(bad, v+" IS NULL")
@@ -571,8 +600,15 @@ func viewSelect(d dialect, t *spec.Table, from, row string, joined map[string]bo
 			sel = append(sel, v)
 			continue
 		case c.Type == spec.Categorical && !joined[c.Name]:
-			sel = append(sel, "["+strList(d, c.Values)+"]["+bin+" + 1] AS "+v, bin)
+			label := "[" + strList(d, c.Values) + "][" + bin + " + 1]"
+			if c.Nullable {
+				label = "CASE WHEN " + bin + " = " + strconv.Itoa(c.NullCell()) + " THEN NULL ELSE " + label + " END"
+			}
+			sel = append(sel, label+" AS "+v, bin)
 			stored = bin
+		case c.Nullable:
+			sel = append(sel, v, bin)
+			stored = bin // v is NULL for NULL too
 		default:
 			sel = append(sel, v, bin)
 		}

@@ -147,6 +147,14 @@ func findColumn(s *spec.Spec, table, column string) *spec.Column {
 
 // domainText describes a column's public domain.
 func domainText(c *spec.Column) string {
+	if c.Nullable {
+		return valueDomainText(c) + ", and NULL (nullable)"
+	}
+	return valueDomainText(c)
+}
+
+// valueDomainText describes a column's values.
+func valueDomainText(c *spec.Column) string {
 	num := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 	switch c.Type {
 	case spec.Categorical:
@@ -162,10 +170,10 @@ func domainText(c *spec.Column) string {
 			}
 			return fmt.Sprintf("%d bins with edges %s", len(e)-1, strings.Join(es, ", "))
 		}
-		return fmt.Sprintf("[%s, %s] in %d bins", num(c.Min), num(c.Max), c.Size())
+		return fmt.Sprintf("[%s, %s] in %d bins", num(c.Min), num(c.Max), c.ValueSize())
 	case spec.Date:
 		return fmt.Sprintf("%s to %s by %s (%d bins)", c.DateMin.UTC().Format(time.DateOnly),
-			c.DateMax.UTC().Format(time.DateOnly), c.Granularity, c.Size())
+			c.DateMax.UTC().Format(time.DateOnly), c.Granularity, c.ValueSize())
 	}
 	return ""
 }

@@ -116,7 +116,11 @@ func (r *tablesRun) writeTable(ctx context.Context, i int, path string, files *p
 		for k := range relNames {
 			b := int(syn.bins[row*int64(width)+int64(at[k])])
 			c := len(keyCols) + k
-			vals[idx[c]] = parquetValue(dec.Value(k, b)).Level(0, 0, idx[c])
+			if v := dec.Value(k, b); v == nil {
+				vals[idx[c]] = parquet.NullValue().Level(0, 0, idx[c])
+			} else {
+				vals[idx[c]] = parquetValue(v).Level(0, definition(relCols[k]), idx[c])
+			}
 		}
 		batch = append(batch, vals)
 		if len(batch) == tableBatch {
@@ -147,7 +151,19 @@ func leafOf(c *spec.Column) parquet.Node {
 	case spec.Date:
 		n = parquet.Date()
 	}
+	if c.Nullable {
+		return parquet.Optional(n)
+	}
 	return parquet.Required(n)
+}
+
+// definition is the Parquet definition level of a value of column c: 1 in
+// an optional (nullable) column, 0 in a required one.
+func definition(c *spec.Column) int {
+	if c.Nullable {
+		return 1
+	}
+	return 0
 }
 
 // parquetValue converts a decoded value.

@@ -71,7 +71,11 @@
 //     years.
 //
 // Every non-key type takes out_of_domain: error (default), drop, or clamp
-// (integer, numeric and date only). A column has at most [MaxColumnSize]
+// (integer, numeric and date only), and nullable (default false): with
+// nullable: true, NULL (an empty value) is one more value of the domain,
+// its last cell ([Column.NullCell]; [Column.Size] counts it,
+// [Column.ValueSize] does not). Key columns, join columns, primary key
+// columns and release measures cannot be nullable. A column has at most [MaxColumnSize]
 // cells, and the product of the released columns' sizes must not overflow
 // (see [Spec.UniverseSize]).
 //

@@ -10,8 +10,30 @@ import (
 // Size is the number of cells of the column's binned domain: the number of
 // values of a categorical column, 2 for a boolean, the number of bins of an
 // integer or numeric column, the number of days, months or years of a date
-// column. A key column has size 0.
+// column, plus one for NULL when the column is [Column.Nullable]. A key
+// column has size 0.
 func (c *Column) Size() int {
+	n := c.ValueSize()
+	if c.Nullable && n > 0 {
+		n++
+	}
+	return n
+}
+
+// NullCell is the cell of NULL in a nullable column: the last one,
+// Size() − 1, after every value's cell (so the cells of the values are
+// those of the same column declared without nullable). It is −1 when the
+// column is not nullable.
+func (c *Column) NullCell() int {
+	if !c.Nullable || c.Type == Key {
+		return -1
+	}
+	return c.Size() - 1
+}
+
+// ValueSize is the number of cells of the column's values, NULL left out:
+// [Column.Size] of the column declared without nullable.
+func (c *Column) ValueSize() int {
 	switch c.Type {
 	case Categorical:
 		return len(c.Values)
@@ -49,7 +71,7 @@ func (c *Column) Edges() []float64 {
 	if len(c.BinEdges) > 0 {
 		return append([]float64(nil), c.BinEdges...)
 	}
-	k := c.Size()
+	k := c.ValueSize()
 	lo, hi := c.Min, c.Max
 	if c.Type == Integer {
 		hi = c.Max + 1
@@ -104,10 +126,15 @@ var ErrOutOfDomain = fmt.Errorf("spec: value outside the declared domain")
 // Go reference of the binning the engine does in SQL, used by oracles and
 // tests. Categorical values match exactly; booleans are read by
 // [strconv.ParseBool] (false is cell 0); integer columns accept only whole
-// numbers; dates are YYYY-MM-DD. It does not apply the out-of-domain
+// numbers; dates are YYYY-MM-DD. The empty text is NULL: the
+// [Column.NullCell] of a nullable column, outside every other domain (no
+// declared category is empty). It does not apply the out-of-domain
 // policy: values outside the domain (and key columns) return an error
 // wrapping [ErrOutOfDomain].
 func (c *Column) Bin(raw string) (int, error) {
+	if raw == "" && c.Nullable && c.Type != Key {
+		return c.NullCell(), nil
+	}
 	switch c.Type {
 	case Categorical:
 		for i, v := range c.Values {

@@ -637,6 +637,9 @@ func (p *parser) table(n *yaml.Node, path string) {
 		if seen[k] {
 			p.fail(deref(m.get("primary_key")), kpath, "column %q appears twice", k)
 		}
+		if t.Column(k).Nullable {
+			p.fail(deref(m.get("primary_key")), kpath, "column %q is nullable: a primary key column cannot be (a NULL identifies no row); drop nullable: true or the column from primary_key", k)
+		}
 		seen[k] = true
 	}
 	p.s.Tables = append(p.s.Tables, t)
@@ -697,17 +700,17 @@ func FormatOf(src string) string {
 // columnKeys lists the keys a column of each type accepts (besides type).
 var columnKeys = map[ColumnType][]string{
 	Key:         {},
-	Categorical: {"values", "out_of_domain"},
-	Boolean:     {"out_of_domain"},
-	Integer:     {"min", "max", "bins", "bin_edges", "out_of_domain"},
-	Numeric:     {"min", "max", "bins", "bin_edges", "out_of_domain"},
-	Date:        {"min", "max", "granularity", "out_of_domain"},
+	Categorical: {"values", "out_of_domain", "nullable"},
+	Boolean:     {"out_of_domain", "nullable"},
+	Integer:     {"min", "max", "bins", "bin_edges", "out_of_domain", "nullable"},
+	Numeric:     {"min", "max", "bins", "bin_edges", "out_of_domain", "nullable"},
+	Date:        {"min", "max", "granularity", "out_of_domain", "nullable"},
 }
 
 // column parses one column declaration. sdtype is the column's SDV sdtype,
 // or "" without SDV metadata.
 func (p *parser) column(n *yaml.Node, path, name, sdtype string) Column {
-	m := p.mapping(n, path, "type", "values", "min", "max", "bins", "bin_edges", "granularity", "out_of_domain")
+	m := p.mapping(n, path, "type", "values", "min", "max", "bins", "bin_edges", "granularity", "out_of_domain", "nullable")
 	c := Column{Name: name}
 	if tn := m.get("type"); tn != nil {
 		c.Type = ColumnType(p.choice(tn, join(path, "type"), "key", "categorical", "integer", "numeric", "date", "boolean"))
@@ -723,7 +726,16 @@ func (p *parser) column(n *yaml.Node, path, name, sdtype string) Column {
 			p.fail(m.node, join(path, "type"), "missing (required)")
 		}
 	}
+	if v := m.get("nullable"); v != nil && c.Type == Key {
+		if p.boolean(v, join(path, "nullable")) {
+			p.fail(m.keys["nullable"], join(path, "nullable"), "a key column cannot be nullable: a NULL key joins nothing and identifies no row "+
+				"(keys join tables and identify units; leave the rows with a missing key out of the source, or declare the column with a domain if it is not a key)")
+		}
+	}
 	for _, k := range m.seq {
+		if k == "nullable" && c.Type == Key {
+			continue
+		}
 		if k != "type" && !contains(columnKeys[c.Type], k) {
 			p.fail(m.keys[k], join(path, k), "not allowed for a %s column", c.Type)
 		}
@@ -736,6 +748,9 @@ func (p *parser) column(n *yaml.Node, path, name, sdtype string) Column {
 				allowed = []string{"error", "drop"}
 			}
 			c.OutOfDomain = OutOfDomain(p.choice(v, join(path, "out_of_domain"), allowed...))
+		}
+		if v := m.get("nullable"); v != nil {
+			c.Nullable = p.boolean(v, join(path, "nullable"))
 		}
 	}
 	switch c.Type {
@@ -765,7 +780,7 @@ func (p *parser) categorical(c *Column, m *mapping, path string) {
 			p.fail(d, index(vpath, i), "must be a single value, got %s", kindName(d))
 		}
 		if d.ShortTag() == "!!null" || d.Value == "" {
-			p.fail(d, index(vpath, i), "must not be empty (missing values cannot be a category; quote a placeholder such as \"?\")")
+			p.fail(d, index(vpath, i), "must not be empty (missing values cannot be a category: declare nullable: true to keep them as NULL, or quote a placeholder such as \"?\")")
 		}
 		if j, ok := first[d.Value]; ok {
 			p.fail(d, index(vpath, i), "duplicate value %q (also %s)", d.Value, index(vpath, j))
@@ -912,6 +927,11 @@ func (p *parser) addJoin(eq JoinEq, n *yaml.Node, path string) {
 	l, r := p.s.Column(eq.Left), p.s.Column(eq.Right)
 	if l.Type != r.Type {
 		p.fail(n, path, "%s (%s) = %s (%s): join columns must have the same type", eq.Left, l.Type, eq.Right, r.Type)
+	}
+	for _, ref := range []ColumnRef{eq.Left, eq.Right} {
+		if p.s.Column(ref).Nullable {
+			p.fail(n, path, "%s is nullable: a join column cannot be (NULL joins nothing, so a NULL cell would hold rows the join never reaches); drop nullable: true from it", ref)
+		}
 	}
 	for _, e := range p.s.Join {
 		if e == eq || (e.Left == eq.Right && e.Right == eq.Left) {
@@ -1080,6 +1100,9 @@ func (p *parser) measures(m *mapping) {
 			r := p.ref(it, path)
 			if t := p.s.Column(r).Type; t != Integer && t != Numeric {
 				p.fail(deref(it), path, "%s is %s; a measure needs an integer or numeric column", r, t)
+			}
+			if p.s.Column(r).Nullable {
+				p.fail(deref(it), path, "%s is nullable: a measure cannot be (its sums have no value for NULL); release it as a column instead, or drop nullable: true", r)
 			}
 			if seen[r] {
 				p.fail(deref(it), path, "%s is listed twice", r)

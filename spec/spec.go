@@ -225,6 +225,15 @@ type Column struct {
 	// OutOfDomain is the policy for values outside the domain; empty for
 	// key columns, OutOfDomainError by default for the others.
 	OutOfDomain OutOfDomain
+	// Nullable (nullable: true) makes NULL a value of the column's public
+	// domain: an empty CSV field or a Parquet null is loaded as NULL, which
+	// takes one extra cell, the last ([Column.NullCell]), and is released
+	// as NULL. Without it an empty value is refused. The declaration, not
+	// the data, puts NULL in the domain: the domain stays public whether
+	// or not the data holds a NULL. Key columns, join columns and primary
+	// key columns cannot be nullable (a NULL key joins nothing), nor can a
+	// release measure.
+	Nullable bool
 }
 
 // ColumnRef names a column of a table.

@@ -235,8 +235,10 @@ func numericFamily(s *spec.Spec, dec *synthfile.Decoder, pos map[spec.ColumnRef]
 				break
 			}
 		}
-		if in {
-			weights[l] = toFloat(dec.Value(sum, bins[0])) / m
+		// A NULL of a nullable summed column adds nothing, as in SQL's SUM
+		// (and it satisfies no condition: satisfies is false on nil).
+		if v := dec.Value(sum, bins[0]); in && v != nil {
+			weights[l] = toFloat(v) / m
 		}
 	}
 	return queryFamily{cols: nil, rng: -1, wcols: wcols, weights: weights, scale: m}, nil

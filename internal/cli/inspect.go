@@ -87,7 +87,9 @@ type joinAttribute struct {
 type releaseColumn struct {
 	Name string `json:"name"`
 	Type string `json:"type"`
-	Size int    `json:"size"`
+	// Size counts the NULL cell of a nullable column.
+	Size     int  `json:"size"`
+	Nullable bool `json:"nullable,omitempty"`
 }
 
 type budget struct {
@@ -292,7 +294,7 @@ func buildInspectReport(path string, s *spec.Spec, h *hypergraph.Hypergraph) ins
 	cols := s.ReleaseColumns()
 	for i, ref := range s.Release.Columns {
 		c := cols[i]
-		rep.ReleaseColumns = append(rep.ReleaseColumns, releaseColumn{Name: ref.String(), Type: string(c.Type), Size: c.Size()})
+		rep.ReleaseColumns = append(rep.ReleaseColumns, releaseColumn{Name: ref.String(), Type: string(c.Type), Size: c.Size(), Nullable: c.Nullable})
 	}
 	rep.UniverseSize, _ = s.UniverseSize()
 	rep.Model = pmwModel(s)
@@ -367,6 +369,10 @@ func writeInspectText(w io.Writer, r inspectReport) error {
 	}
 	fmt.Fprintf(tw, "method:\t%s\n", r.Method)
 	for _, c := range r.ReleaseColumns {
+		if c.Nullable {
+			fmt.Fprintf(tw, "release column:\t%s (%s, %d cells: %d values and NULL)\n", c.Name, c.Type, c.Size, c.Size-1)
+			continue
+		}
 		fmt.Fprintf(tw, "release column:\t%s (%s, %d cells)\n", c.Name, c.Type, c.Size)
 	}
 	fmt.Fprintf(tw, "universe size:\t%d\n", r.UniverseSize)

@@ -11,8 +11,9 @@ import (
 // BinLabels returns the label of every bin of every released column of s,
 // in release order: a categorical column's values, false and true for a
 // boolean, an integer bin's integers ("18" or "18–22"), a numeric bin's
-// interval ("[0, 2.5)"), a date bin's first day, month ("2024-03") or year.
-// It reads the spec only: the labels are public.
+// interval ("[0, 2.5)"), a date bin's first day, month ("2024-03") or year,
+// and [NullLabel] for the NULL cell of a nullable column (its last). It
+// reads the spec only: the labels are public.
 func BinLabels(s *spec.Spec) [][]string {
 	cols := s.ReleaseColumns()
 	out := make([][]string, len(cols))
@@ -22,9 +23,12 @@ func BinLabels(s *spec.Spec) [][]string {
 	return out
 }
 
+// NullLabel is the label of a nullable column's NULL cell.
+const NullLabel = "NULL"
+
 func columnLabels(c *spec.Column) []string {
-	n := c.Size()
-	labels := make([]string, n)
+	n := c.ValueSize()
+	labels := make([]string, n, c.Size())
 	switch c.Type {
 	case spec.Categorical:
 		copy(labels, c.Values)
@@ -68,6 +72,9 @@ func columnLabels(c *spec.Column) []string {
 		for i := range labels {
 			labels[i] = strconv.Itoa(i)
 		}
+	}
+	if c.Nullable {
+		labels = append(labels, NullLabel)
 	}
 	return labels
 }

@@ -57,8 +57,9 @@ func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"
 
 // bin reads the text rows of q (one column per released column, then one
 // per column of drop) and bins them with spec.Column.Bin; a value that does
-// not bin is an error naming it. NULLs in a released column are skipped
-// with the row. With policies (the true join), the columns' out_of_domain
+// not bin is an error naming it. A NULL (or empty text) of a nullable
+// column bins to its NULL cell; other NULLs in a released column are
+// skipped with the row. With policies (the true join), the columns' out_of_domain
 // policies apply as the load applies them: a row whose drop column (a
 // released one, or one of drop) is empty or outside its domain is skipped,
 // and a clamp column's number or date outside its range goes to the
@@ -107,6 +108,9 @@ func binRow(raw []sql.NullString, cols, drop []*spec.Column, policies bool) (r [
 	for j, c := range drop {
 		v := raw[len(cols)+j]
 		if !v.Valid || v.String == "" {
+			if c.Nullable {
+				continue // NULL is a value of the domain
+			}
 			return nil, false, nil
 		}
 		if _, err := c.Bin(v.String); err != nil {
@@ -115,6 +119,12 @@ func binRow(raw []sql.NullString, cols, drop []*spec.Column, policies bool) (r [
 	}
 	r = make([]int, len(cols))
 	for j, c := range cols {
+		if c.Nullable && (!raw[j].Valid || raw[j].String == "") {
+			// NULL (an empty CSV field, a Parquet null): its own cell,
+			// as the load bins it.
+			r[j] = c.NullCell()
+			continue
+		}
 		if !raw[j].Valid {
 			return nil, false, nil
 		}
@@ -159,7 +169,7 @@ func clamped(c *spec.Column, raw string, err error) (int, error) {
 	case below:
 		return 0, nil
 	case above:
-		return c.Size() - 1, nil
+		return c.ValueSize() - 1, nil
 	}
 	return 0, err
 }

@@ -53,6 +53,7 @@ type decodedColumn struct {
 	name   string
 	typ    spec.ColumnType
 	n      int64
+	null   int       // the NULL bin of a nullable column (the last), −1 otherwise
 	magic  uint64    // ⌈2^64/n⌉ for n ≥ 2 (see Decoder.Bins); 0 for n = 1
 	strs   []string  // categorical
 	ints   []int64   // integer
@@ -105,14 +106,18 @@ func NewDecoder(names []string, cols []*spec.Column) (*Decoder, error) {
 
 // decodeColumn precomputes the representatives of every bin of c.
 func decodeColumn(name string, c *spec.Column) (decodedColumn, error) {
-	dc := decodedColumn{name: name, typ: c.Type}
-	k := c.Size()
+	dc := decodedColumn{name: name, typ: c.Type, null: -1}
+	k := c.ValueSize() // the values' bins; NULL's, if any, comes after them
 	if k <= 0 {
 		return dc, fmt.Errorf("release: column %q (%s) has an empty domain", name, c.Type)
 	}
-	dc.n = int64(k)
-	if k > 1 {
-		dc.magic = ^uint64(0)/uint64(k) + 1
+	n := c.Size()
+	if c.Nullable {
+		dc.null = c.NullCell()
+	}
+	dc.n = int64(n)
+	if n > 1 {
+		dc.magic = ^uint64(0)/uint64(n) + 1
 	}
 	switch c.Type {
 	case spec.Categorical:
@@ -221,9 +226,13 @@ func (d *Decoder) Name(j int) string { return d.cols[j].name }
 // range.
 func (d *Decoder) Type(j int) spec.ColumnType { return d.cols[j].typ }
 
-// NumBins returns the number of bins n_j of column j. It panics if j is out
-// of range.
+// NumBins returns the number of bins n_j of column j, its NULL bin
+// included. It panics if j is out of range.
 func (d *Decoder) NumBins(j int) int64 { return d.cols[j].n }
+
+// NullBin returns the NULL bin of column j ([spec.Column.NullCell]), −1
+// when the column is not nullable. It panics if j is out of range.
+func (d *Decoder) NullBin(j int) int { return d.cols[j].null }
 
 // Size returns the number of cells of the universe, Π_j n_j.
 func (d *Decoder) Size() int64 { return d.size }
@@ -279,7 +288,9 @@ func (d *Decoder) Bins(cell int64, dst []int) ([]int, error) {
 //     outside it;
 //   - date: a time.Time at UTC midnight, the first day of the bin
 //     ([spec.Column.DateBinStart]) but not before DateMin: a month or year
-//     bin that DateMin cuts starts at DateMin.
+//     bin that DateMin cuts starts at DateMin;
+//   - the NULL bin of a nullable column ([spec.Column.NullCell], its last):
+//     nil, written as NULL.
 //
 // Every representative lies inside its bin and the domain. Value panics if
 // j or bin is out of range (a programming error).
@@ -287,6 +298,9 @@ func (d *Decoder) Value(j, bin int) any {
 	c := &d.cols[j]
 	if bin < 0 || int64(bin) >= c.n {
 		panic(fmt.Sprintf("release: bin %d out of range for column %q with %d bins", bin, c.name, c.n))
+	}
+	if bin == c.null {
+		return nil
 	}
 	switch c.typ {
 	case spec.Categorical:

@@ -59,8 +59,10 @@ var ErrWriterDone = errors.New("release: writer already finished, closed or abor
 // parquet-go's dictionary indexes and compressed pages until the commit —
 // not by the output.
 //
-// The file's columns are the released columns in release order, all
-// required (never null), with these types:
+// The file's columns are the released columns in release order, required
+// (never null) but for the nullable ones, which are optional and hold NULL
+// in their NULL bin ([Decoder.NullBin]; written as values, through
+// parquet-go's own dictionary, like booleans), with these types:
 //
 //	spec type    Parquet
 //	categorical  BYTE_ARRAY, STRING logical type (dictionary encoded)
@@ -248,12 +250,21 @@ func writerOptions(schema *parquet.Schema, metadata map[string]string) ([]parque
 }
 
 // columnValues returns the Parquet value of every bin of released column
-// j (a required flat column: repetition and definition levels 0, column
+// j (a flat column: repetition level 0, definition level 0 for a required
+// column, 1 for a value of an optional one and 0 for its NULL; column
 // index j), in the physical types of [Writer].
 func columnValues(dec *Decoder, j int) []parquet.Value {
 	c := &dec.cols[j]
 	v := make([]parquet.Value, c.n)
+	def := 0
+	if c.null >= 0 {
+		def = 1
+	}
 	for b := range v {
+		if b == c.null {
+			v[b] = parquet.NullValue().Level(0, 0, j)
+			continue
+		}
 		var x parquet.Value
 		switch c.typ {
 		case spec.Categorical:
@@ -267,22 +278,30 @@ func columnValues(dec *Decoder, j int) []parquet.Value {
 		case spec.Date:
 			x = parquet.Int32Value(c.days[b])
 		}
-		v[b] = x.Level(0, 0, j)
+		v[b] = x.Level(0, def, j)
 	}
 	return v
 }
 
-// boolValues returns the Parquet value of every bin of every boolean
-// released column, and nil for the other columns: they are written as bin
-// numbers (see [binType]).
+// boolValues returns the Parquet value of every bin of every boolean or
+// nullable released column, and nil for the other columns: they are
+// written as bin numbers (see [binType], which writes required values
+// only).
 func boolValues(dec *Decoder) [][]parquet.Value {
 	out := make([][]parquet.Value, dec.NumColumns())
 	for j := range out {
-		if dec.Type(j) == spec.Boolean {
+		if !binned(dec, j) {
 			out[j] = columnValues(dec, j)
 		}
 	}
 	return out
+}
+
+// binned tells whether released column j is written as bin numbers
+// ([binType]): every column but booleans and nullable columns, which are
+// written as their Parquet values.
+func binned(dec *Decoder, j int) bool {
+	return dec.Type(j) != spec.Boolean && dec.NullBin(j) < 0
 }
 
 // Schema returns the Parquet schema of the file the writer of names and
@@ -311,13 +330,17 @@ func buildSchema(dec *Decoder, extra []MeasureColumn, bins bool) *parquet.Schema
 	for j := range dec.NumColumns() {
 		n := leafNode(dec.Type(j))
 		if dec.Type(j) != spec.Boolean {
-			if bins {
+			if bins && binned(dec, j) {
 				n = binNode{Node: n, typ: newBinType(n.Type(), columnValues(dec, j))}
 			}
 			n = parquet.Encoded(n, &parquet.RLEDictionary)
 		}
 		order[j] = dec.Name(j)
-		g[order[j]] = parquet.Required(n)
+		if dec.NullBin(j) >= 0 {
+			g[order[j]] = parquet.Optional(n)
+		} else {
+			g[order[j]] = parquet.Required(n)
+		}
 	}
 	return parquet.NewSchema("synth", newOrderedGroup(g, order))
 }

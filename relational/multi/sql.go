@@ -164,6 +164,10 @@ func groupedSums(ctx context.Context, db relational.DB, s *spec.Spec, q *relatio
 				// names no group (no engine stores one).
 				if n, err := strconv.Atoi(v.String); err == nil && n >= 0 && n < len(vals) {
 					v.String = vals[n]
+				} else if err == nil && n == len(vals) {
+					// The NULL cell of a nullable column (spec.Column.NullCell):
+					// the group of NULL, not a category's.
+					v.Valid = false
 				}
 			}
 		}
