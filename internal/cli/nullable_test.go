@@ -15,7 +15,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/synth-dp/synth/internal/score"
-	"github.com/synth-dp/synth/release/layout"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/spec"
 )
 

@@ -59,6 +59,8 @@ func sqlType(t spec.ColumnType) string {
 
 func text(v any) string {
 	switch x := v.(type) {
+	case nil:
+		return "" // the NULL of a nullable column: an empty CSV field
 	case string:
 		return x
 	case bool:
