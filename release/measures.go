@@ -59,6 +59,7 @@ type measureMutation int
 const (
 	measureMutNone       measureMutation = iota
 	measureMutTotalNoEps                 // the total's noise at the measure's whole ε, not its share
+	measureMutNoUnitClip                 // under a unit: the units' contributions not clipped to C
 )
 
 // atoms groups the cells of a grid of the given sizes by the set of
@@ -149,6 +150,12 @@ type measure struct {
 	epsPMW, epsT, epsA float64
 	pmwLedger          *dp.Ledger
 	mut                measureMutation
+	// unit is set under a privacy unit (measures_unit.go): no numerical
+	// run (epsPMW 0); epsQ chooses the per-unit clip, and clip is the
+	// chosen C in the measure's units (a DP output).
+	unit bool
+	epsQ float64
+	clip int64
 	// After run (DP outputs): the measured total and atom sums, in the
 	// measure's units, and the atoms' sums after they are made to add up
 	// to the total (post-processing).
@@ -269,10 +276,27 @@ func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec
 		m.atomOf, m.nAtoms, m.queryAtoms = atoms(g.Sizes, m.queries)
 		m.epsT, m.epsA = MeasureTotalShare*m.eps, MeasureAtomShare*m.eps
 		m.epsPMW = m.eps - m.epsT - m.epsA
+		if s.Privacy.Unit != "" {
+			m.unit = true
+			m.epsQ, m.epsT, m.epsA, m.epsPMW = MeasureUnitClipShare*m.eps, MeasureUnitTotalShare*m.eps, MeasureUnitAtomShare*m.eps, 0
+			// The largest noise any row clip could call for (a unit of
+			// 2²⁰ rows, each at the domain's largest |value|) must be
+			// within the exact sampler: checked now, before any data.
+			top, err := unitLadder(1<<20, max(m.u.Bound(true), m.u.Bound(false)))
+			if err == nil {
+				_, err = dp.NewDiscreteLaplace(dp.NoiseScale(float64(top[len(top)-1]), min(m.epsT, m.epsA)))
+			}
+			if err != nil {
+				return nil, fmt.Errorf("release: %w: release.measures: %s under privacy.unit: %w (declare a narrower domain or a larger ε)", spec.ErrInvalid, r, err)
+			}
+		}
 		mp.ms = append(mp.ms, m)
 	}
 	// The whole share first, then one sub-share per measure, before any
 	// data is read.
+	if s.Privacy.Unit != "" {
+		return mp, mp.chargeUnit(ledger, share)
+	}
 	mled, err := ledger.Split("measures (Qiu et al. Alg. 2)", mp.share,
 		fmt.Sprintf("basic composition with the release's other mechanism, which gets ((1 − %g)·ε, δ); the %d measures compose by basic "+
 			"composition, ε/%d each; each is calibrated to the per-tuple sensitivity Δ̃ the release's join-as-one run publishes "+
@@ -321,7 +345,7 @@ func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec
 // and logging each measure's start and end (public parameters and DP
 // outputs only).
 func (mp *measurePlan) run(ctx context.Context, src dp.Source, eng *engine.Engine, h *hypergraph.Hypergraph, s *spec.Spec, folding *hypergraph.Folding,
-	deltaTilde float64, progress func(Phase, int64, int64), log *slog.Logger) error {
+	deltaTilde float64, rowClip int64, progress func(Phase, int64, int64), log *slog.Logger) error {
 	gridCols := spec.FoldColumns(folding, s.Release.Columns)
 	sizes := s.ReleaseSizes()
 	rounds := int64(numerical.DefaultRounds)
@@ -329,6 +353,26 @@ func (mp *measurePlan) run(ctx context.Context, src dp.Source, eng *engine.Engin
 	progress(PhaseMeasures, 0, total)
 	for i, m := range mp.ms {
 		log.Info("measure", "column", m.ref.String(), "measure", i+1, "of", len(mp.ms), "universe", m.u.String(), "epsilon", m.eps)
+		if m.unit {
+			key, err := unitKey(s, folding)
+			if err != nil {
+				return fmt.Errorf("release: measure %s: %w", m.ref, err)
+			}
+			m.deltaTilde = 1
+			m.sums = make([]float64, m.nCells) // no shape: the atoms spread by rows
+			anchor := rowClip
+			if s.Privacy.MaxUnitRows > 0 {
+				anchor = s.Privacy.MaxUnitRows
+			}
+			if err := m.unitDirect(ctx, src, eng, h, key, i, gridCols, sizes, anchor); err != nil {
+				return fmt.Errorf("release: measure %s: %w", m.ref, err)
+			}
+			m.scale = m.errorScale()
+			progress(PhaseMeasures, int64(i+1)*rounds, total)
+			log.Info("measure done", "column", m.ref.String(), "clip", m.clip, "dp_total", int64(math.Round(m.totalDP)),
+				"total_noise_95", int64(math.Round(m.scale.TotalNoise95)))
+			continue
+		}
 		pts, err := m.points(ctx, eng, h, i, gridCols, sizes)
 		if err != nil {
 			return fmt.Errorf("release: measure %s: %w", m.ref, err)
@@ -487,12 +531,21 @@ type MeasureErrorScale struct {
 	// (b·Δ·⌈Δ̃⌉/ε_A); a workload box of k atoms has its k atoms' noise and
 	// a share of the total's fit (docs/measures.md).
 	AtomNoiseScale float64 `json:"atom_noise_scale"`
+	// UnitClip is, under a privacy unit, the clip C on one unit's
+	// contribution to the measure (the L1 norm of its sums over the atoms,
+	// in the measure's units), chosen privately: SumSensitivity is C and
+	// every scale above is C over its ε (docs/measures.md). 0 without a
+	// unit.
+	UnitClip float64 `json:"unit_clip,omitempty"`
 	// Text says the above in one sentence.
 	Text string `json:"text"`
 }
 
 // errorScale returns m's error scale once run has set its DP outputs.
 func (m *measure) errorScale() MeasureErrorScale {
+	if m.unit {
+		return m.unitErrorScale()
+	}
 	var e MeasureErrorScale
 	d := math.Ceil(math.Max(m.deltaTilde, 1))
 	e.NoiseScale = m.u.SumNoiseScale(m.eps, m.deltaTilde)
@@ -529,9 +582,35 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 // view adding the measure in units (rounded to the resolution, clamped to
 // the declared domain — the load already enforced it — and shifted by Δ₋).
 func (m *measure) points(ctx context.Context, eng *engine.Engine, h *hypergraph.Hypergraph, i int, gridCols []spec.ColumnRef, sizes []int) ([]numerical.Point, error) {
+	neg, pos := m.u.Bound(true), m.u.Bound(false)
+	nv := neg + pos + 1
+	var pts []numerical.Point
+	err := m.withView(ctx, eng, h, i, gridCols, sizes, func(hv *hypergraph.Hypergraph, view string, cols []spec.ColumnRef, sz []int) error {
+		cols, sz = append(cols, spec.ColumnRef{Table: view, Column: measureUnits}), append(sz, int(nv))
+		cells, err := eng.Histogram(ctx, hv, cols, sz)
+		if err != nil {
+			return err
+		}
+		pts = make([]numerical.Point, 0, len(cells))
+		for _, c := range cells {
+			pts = append(pts, numerical.Point{Cell: c.Index / nv, Units: c.Index%nv - neg, Count: c.Count})
+		}
+		return nil
+	})
+	return pts, err
+}
+
+// withView creates the view of m's relation that adds the measure in
+// units (rounded to the resolution, clamped to the declared domain — the
+// load already enforced it — and shifted by Δ₋, under the bin column of
+// measureUnits) and calls f with the join in which it replaces the
+// relation, its name, and the grid's columns and sizes in that join; the
+// view is dropped after.
+func (m *measure) withView(ctx context.Context, eng *engine.Engine, h *hypergraph.Hypergraph, i int, gridCols []spec.ColumnRef, sizes []int,
+	f func(hv *hypergraph.Hypergraph, view string, cols []spec.ColumnRef, sz []int) error) error {
 	rel := h.Index(m.folded.Table)
 	if rel < 0 {
-		return nil, fmt.Errorf("no relation %q in the join", m.folded.Table)
+		return fmt.Errorf("no relation %q in the join", m.folded.Table)
 	}
 	neg, pos := m.u.Bound(true), m.u.Bound(false)
 	view := fmt.Sprintf("%s%d", measureView, i)
@@ -539,14 +618,14 @@ func (m *measure) points(ctx context.Context, eng *engine.Engine, h *hypergraph.
 		quoteIdent(m.folded.Column), m.u.Resolution(), -neg, pos, neg)
 	q := "SELECT *, " + expr + " AS " + quoteIdent(engine.BinColumn(measureUnits)) + " FROM " + quoteIdent(m.folded.Table)
 	if err := eng.CreateView(ctx, view, q); err != nil {
-		return nil, err
+		return err
 	}
 	defer eng.DropView(context.WithoutCancel(ctx), view) //nolint:errcheck // a leftover view in the run's engine is harmless
 	rels := h.Relations()
 	rels[rel].Name = view
 	hv, err := hypergraph.New(rels)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var cols []spec.ColumnRef
 	var sz []int
@@ -557,17 +636,7 @@ func (m *measure) points(ctx context.Context, eng *engine.Engine, h *hypergraph.
 		}
 		cols, sz = append(cols, c), append(sz, sizes[p])
 	}
-	nv := neg + pos + 1
-	cols, sz = append(cols, spec.ColumnRef{Table: view, Column: measureUnits}), append(sz, int(nv))
-	cells, err := eng.Histogram(ctx, hv, cols, sz)
-	if err != nil {
-		return nil, err
-	}
-	pts := make([]numerical.Point, 0, len(cells))
-	for _, c := range cells {
-		pts = append(pts, numerical.Point{Cell: c.Index / nv, Units: c.Index%nv - neg, Count: c.Count})
-	}
-	return pts, nil
+	return f(hv, view, cols, sz)
 }
 
 // gridCell returns the grid cell of a synthetic row given its bins.
@@ -681,8 +750,14 @@ func (mp *measurePlan) summaries() []MeasureSummary {
 		out[i] = MeasureSummary{
 			Column: m.ref, OutputColumn: m.name, Grid: m.u.Grid().Names, CellSums: slices.Clone(m.cellSums()),
 			CellRows: slices.Clone(m.rows), LostSum: m.lost, CellsWithoutRows: m.gone, Epsilon: m.eps,
-			GroupFactor: m.u.GroupFactor(), Alpha: m.res.Alpha, NHat: m.res.NHat, DeltaTilde: m.deltaTilde,
+			GroupFactor: m.u.GroupFactor(), DeltaTilde: m.deltaTilde,
 			ErrorScale: m.scale, Universe: m.u.String(),
+		}
+		if m.res != nil {
+			out[i].Alpha, out[i].NHat = m.res.Alpha, m.res.NHat
+		}
+		if m.unit {
+			out[i].Universe = "none (privacy unit: clipped direct sums)"
 		}
 		if len(m.grid) == 0 {
 			out[i].Grid = nil
@@ -695,7 +770,7 @@ func (mp *measurePlan) summaries() []MeasureSummary {
 				for _, at := range m.queryAtoms[k] {
 					a += m.atomFit[at]
 				}
-			case k >= 0:
+			case k >= 0 && m.res != nil:
 				a = m.res.Answers[k]
 			case k == -2:
 				a = 0
@@ -809,7 +884,7 @@ func writeMeasuresMarkdown(b *bytes.Buffer, v any) {
 
 // CheckMeasures returns the error a release of s would stop with, before
 // reading any data, because of its release.measures — the method cannot
-// carry them (uniformized, privacy unit), the universe then needs the
+// carry them (uniformized, the tables output), the universe then needs the
 // factored model, a measure is not an integer or numeric column, its
 // grid or universe is too large, release.measures_share is out of range
 // or an output name is taken — and nil when the spec has no measure or a

@@ -33,10 +33,17 @@ func TestCheckMeasures(t *testing.T) {
 		{name: "accepted on a join", join: true, extra: "  measures: [amount]\n"},
 		{name: "uniformized", join: true, extra: "  measures: [amount]\n",
 			edit: func(s *spec.Spec) { s.Release.Method = spec.Uniformized }, wantErr: ErrUnsupported},
-		{name: "privacy unit", join: true, extra: "  measures: [amount]\n",
+		{name: "accepted under a privacy unit", join: true, extra: "  measures: [amount]\n",
 			edit: func(s *spec.Spec) {
 				s.Privacy.Unit = "customer"
 				s.Release.Method = spec.Auto
+				s.Tables[0].PrimaryKey = []string{"c_key"}
+			}},
+		{name: "privacy unit, tables output", join: true, extra: "  measures: [amount]\n",
+			edit: func(s *spec.Spec) {
+				s.Privacy.Unit = "customer"
+				s.Release.Method = spec.Auto
+				s.Release.Output = spec.OutputTables
 				s.Tables[0].PrimaryKey = []string{"c_key"}
 			}, wantErr: ErrUnsupported},
 		{name: "categorical measure", extra: "  measures: [amount]\n",

@@ -87,6 +87,10 @@ type Output struct {
 	// privacy-unit count); both 0 when the method does not say (the paper
 	// variant's padded n̂, the uniformized releases). See [NearZero].
 	RowsSD, RowsLaplace float64
+	// RowClip is the privacy-unit release's DP row clip C (rows per unit,
+	// a DP output; 0 for the other methods): the measures under the unit
+	// anchor their clip ladder at it (measures_unit.go).
+	RowClip int64
 }
 
 // Signal is what one measured marginal carried (see pmw.Signal): DP
@@ -327,8 +331,6 @@ func (unitMethod) MergeCounts() bool  { return false }
 func (unitMethod) Check(p *Plan) error {
 	s := p.Spec
 	switch {
-	case len(s.Release.Measures) > 0:
-		return fmt.Errorf("%w: release.measures with privacy.unit: the measures' mechanism is tuple-level (drop release.measures, or privacy.unit for a tuple-level release)", ErrUnsupported)
 	case s.PMW.Variant == string(pmw.VariantPaper):
 		return fmt.Errorf("%w: pmw.variant paper with privacy.unit: the privacy-unit release runs the mwem rounds (remove pmw.variant)", ErrUnsupported)
 	case !(s.Privacy.Delta > 0) && pmw.Noise(s.PMW.Noise) != pmw.NoiseLaplace:
@@ -377,7 +379,7 @@ func (r unitRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*O
 		"row_count_clip":              res.Clip,
 		"row_count_noise_scale":       res.CountScale,
 		"bounded_share_of_row_weight": res.BoundedShare,
-	}, RowsLaplace: res.CountScale}
+	}, RowsLaplace: res.CountScale, RowClip: res.Clip}
 	if f := res.Factored; f != nil {
 		out.Algorithm += " on a factored model"
 		out.Rounds, out.Variant, out.Counts, out.Signals = f.Rounds, "mwem (factored)", f.Counts, signals(f.Signals, privacyunit.Grid)

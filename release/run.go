@@ -436,7 +436,7 @@ func (r *run) mechanism(ctx context.Context, p *Plan, c *charged, eng *engine.En
 	log.Info("mechanism done", "algorithm", out.Algorithm, "delta_tilde", countValue(out.DeltaTilde), "n_hat", countValue(out.NHat),
 		"pmw_variant", out.Variant, "pmw_rounds", out.Rounds)
 	if c.mplan != nil {
-		if err := c.mplan.run(ctx, r.src, eng, p.Folded, s, p.Folding, out.DeltaTilde, r.o.progress, log); err != nil {
+		if err := c.mplan.run(ctx, r.src, eng, p.Folded, s, p.Folding, out.DeltaTilde, out.RowClip, r.o.progress, log); err != nil {
 			return nil, err
 		}
 		if err := c.mplan.finite(); err != nil {

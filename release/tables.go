@@ -439,8 +439,11 @@ func (tablesMethod) Check(p *Plan) error {
 	if err := (unitMethod{}).Check(p); err != nil {
 		return err
 	}
-	// unitMethod.Check refuses measures; the levels compose in zCDP.
+	// The levels compose in zCDP.
 	s := p.Spec
+	if len(s.Release.Measures) > 0 {
+		return fmt.Errorf("%w: release.measures with release.output tables: the measures are carried by the join file only (drop release.output tables)", ErrUnsupported)
+	}
 	if !(s.Privacy.Delta > 0) {
 		return fmt.Errorf("%w: release.output tables needs δ > 0 (its levels compose in zCDP)", ErrUnsupported)
 	}

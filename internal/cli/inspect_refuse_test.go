@@ -13,11 +13,12 @@ import (
 // release's reason (naming release.measures) — and before reading data.
 // Before, inspect printed such a spec as fine and exited 0.
 func TestInspectRefusesLikeRelease(t *testing.T) {
-	// A measure under a privacy unit: refused by the method's check.
+	// A measure with the tables output (privacy unit): refused by the
+	// method's check.
 	unitMeasure := tpchVariant(t, tpchSpec, func(s string) string {
 		s = strings.Replace(s, "      o_orderdate: {type: date", "      o_totalprice: {type: numeric, min: 0, max: 600000, bins: 10}\n      o_orderdate: {type: date", 1)
 		return strings.Replace(s, "  columns: [c_mktsegment, o_orderpriority, l_returnflag, l_quantity, o_orderdate]\n",
-			"  columns: [c_mktsegment, o_orderpriority, l_returnflag, l_quantity, o_orderdate]\n  measures: [o_totalprice]\n", 1)
+			"  columns: [c_mktsegment, o_orderpriority, l_returnflag, l_quantity, o_orderdate]\n  measures: [o_totalprice]\n  output: tables\n", 1)
 	}, nil)
 	// A measure whose grid (the columns its sums condition on: 300 × 300
 	// cells) exceeds release.MaxMeasureCells: refused by the measures'
@@ -49,7 +50,7 @@ workload:
 		}
 	}
 	for _, tc := range []struct{ name, config, want string }{
-		{"measure under a unit", unitMeasure, "release.measures with privacy.unit"},
+		{"measure with the tables output", unitMeasure, "release.measures with release.output tables"},
 		{"measure grid too large", grid, "release.measures: t.spend: its grid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
