@@ -19,10 +19,15 @@ import (
 	"github.com/synth-dp/synth/spec"
 )
 
-// nullFuzzEnv sets the number of random instances TestNullableFuzz loads
-// (default: 400 when a PostgreSQL server or SYNTH_SLOW_AUDITS is there, as
-// in CI; 120 otherwise, 40 with -short).
+// nullFuzzEnv sets the number of random instances (pairs of tables)
+// TestNullableFuzz loads (default: 200, 400 tables, when a PostgreSQL
+// server or SYNTH_SLOW_AUDITS is there, as in CI; 60 otherwise, 20 with
+// -short).
 const nullFuzzEnv = "SYNTH_NULL_FUZZ_N"
+
+// nullBatch is the number of instances one load of TestNullableFuzz reads
+// (the cluster distributes each load's tables in one round of DDL).
+const nullBatch = 25
 
 // nullInstance is a random pair of tables a ⋈ b (a.k = b.fk) with nullable
 // and plain columns of every type, and its rows as text.
@@ -107,7 +112,9 @@ func randomNullInstance(rng *rand.Rand, i int) *nullInstance {
 		if side == 1 {
 			key = "fk"
 		}
-		*tb = spec.Table{Name: fmt.Sprintf("n%d_%c", i, 'a'+side), Columns: []spec.Column{{Name: key, Type: spec.Key}}}
+		// Names repeat every nullBatch instances: a load replaces the
+		// previous batch's tables (the engine's catalogue stays small).
+		*tb = spec.Table{Name: fmt.Sprintf("n%d_%c", i%nullBatch, 'a'+side), Columns: []spec.Column{{Name: key, Type: spec.Key}}}
 		gens := []func() string{func() string {
 			if side == 0 {
 				return strconv.Itoa(1 + rng.IntN(5))
@@ -303,12 +310,12 @@ func normalValue(v any) string {
 //     counts with NULL cells);
 //   - the same rows, value for value, as DuckDB.
 func TestNullableFuzz(t *testing.T) {
-	n := 120
+	n := 60
 	if os.Getenv("SYNTH_SLOW_AUDITS") != "" || os.Getenv(postgresEnv) != "" {
-		n = 400
+		n = 200
 	}
 	if testing.Short() {
-		n = 40
+		n = 20
 	}
 	if v := os.Getenv(nullFuzzEnv); v != "" {
 		var err error
@@ -323,15 +330,19 @@ func TestNullableFuzz(t *testing.T) {
 	ins := make([]*nullInstance, n)
 	for i := range ins {
 		in := randomNullInstance(rng, i)
-		writeNullSource(t, rng, duck, dir, &in.a, in.rowsA, in.formatA, in.parquetTyp[0])
-		writeNullSource(t, rng, duck, dir, &in.b, in.rowsB, in.formatB, in.parquetTyp[1])
+		sub := filepath.Join(dir, strconv.Itoa(i))
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeNullSource(t, rng, duck, sub, &in.a, in.rowsA, in.formatA, in.parquetTyp[0])
+		writeNullSource(t, rng, duck, sub, &in.b, in.rowsB, in.formatB, in.parquetTyp[1])
 		ins[i] = in
 	}
 	engines := []struct {
 		name string
 		open func(testing.TB) *Engine
 	}{{"duckdb", openTest}, {"duckdb in place", openInPlaceTest}, {"postgres", openPostgresTest}, {"cluster", openClusterTest}}
-	var want map[string][]string // DuckDB's rows per table
+	var want [][2][]string // DuckDB's rows per instance
 	for _, eng := range engines {
 		t.Run(eng.name, func(t *testing.T) {
 			if eng.name != "duckdb" && want == nil {
@@ -340,22 +351,20 @@ func TestNullableFuzz(t *testing.T) {
 			e := eng.open(t)
 			oneThread(t, e)
 			ctx := context.Background()
-			got := map[string][]string{}
+			got := make([][2][]string, n) // per instance, a's and b's rows
 			nulls, joined, nullJoined := 0, 0, 0
-			// A load reads many instances' tables at once (the cluster
-			// distributes each load's tables in one round of DDL).
-			const batch = 50
-			for lo := 0; lo < n; lo += batch {
-				s := &spec.Spec{}
-				for _, in := range ins[lo:min(lo+batch, n)] {
-					s.Tables = append(s.Tables, in.a, in.b)
-					s.Join = append(s.Join, spec.JoinEq{Left: spec.ColumnRef{Table: in.a.Name, Column: "k"}, Right: spec.ColumnRef{Table: in.b.Name, Column: "fk"}})
-				}
-				if err := e.Load(ctx, s); err != nil {
-					t.Fatalf("seed %d, instances %d..: %v", seed, lo, err)
-				}
-			}
 			for i, in := range ins {
+				if i%nullBatch == 0 {
+					// One load reads the next batch's tables.
+					s := &spec.Spec{}
+					for _, in := range ins[i:min(i+nullBatch, n)] {
+						s.Tables = append(s.Tables, in.a, in.b)
+						s.Join = append(s.Join, spec.JoinEq{Left: spec.ColumnRef{Table: in.a.Name, Column: "k"}, Right: spec.ColumnRef{Table: in.b.Name, Column: "fk"}})
+					}
+					if err := e.Load(ctx, s); err != nil {
+						t.Fatalf("seed %d, instances %d..: %v", seed, i, err)
+					}
+				}
 				fail := func(format string, args ...any) {
 					t.Helper()
 					t.Fatalf("seed %d, instance %d (a: %s %v; b: %s %v): %s", seed, i, in.formatA, in.a.Columns, in.formatB, in.b.Columns, fmt.Sprintf(format, args...))
@@ -364,7 +373,7 @@ func TestNullableFuzz(t *testing.T) {
 				cells := [2]map[int64][]int{oracleCells(t, &in.a, in.rowsA), oracleCells(t, &in.b, in.rowsB)}
 				for side, tb := range []*spec.Table{&in.a, &in.b} {
 					rows := nullRows(t, e, tb)
-					got[tb.Name] = rows
+					got[i][side] = rows
 					if len(rows) != len(cells[side]) {
 						fail("table %s: %d rows loaded, the oracle keeps %d", tb.Name, len(rows), len(cells[side]))
 					}
@@ -434,7 +443,7 @@ func TestNullableFuzz(t *testing.T) {
 					fail("histogram %v, brute force %v", gotH, wantH)
 				}
 			}
-			t.Logf("%d instances, %d NULL cells loaded, %d join rows (%d with a NULL cell)", n, nulls, joined, nullJoined)
+			t.Logf("%d instances (%d tables), %d NULL cells loaded, %d join rows (%d with a NULL cell)", n, 2*n, nulls, joined, nullJoined)
 			if nullJoined < n/4 {
 				t.Errorf("only %d join rows hold a NULL cell in %d instances: the test hardly checks NULLs", nullJoined, n)
 			}
@@ -442,10 +451,11 @@ func TestNullableFuzz(t *testing.T) {
 				want = got
 				return
 			}
-			for _, in := range ins {
-				for _, name := range []string{in.a.Name, in.b.Name} {
-					if !slices.Equal(got[name], want[name]) {
-						t.Fatalf("seed %d, table %s: %s rows\n%s\nDuckDB rows\n%s", seed, name, eng.name, strings.Join(got[name], "\n"), strings.Join(want[name], "\n"))
+			for i := range ins {
+				for side := range 2 {
+					if !slices.Equal(got[i][side], want[i][side]) {
+						t.Fatalf("seed %d, instance %d, table %c: %s rows\n%s\nDuckDB rows\n%s", seed, i, 'a'+side, eng.name,
+							strings.Join(got[i][side], "\n"), strings.Join(want[i][side], "\n"))
 					}
 				}
 			}
