@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,8 +23,9 @@ import (
 
 // TestReleaseSamePostgresDuckDB runs seeded releases of the TPC-H examples
 // (join-as-one on the three-table chain, the uniformized two-table
-// partition, the folded public lookups) on TPC-H-shaped data, and of the
-// hierarchical example, on embedded DuckDB and on PostgreSQL
+// partition, the folded public lookups) on TPC-H-shaped data, of the
+// hierarchical example, and of a spec of nullable columns holding NULLs
+// ([nullableRelease]), on embedded DuckDB and on PostgreSQL
 // (SYNTH_TEST_POSTGRES), and checks that both write exactly the same rows
 // in the same order with the same DP row count and Δ̃: the engines return
 // the same statistics, so the mechanisms draw the same noise.
@@ -72,8 +75,15 @@ func releaseSame(t *testing.T, url, name string) {
 		{"../examples/tpch/orders_lineitem.yaml", data, 42},
 		{"../examples/tpch/nation.yaml", data, 42},
 		{"../examples/hier/synth.yaml", "", 0},
+		{"nullable", "", 42},      // nullableRelease's spec, tuple-level
+		{"nullable unit", "", 42}, // and with privacy.unit: customer
 	} {
-		t.Run(filepath.Base(filepath.Dir(tc.spec))+"/"+filepath.Base(tc.spec), func(t *testing.T) {
+		name := filepath.Base(filepath.Dir(tc.spec)) + "/" + filepath.Base(tc.spec)
+		if strings.HasPrefix(tc.spec, "nullable") {
+			name = tc.spec
+			tc.spec = nullableRelease(t, tc.spec == "nullable unit")
+		}
+		t.Run(name, func(t *testing.T) {
 			s, err := spec.Load(tc.spec)
 			if err != nil {
 				t.Fatal(err)
@@ -122,7 +132,14 @@ func releaseSame(t *testing.T, url, name string) {
 				}
 				t.Fatalf("DuckDB wrote %d rows, %s %d", len(rows[0]), name, len(rows[1]))
 			}
-			t.Logf("%d identical rows", len(rows[0]))
+			nulls := 0
+			for _, r := range rows[0] {
+				nulls += strings.Count(r, "<nil>")
+			}
+			if strings.HasPrefix(name, "nullable") && nulls == 0 {
+				t.Error("the nullable release wrote no NULL")
+			}
+			t.Logf("%d identical rows (%d NULL values)", len(rows[0]), nulls)
 		})
 	}
 }
@@ -158,4 +175,66 @@ func parquetRows(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// nullableRelease writes a two-table spec whose released columns are
+// nullable (categorical, integer, numeric, date, boolean; one plain) and
+// its data, 600 customers and their orders with a fifth of the values
+// empty, into a temporary folder, and returns the spec's path. With unit,
+// the customers are the privacy unit.
+func nullableRelease(t *testing.T, unit bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(36, 5))
+	maybe := func(v string) string {
+		if rng.IntN(5) == 0 {
+			return ""
+		}
+		return v
+	}
+	var c, o strings.Builder
+	c.WriteString("ck,segment,age\n")
+	o.WriteString("ok,ck,priority,price,day,rush\n")
+	k := 0
+	for i := 1; i <= 600; i++ {
+		fmt.Fprintf(&c, "%d,%s,%s\n", i, maybe([]string{"A", "B", "C"}[rng.IntN(3)]), maybe(strconv.Itoa(18+rng.IntN(60))))
+		for range rng.IntN(4) {
+			k++
+			fmt.Fprintf(&o, "%d,%d,%s,%s,%s,%s\n", k, i, []string{"1-HIGH", "2-LOW"}[rng.IntN(2)], maybe(strconv.Itoa(rng.IntN(1000))),
+				maybe(fmt.Sprintf("2024-%02d-%02d", 1+rng.IntN(12), 1+rng.IntN(28))), maybe(strconv.FormatBool(rng.IntN(2) == 0)))
+		}
+	}
+	privacy := "privacy: {epsilon: 2, delta: 1e-6}"
+	if unit {
+		privacy = "privacy: {epsilon: 2, delta: 1e-6, unit: customer}"
+	}
+	yaml := privacy + `
+tables:
+  - name: customer
+    source: customer.csv
+    primary_key: ck
+    columns:
+      ck: {type: key}
+      segment: {type: categorical, values: [A, B, C], nullable: true}
+      age: {type: integer, bin_edges: [18, 30, 50, 78], nullable: true}
+  - name: orders
+    source: orders.csv
+    primary_key: ok
+    columns:
+      ok: {type: key}
+      ck: {type: key}
+      priority: {type: categorical, values: [1-HIGH, 2-LOW]}
+      price: {type: numeric, min: 0, max: 1000, bins: 4, nullable: true}
+      day: {type: date, min: 2024-01-01, max: 2024-12-31, granularity: month, nullable: true}
+      rush: {type: boolean, nullable: true}
+join: ["orders.ck = customer.ck"]
+release:
+  columns: [segment, age, priority, price, day, rush]
+`
+	for name, data := range map[string]string{"synth.yaml": yaml, "customer.csv": c.String(), "orders.csv": o.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "synth.yaml")
 }
