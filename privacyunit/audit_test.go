@@ -39,7 +39,7 @@ const (
 	auditLight = 1000 // units of one row in c1
 	auditHeavy = 1000 // rows of unit X in the heavy pair, all in c0
 	auditBound = 16   // r: X weighs 16 rows in all
-	auditTip   = 11   // units of two rows in the tipping pair: λ = 1/ε_Q = 1/(0.45·0.1·2) = 11.1
+	auditTip   = 13   // units of two rows in the tipping pair: λ = 1/ε_Q = 1/(0.45·(0.1 − 0.02)·2) = 13.9 (the unit count takes 0.02 of the count's 0.1)
 )
 
 // memStats serves the statistics of a two-cell instance: per unit, its
@@ -157,8 +157,8 @@ release: {columns: [o_cat]}
 // auditOut is what a run publishes that the events look at: the file's
 // rows, the count's clip and the model's share of c0.
 type auditOut struct {
-	rows, clip, bound int64
-	c0                float64
+	rows, clip, bound, units int64
+	c0                       float64
 }
 
 func auditMech(t testing.TB, mut mutation, tipping, withX, factored bool) audit.Mechanism[auditOut] {
@@ -269,10 +269,10 @@ func unitMech(s *spec.Spec, f *hypergraph.Folding, cfg Config, st Stats) audit.M
 			if err != nil {
 				panic(err)
 			}
-			return auditOut{rows: res.Rows, clip: res.Clip, bound: int64(p.Bound()), c0: mu[0]}
+			return auditOut{rows: res.Rows, clip: res.Clip, bound: int64(p.Bound()), units: res.Units, c0: mu[0]}
 		}
 		w := res.PMW.Weights
-		return auditOut{rows: res.Rows, clip: res.Clip, bound: int64(p.Bound()), c0: w[0] / (w[0] + w[1])}
+		return auditOut{rows: res.Rows, clip: res.Clip, bound: int64(p.Bound()), units: res.Units, c0: w[0] / (w[0] + w[1])}
 	}
 }
 
@@ -292,6 +292,8 @@ func auditEvents() []audit.Event[auditOut] {
 	for _, c := range clipCandidates[:12] {
 		add(fmt.Sprintf("clip ≤ %d", c), func(o auditOut) bool { return o.clip <= c })
 	}
+	// The large-clip pair has 200 units without X and 201 with it.
+	add("units ≤ 200", func(o auditOut) bool { return o.units <= 200 })
 	for _, c := range boundLadder[:6] {
 		add(fmt.Sprintf("r ≤ %d", c), func(o auditOut) bool { return o.bound <= c })
 	}
@@ -505,12 +507,15 @@ func TestAuditPrivacyUnitAutoBound(t *testing.T) {
 // clip C is large: 200 units of 64 rows (in c1), and X of 64 rows (in c0),
 // so the clip's exponential mechanism picks C ≥ 64 (C = 45 would leave
 // all 200 units above it) and the clipped count moves by 64 with X. The
-// honest count's discrete Laplace noise has scale C/ε_N ≥ 580; the
+// count's share of ε is about 50/(2·200) = 0.125 (countShareFor: 200 units
+// at ε = 2), so ε_N ≈ 0.55·(0.25 − 0.04) ≈ 0.12 and the honest count's
+// discrete Laplace noise has scale C/ε_N ≥ 500; the
 // planted bug that scales it to one row (1/ε_N ≈ 9) puts the counts of D
 // and D′ 64 apart under noise of 9: the event rows ≤ 12,820 then has
 // probability ≈ 0.004 on D against ≈ 0.9 on D′, a bound near 4 at 3,000
 // runs a side against the claim 2. (Every audit pair of the older tests
-// had C ≤ 2, where the two scales hardly differ.)
+// had C ≤ 2, where the two scales hardly differ.) The unit count drawn
+// without noise (200 units against 201) is caught by "units ≤ 200".
 func TestAuditPrivacyUnitLargeClip(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -518,6 +523,7 @@ func TestAuditPrivacyUnitLargeClip(t *testing.T) {
 	}{
 		{"honest", mutNone},
 		{"row count noised for one row instead of C", mutCountRow},
+		{"unit count without noise", mutExactUnits},
 	} {
 		checkUnitAudit(t, tc.name, runPairAudit(t, tc.mut, pairLargeClip, issue39Runs(tc.mut)), tc.mut != mutNone)
 	}

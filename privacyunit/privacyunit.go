@@ -77,6 +77,45 @@ const Grid = 1 << 16
 // workload's marginals (they are distributions); it sets the file's size.
 const DefaultCountShare = 0.1
 
+// UnitCountShare is the share of ε spent on a DP count of the units (units
+// with at least one join row), drawn first when the row count's share is
+// chosen by the run (Config.CountShare 0): it sets that share (see
+// countShareFor) and is part of it.
+const UnitCountShare = 0.02
+
+// MaxCountShare is the largest share of ε the row count takes: with few
+// units (ε·n̂ below countShareUnits/DefaultCountShare).
+const MaxCountShare = 0.5
+
+// countShareUnits is K of the row count's share max(DefaultCountShare,
+// min(MaxCountShare, K/(ε·n̂))): the count gets at least K/n̂ of ε, so
+// ε_C·n̂ ≥ K units' worth of information whenever the cap allows.
+//
+// Why: the count's clip C is chosen by an exponential mechanism whose
+// scores count units (sensitivity 1), so it can resolve the clip only when
+// ε_C times the number of units is large; at DefaultCountShare with 100
+// units at ε = 1 (ε_C·n = 10) the step penalty decides alone and C = 1
+// wins: Retail with 100 customers got 5% of its 7,137 join rows
+// (docs/small-data.md). Simulated on the units' row counts of that join
+// (exponential mechanism as shipped, 300 draws a share), the mean
+// rows/true at ε = 1 was 0.06 / 0.11 / 0.31 / 0.99 at the shares 0.1 /
+// 0.2 / 0.3 / 0.5, and at ε = 4 0.78 / 0.97 at 0.1 / 0.2. K = 50 leaves
+// every join of 500 units or more at DefaultCountShare from ε = 1 up (and
+// of 1,000 from ε = 0.5: TPC-H SF 0.01 and the Retail example), and gives
+// 100 units MaxCountShare at ε ≤ 1 and 0.125 at ε = 4. Public: a function
+// of ε and of the DP unit count.
+const countShareUnits = 50
+
+// FullShareUnits is ε times the number of units from which the row count
+// keeps DefaultCountShare: countShareUnits/DefaultCountShare.
+func FullShareUnits() int { return int(math.Round(countShareUnits / DefaultCountShare)) }
+
+// countShareFor is the row count's share of ε given the DP unit count n̂
+// (a DP output, so the share is public once drawn).
+func countShareFor(eps float64, units int64) float64 {
+	return min(MaxCountShare, max(DefaultCountShare, countShareUnits/(eps*float64(max(units, 1)))))
+}
+
 // countQuantileShare is the part of the count's ε that chooses the clip C.
 // With 0.3 the clip's exponential mechanism could not tell C = 1 from the
 // right clip at small ε (λ = 1/ε_Q made the ladder's penalty as large as
@@ -118,8 +157,10 @@ type Config struct {
 	// a public ladder by a noisy quantile of the units' join rows (see
 	// boundQuantile).
 	AutoBound bool
-	// CountShare is the share of ε for the row count; 0 means
-	// DefaultCountShare.
+	// CountShare is the share of ε for the row count; 0 lets the run
+	// choose it from a DP count of the units (UnitCountShare of ε, part of
+	// the count's share): max(DefaultCountShare, min(MaxCountShare,
+	// countShareUnits/(ε·n̂))).
 	CountShare float64
 	// Noise, Rounds and MaxRounds configure the mwem rounds (pmw.Config).
 	Noise             pmw.Noise
@@ -162,6 +203,7 @@ const (
 	mutNoL2Clip            // the L2-clipped measurements are not clipped at all
 	mutCountRow            // the row count noised for one row instead of the clip C
 	mutL2Scale16           // each L2-clipped table counted 16 times (its noise 16 times too small against a unit's weight)
+	mutExactUnits          // the unit count that sets the row count's share without noise
 )
 
 // Stats is what a run reads from the engine: aggregates only.
@@ -187,6 +229,9 @@ type Plan struct {
 	epsQ     float64
 	epsN     float64
 	epsR     float64 // the automatic r's choice (0 without AutoBound)
+	epsU     float64 // the DP unit count's (0 when the count's share is fixed)
+	share    float64 // the row count's share of ε (chosen by Run when epsU > 0)
+	units    int64   // the DP unit count (when epsU > 0, once drawn)
 	rootL    *dp.Ledger
 	countL   *dp.Ledger
 	pmwL     *dp.Ledger
@@ -295,19 +340,19 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 	share := cfg.CountShare
 	if share == 0 {
 		share = DefaultCountShare
+		if !cfg.NoCount {
+			p.epsU = UnitCountShare * cfg.Epsilon
+		}
 	}
 	if !(share > 0 && share < 1) {
 		return nil, fmt.Errorf("privacyunit: count share %v, want 0 < s < 1", share)
 	}
-	epsC := share * cfg.Epsilon
-	if cfg.NoCount {
-		epsC = 0
-	}
-	p.epsQ, p.epsN = countQuantileShare*epsC, (1-countQuantileShare)*epsC
 	if cfg.AutoBound {
 		p.epsR = DefaultBoundShare * cfg.Epsilon
 	}
-	// The count's largest noise scale is public: check it now.
+	// The count's largest noise scale is public: check it now, at the
+	// smallest share the run may choose (the largest scale).
+	p.setCountShare(share)
 	if !cfg.NoCount {
 		if _, err := dp.NewDiscreteLaplace(dp.NoiseScale(float64(clipCandidates[len(clipCandidates)-1]), p.epsN)); err != nil {
 			return nil, fmt.Errorf("privacyunit: row count noise: %w", err)
@@ -315,20 +360,20 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 		if _, err := dp.NewDiscreteLaplace(dp.NoiseScale(1, p.epsN)); err != nil {
 			return nil, fmt.Errorf("privacyunit: row count noise: %w", err)
 		}
+		if p.epsU > 0 {
+			if _, err := dp.NewDiscreteLaplace(dp.NoiseScale(1, p.epsU)); err != nil {
+				return nil, fmt.Errorf("privacyunit: unit count noise: %w", err)
+			}
+			// The marginals' smallest budget must be valid too.
+			p.setCountShare(MaxCountShare)
+			c := p.pmwConfig()
+			if err := c.Validate(); err != nil {
+				return nil, fmt.Errorf("privacyunit: %w", err)
+			}
+			p.setCountShare(share)
+		}
 	}
-	p.pmwCfg = pmw.Config{
-		Epsilon:     cfg.Epsilon - epsC - p.epsR,
-		Delta:       cfg.Delta,
-		Sensitivity: float64(p.bound),
-		Variant:     pmw.VariantMWEM,
-		Noise:       cfg.Noise,
-		Rounds:      cfg.Rounds,
-		MaxRounds:   cfg.MaxRounds,
-		Progress:    cfg.Progress,
-		NoNHat:      true,
-		Own:         cfg.Own,
-		ContextInit: cfg.ContextInit, ContextShare: cfg.ContextShare,
-	}
+	p.pmwCfg = p.pmwConfig()
 	p.pmwCfg.SensitivityNote = p.sensitivityNote()
 	if cfg.mutation == mutRowSigma {
 		p.pmwCfg.Sensitivity = Grid // planted bug: one row's weight, not r's
@@ -343,42 +388,148 @@ func Prepare(s *spec.Spec, folding *hypergraph.Folding, cfg Config, ledger *dp.L
 		details["contribution_bound"] = "auto"
 		details["contribution_bound_max"] = MaxAutoBound
 	}
-	root, err := ledger.Split("privacy-unit release", dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta},
-		"basic composition of the row count and the marginals; every part is DP under the unit neighbour relation", details)
+	rule := "basic composition of the row count and the marginals; every part is DP under the unit neighbour relation"
+	if p.epsU > 0 {
+		rule += "; the row count's share (and so the marginals' budget) is a function of the DP unit count drawn first, " +
+			"and the parts' budgets add up to the total for every value of it: basic composition with adaptively chosen " +
+			"budgets (Rogers, Roth, Ullman, Vadhan 2016, the basic composition filter)"
+	}
+	root, err := ledger.Split("privacy-unit release", dp.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta}, rule, details)
 	if err != nil {
 		return nil, err
 	}
 	p.rootL = root
-	if cfg.AutoBound {
-		a := boundQuantile(cfg.Epsilon)
-		if err := root.Charge("contribution bound r (exponential mechanism over a public ladder: a noisy quantile of the units' join rows)",
-			dp.Budget{Epsilon: p.epsR},
-			fmt.Sprintf("score −|(20 − a)·#{units with n_u ≤ r_j} − a·#{units with n_u > r_j}| for the quantile q = a/20 = %g (a = round(2ε) in 1…10, public) "+
-				"over r_j ∈ {⌈2^(j/2)⌉} ≤ 2¹²; deleting a unit lowers one count by 1 and no other unit's n_u changes: sensitivity max(a, 20 − a) = %g "+
-				"(dp.ExponentialGrid, exact); the marginals' Δ̃ is then the chosen r, a DP output, so the parts compose",
-				float64(a)/quantileSteps, boundSensitivity(a)),
-			map[string]any{"candidates": len(boundLadder), "quantile": float64(a) / quantileSteps}); err != nil {
+	if err := p.chargeBound(root); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.NoCount:
+		p.countL = root
+	case p.epsU > 0:
+		// The count's share and the marginals' budget are charged by Run
+		// once the unit count is drawn.
+		if err := root.Charge("row count: DP unit count n̂ (sets the row count's share of ε)", dp.Budget{Epsilon: p.epsU},
+			fmt.Sprintf("#{units with at least one join row} + discrete Laplace of scale 1/ε: deleting a unit changes it by at most 1 "+
+				"(ε-DP, the geometric mechanism); the row count then takes max(%g, min(%g, %d/(ε·n̂))) of ε, this part included",
+				DefaultCountShare, MaxCountShare, countShareUnits), nil); err != nil {
+			return nil, err
+		}
+		return p, nil
+	default:
+		if err := p.chargeCount(root); err != nil {
 			return nil, err
 		}
 	}
-	if cfg.NoCount {
-		p.countL = root
-	} else if err := p.chargeCount(root, epsC, share); err != nil {
+	if err := p.splitPMW(root); err != nil {
 		return nil, err
 	}
-	if p.pmwL, err = root.Split("pmw on the bounded histogram", dp.Budget{Epsilon: p.pmwCfg.Epsilon, Delta: p.pmwCfg.Delta},
-		"mwem PMW with Δ̃ = the bounded weight of one unit", nil); err != nil {
-		return nil, err
-	}
-	p.pmwCfg.Ledger = p.pmwL
 	return p, nil
 }
 
-// chargeCount charges the clipped row count's two parts under root.
-func (p *Plan) chargeCount(root *dp.Ledger, epsC, share float64) error {
+// setCountShare sets the row count's share and its parts: the clip's
+// ε_Q and the sum's ε_N split what the unit count leaves of share·ε.
+func (p *Plan) setCountShare(share float64) {
+	p.share = share
+	epsC := share*p.cfg.Epsilon - p.epsU
+	if p.cfg.NoCount {
+		epsC = 0
+	}
+	p.epsQ, p.epsN = countQuantileShare*epsC, (1-countQuantileShare)*epsC
+}
+
+// pmwConfig is the marginals' configuration for the current count share.
+func (p *Plan) pmwConfig() pmw.Config {
+	cfg := p.cfg
+	epsC := p.share * cfg.Epsilon
+	if cfg.NoCount {
+		epsC = 0
+	}
+	return pmw.Config{
+		Epsilon:     cfg.Epsilon - epsC - p.epsR,
+		Delta:       cfg.Delta,
+		Sensitivity: float64(p.bound),
+		Variant:     pmw.VariantMWEM,
+		Noise:       cfg.Noise,
+		Rounds:      cfg.Rounds,
+		MaxRounds:   cfg.MaxRounds,
+		Progress:    cfg.Progress,
+		NoNHat:      true,
+		Own:         cfg.Own,
+		ContextInit: cfg.ContextInit, ContextShare: cfg.ContextShare,
+	}
+}
+
+// chargeBound charges the automatic r's choice under root (nothing
+// without AutoBound).
+func (p *Plan) chargeBound(root *dp.Ledger) error {
+	if !p.cfg.AutoBound {
+		return nil
+	}
+	a := boundQuantile(p.cfg.Epsilon)
+	return root.Charge("contribution bound r (exponential mechanism over a public ladder: a noisy quantile of the units' join rows)",
+		dp.Budget{Epsilon: p.epsR},
+		fmt.Sprintf("score −|(20 − a)·#{units with n_u ≤ r_j} − a·#{units with n_u > r_j}| for the quantile q = a/20 = %g (a = round(2ε) in 1…10, public) "+
+			"over r_j ∈ {⌈2^(j/2)⌉} ≤ 2¹²; deleting a unit lowers one count by 1 and no other unit's n_u changes: sensitivity max(a, 20 − a) = %g "+
+			"(dp.ExponentialGrid, exact); the marginals' Δ̃ is then the chosen r, a DP output, so the parts compose",
+			float64(a)/quantileSteps, boundSensitivity(a)),
+		map[string]any{"candidates": len(boundLadder), "quantile": float64(a) / quantileSteps})
+}
+
+// splitPMW splits the marginals' budget (p.pmwCfg's) under root.
+func (p *Plan) splitPMW(root *dp.Ledger) error {
 	var err error
-	if p.countL, err = root.Split("row count (clipped count of the join)", dp.Budget{Epsilon: epsC},
-		"basic composition of the clip's choice and the count", map[string]any{"share": share}); err != nil {
+	if p.pmwL, err = root.Split("pmw on the bounded histogram", dp.Budget{Epsilon: p.pmwCfg.Epsilon, Delta: p.pmwCfg.Delta},
+		"mwem PMW with Δ̃ = the bounded weight of one unit", nil); err != nil {
+		return err
+	}
+	p.pmwCfg.Ledger = p.pmwL
+	return nil
+}
+
+// chooseCountShare draws the DP unit count n̂ (units with at least one
+// join row, plus discrete Laplace noise of scale 1/ε_U: deleting a unit
+// changes that count by at most one), sets the row count's share from it
+// (countShareFor) and charges the count's two parts and the marginals
+// under the root ledger. The parts' budgets are functions of n̂, a DP
+// output, and add up to the release's total whatever n̂ is; conditioned on
+// n̂ the rest is a fixed mechanism, so the release is (ε, δ)-DP by basic
+// composition with adaptively chosen budgets (Rogers, Roth, Ullman, Vadhan
+// 2016: Σ_n P(n)·P(S_n | n) ≤ Σ_n e^{ε_U}P′(n)·(e^{ε−ε_U}P′(S_n | n) + δ)
+// ≤ e^ε·P′(S) + δ). n̂ is an integer from the exact sampler: published as
+// is.
+func (p *Plan) chooseCountShare(src dp.Source, degs []engine.UnitDegree) error {
+	var units int64
+	for _, d := range degs {
+		if d.Rows > 0 {
+			units += d.Units
+		}
+	}
+	smp, err := dp.NewDiscreteLaplace(dp.NoiseScale(1, p.epsU))
+	if err != nil {
+		return fmt.Errorf("privacyunit: unit count noise: %w", err)
+	}
+	if p.cfg.mutation != mutExactUnits {
+		units += smp.Sample(src)
+	}
+	units = max(units, 0)
+	p.units = units
+	p.setCountShare(countShareFor(p.cfg.Epsilon, units))
+	pc := p.pmwConfig()
+	pc.Sensitivity, pc.SensitivityNote, pc.MeasureTruth = p.pmwCfg.Sensitivity, p.pmwCfg.SensitivityNote, p.pmwCfg.MeasureTruth
+	p.pmwCfg = pc
+	p.rootL.Publish("unit_count", float64(units))
+	p.rootL.Publish("row_count_share_permille", math.Round(p.share*1000))
+	if err := p.chargeCount(p.rootL); err != nil {
+		return err
+	}
+	return p.splitPMW(p.rootL)
+}
+
+// chargeCount charges the clipped row count's two parts under root.
+func (p *Plan) chargeCount(root *dp.Ledger) error {
+	var err error
+	if p.countL, err = root.Split("row count (clipped count of the join)", dp.Budget{Epsilon: p.epsQ + p.epsN},
+		"basic composition of the clip's choice and the count", map[string]any{"share": p.share}); err != nil {
 		return err
 	}
 	if err := p.countL.Charge("row count: clip C (exponential mechanism over public candidates)", dp.Budget{Epsilon: p.epsQ},
@@ -455,6 +606,11 @@ type Result struct {
 	// CountScale is the discrete Laplace scale of the row count (public
 	// given Clip).
 	CountScale float64
+	// Units is the DP unit count that set the row count's share (0 when
+	// the share is fixed: Config.CountShare or NoCount).
+	Units int64
+	// CountShare is the row count's share of ε.
+	CountShare float64
 	// BoundedShare is a DP estimate of the share of the join's row weight
 	// that bounding removed: 1 − (bounded weight)/(rows), post-processing
 	// of the marginals' total and Rows, clamped to [0, 1].
@@ -511,12 +667,20 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 	}
 	var rows, clip int64
 	var scale float64
+	if !p.cfg.NoCount && p.epsU > 0 {
+		if err := p.chooseCountShare(src, degs); err != nil {
+			return nil, err
+		}
+	}
 	if !p.cfg.NoCount {
 		if rows, clip, scale, err = p.count(src, degs); err != nil {
 			return nil, err
 		}
 	}
-	out := &Result{Rows: rows, Clip: clip, CountScale: scale}
+	out := &Result{Rows: rows, Clip: clip, CountScale: scale, Units: p.units, CountShare: p.share}
+	if p.cfg.NoCount {
+		out.CountShare = 0
+	}
 	// weight is the marginals' total (in grid steps: an unbiased DP
 	// estimate of the bounded weight).
 	var weight int64

@@ -127,7 +127,11 @@ func noisePlan(p *Plan, deltaTilde float64) (*mwemNoise, bool, string, error) {
 	share, known := 0.0, false
 	switch {
 	case p.Method.Name() == spec.PrivacyUnit:
-		// privacyunit.Prepare: the row count takes DefaultCountShare of ε,
+		// privacyunit.Prepare: the row count takes DefaultCountShare of ε
+		// when ε times the number of units is 500 or more, and up to
+		// MaxCountShare with fewer (a DP unit count decides at run time;
+		// the forecast, from public parameters, assumes the default and
+		// says so in its basis),
 		// an automatic r DefaultBoundShare, the marginals the rest with all
 		// of δ, at Δ̃ = ⌊Grid·r⌋ grid steps. An automatic r is a DP output
 		// (up to 2¹² rows): the noise is then given per row of r, as the
@@ -268,6 +272,12 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 		basis = append(basis, "Δ̃ = 1 (one relation after folding)")
 	default:
 		basis = append(basis, "Δ̃ = 1 as a best case (the run's Δ̃ is a DP estimate from the data, ≥ 1, and multiplies every σ)")
+	}
+	if p.Method.Name() == spec.PrivacyUnit {
+		basis = append(basis, fmt.Sprintf("the row count's share of ε at its default %g%%: with few units (ε × units below %d, a DP unit count decides) "+
+			"it grows up to %g%%, and every σ by up to %s",
+			100*privacyunit.DefaultCountShare, privacyunit.FullShareUnits(), 100*privacyunit.MaxCountShare,
+			fmtG(math.Round(100*(1-privacyunit.DefaultCountShare)/(1-privacyunit.MaxCountShare))/100)))
 	}
 	sets := candidateSets(p)
 	basis = append(basis, fmt.Sprintf("%d released columns, %d candidate marginals, the declared domain sizes", len(p.Sizes), len(sets)))

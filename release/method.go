@@ -379,7 +379,11 @@ func (r unitRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*O
 		"row_count_clip":              res.Clip,
 		"row_count_noise_scale":       res.CountScale,
 		"bounded_share_of_row_weight": res.BoundedShare,
+		"row_count_share_of_epsilon":  res.CountShare,
 	}, RowsLaplace: res.CountScale, RowClip: res.Clip}
+	if res.Units > 0 {
+		out.Params["dp_unit_count"] = res.Units
+	}
 	if f := res.Factored; f != nil {
 		out.Algorithm += " on a factored model"
 		out.Rounds, out.Variant, out.Counts, out.Signals = f.Rounds, "mwem (factored)", f.Counts, signals(f.Signals, privacyunit.Grid)
