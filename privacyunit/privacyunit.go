@@ -514,9 +514,7 @@ func (p *Plan) chooseCountShare(src dp.Source, degs []engine.UnitDegree) error {
 	units = max(units, 0)
 	p.units = units
 	p.setCountShare(countShareFor(p.cfg.Epsilon, units))
-	pc := p.pmwConfig()
-	pc.Sensitivity, pc.SensitivityNote, pc.MeasureTruth = p.pmwCfg.Sensitivity, p.pmwCfg.SensitivityNote, p.pmwCfg.MeasureTruth
-	p.pmwCfg = pc
+	p.pmwCfg.Epsilon = p.pmwConfig().Epsilon
 	p.rootL.Publish("unit_count", float64(units))
 	p.rootL.Publish("row_count_share_permille", math.Round(p.share*1000))
 	if err := p.chargeCount(p.rootL); err != nil {

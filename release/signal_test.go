@@ -13,8 +13,13 @@ import (
 // its noisy measurement carried signal, with a headline in the JSON and
 // Markdown reports. The tuple-level TPC-H release at ε = 1 (Δ̃ ≈ 10³, noise
 // ≈ 6·10⁴ rows per cell against ~10⁴ rows per cell) falls back to uniform
-// on every marginal: a measured spread above the 1 − 10⁻⁴ quantile of pure
-// noise has probability ≤ 10⁻⁴ per marginal. Adult at ε = 1 (Δ̃ = 1,
+// on most marginals. Not on all: since pmw keeps a noisy table when
+// Stein's risk estimate favours it (issue 40), a table of nearly pure noise
+// (mean 0.2σ a cell) keeps its noise with probability 0.058 / 0.046 /
+// 0.040 / 0.034 at 3 / 5 / 7 / 10 cells (2·10⁵ draws each), so all five
+// fell back in only about 78% of releases and the old "all" failed about
+// one run in five. At most three kept (of the five 1-way marginals it
+// measures) fails with probability about C(5,4)·0.058⁴ ≈ 6·10⁻⁵. Adult at ε = 1 (Δ̃ = 1,
 // marginals far from uniform) keeps all of them.
 func TestSignalHeadline(t *testing.T) {
 	// A release with a unit is not told to declare one.
@@ -30,7 +35,7 @@ func TestSignalHeadline(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		noneOf bool // every marginal fell back
+		noneOf bool // (nearly) every marginal fell back: all but at most three
 	}{
 		{"tpch" + tupleLevel, true},
 		{"adult", false},
@@ -54,8 +59,8 @@ func TestSignalHeadline(t *testing.T) {
 				t.Errorf("summary headline %q, want %q (a tuple-level release)", h, Headline(sum.Signals, false))
 			}
 			switch {
-			case tc.noneOf && none != len(sum.Signals):
-				t.Errorf("%d of %d marginals fell back, want all: %s", none, len(sum.Signals), h)
+			case tc.noneOf && none < len(sum.Signals)-3:
+				t.Errorf("%d of %d marginals fell back, want all but at most 3: %s", none, len(sum.Signals), h)
 			case !tc.noneOf && none != 0:
 				t.Errorf("%d of %d marginals fell back, want none: %s", none, len(sum.Signals), h)
 			}
