@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 	"github.com/synth-dp/synth/spec"
 )
 
-// tableBatch is the number of rows a table writer buffers.
+// tableBatch is the number of values a table writer hands parquet-go at
+// a time.
 const tableBatch = 8192
 
 // writeTables writes tables/<table>.parquet for every table of the tree
@@ -42,6 +44,19 @@ func (r *tablesRun) writeTables(ctx context.Context, dir string, files *publish.
 	return names, nil
 }
 
+// tableRowGroup is the number of rows of one row group of a table file:
+// parquet-go holds a row group's compressed pages in memory until it is
+// committed, so this and the number of row groups in flight (one per
+// core) bound the writer's memory.
+const tableRowGroup = 1 << 20
+
+// writeTable writes table i column by column: every row group's columns
+// are handed to parquet-go's column writers a batch of values at a time
+// (the values of a released column's bins made once, not per row), and
+// the row groups are encoded in parallel, one per core, and committed in
+// order. The rows, the schema and the values are those of the row-wise
+// writer it replaces (parquet-go's Writer.WriteRows: 3.2 s of CPU of a
+// TPC-H SF 1 tables release).
 func (r *tablesRun) writeTable(ctx context.Context, i int, path string, files *publish.Group) error {
 	t := r.tree.tables[i]
 	relNames, relCols, at := r.tableColumns(i)
@@ -67,70 +82,126 @@ func (r *tablesRun) writeTable(ctx context.Context, i int, path string, files *p
 		order = append(order, n)
 	}
 	schema := parquet.NewSchema(t.name, g)
-	idx := make([]int, len(order))
+	syn := r.synth[i]
+	width := int64(len(r.levels[i].cols))
+	fkPart := t.fk != "" && slices.Contains(t.pk, t.fk)
+	// fill[c] writes column c's values of rows lo … lo+len(dst)−1 into dst
+	// (leveled for the column's index in the schema).
+	fill := make([]func(dst []parquet.Value, lo int64), len(schema.Columns()))
 	for k, n := range order {
 		leaf, ok := schema.Lookup(n)
 		if !ok {
 			return fmt.Errorf("release: table %s: column %s missing from its schema", t.name, n)
 		}
-		idx[k] = leaf.ColumnIndex
+		col := leaf.ColumnIndex
+		switch {
+		case k >= len(keyCols):
+			// A released column: its bins' values, made once.
+			rel := k - len(keyCols)
+			vals := make([]parquet.Value, dec.NumBins(rel))
+			for b := range vals {
+				if v := dec.Value(rel, b); v == nil {
+					vals[b] = parquet.NullValue().Level(0, 0, col)
+				} else {
+					vals[b] = parquetValue(v).Level(0, definition(relCols[rel]), col)
+				}
+			}
+			pos := int64(at[rel])
+			fill[col] = func(dst []parquet.Value, lo int64) {
+				for d := range dst {
+					dst[d] = vals[syn.bins[(lo+int64(d))*width+pos]]
+				}
+			}
+		case n == t.fk:
+			// The parent's synthetic primary key: its row number + 1.
+			fill[col] = func(dst []parquet.Value, lo int64) {
+				for d := range dst {
+					dst[d] = parquet.Int64Value(int64(syn.parent[lo+int64(d)])+1).Level(0, 0, col)
+				}
+			}
+		case fkPart:
+			// The row's number among its parent's children.
+			fill[col] = func(dst []parquet.Value, lo int64) {
+				for d := range dst {
+					dst[d] = parquet.Int64Value(int64(syn.seq[lo+int64(d)])).Level(0, 0, col)
+				}
+			}
+		default:
+			// The row's own synthetic key: its row number + 1.
+			fill[col] = func(dst []parquet.Value, lo int64) {
+				for d := range dst {
+					dst[d] = parquet.Int64Value(lo+int64(d)+1).Level(0, 0, col)
+				}
+			}
+		}
 	}
 	f, err := files.Create(path, 0o644)
 	if err != nil {
 		return err
 	}
-	w := parquet.NewWriter(f, schema, parquet.Compression(&parquet.Zstd))
-	syn := r.synth[i]
-	width := len(r.levels[i].cols)
-	// The parent's synthetic primary key: its row number + 1.
-	keyOf := func(row int64) int64 { return row + 1 }
-	// One buffer of rows, reused batch after batch (WriteRows copies the
-	// values into its column buffers).
-	buf := make([]parquet.Row, tableBatch)
-	for k := range buf {
-		buf[k] = make(parquet.Row, len(schema.Columns()))
+	w := parquet.NewWriter(f, schema, parquet.Compression(&parquet.Zstd), parquet.MaxRowsPerRowGroup(tableRowGroup),
+		// As the join file's writer: bounds in the page index and the
+		// column chunk's statistics, not repeated in every page header.
+		parquet.DataPageStatistics(false))
+	type job struct {
+		rg   *parquet.ConcurrentRowGroupWriter
+		err  error
+		done chan struct{}
 	}
-	batch := buf[:0]
-	flush := func() error {
-		if _, err := w.WriteRows(batch); err != nil {
+	encode := func(j *job, lo, hi int64) {
+		defer close(j.done)
+		buf := make([]parquet.Value, tableBatch)
+		for c, cw := range j.rg.ColumnWriters() {
+			for b := lo; b < hi; b += tableBatch {
+				if err := ctx.Err(); err != nil {
+					j.err = err
+					return
+				}
+				dst := buf[:min(tableBatch, hi-b)]
+				fill[c](dst, b)
+				if _, err := cw.WriteRowValues(dst); err != nil {
+					j.err = fmt.Errorf("release: writing table %s: %w", t.name, err)
+					return
+				}
+			}
+		}
+		if err := j.rg.Flush(); err != nil {
+			j.err = fmt.Errorf("release: writing table %s: %w", t.name, err)
+		}
+	}
+	var inFlight []*job
+	commit := func() error {
+		j := inFlight[0]
+		inFlight = inFlight[1:]
+		<-j.done
+		if j.err != nil {
+			return j.err
+		}
+		if _, err := j.rg.Commit(); err != nil {
 			return fmt.Errorf("release: writing table %s: %w", t.name, err)
 		}
-		batch = batch[:0]
-		return ctx.Err()
+		return nil
 	}
-	for row := int64(0); row < syn.rows; row++ {
-		vals := buf[len(batch)]
-		fkPart := t.fk != "" && slices.Contains(t.pk, t.fk)
-		for k, n := range keyCols {
-			var v int64
-			switch {
-			case n == t.fk:
-				v = keyOf(int64(syn.parent[row]))
-			case fkPart:
-				v = int64(syn.seq[row]) // the row's number among its parent's children
-			default:
-				v = keyOf(row)
-			}
-			vals[idx[k]] = parquet.Int64Value(v).Level(0, 0, idx[k])
+	fail := func(err error) error {
+		for _, j := range inFlight {
+			<-j.done
 		}
-		for k := range relNames {
-			b := int(syn.bins[row*int64(width)+int64(at[k])])
-			c := len(keyCols) + k
-			if v := dec.Value(k, b); v == nil {
-				vals[idx[c]] = parquet.NullValue().Level(0, 0, idx[c])
-			} else {
-				vals[idx[c]] = parquetValue(v).Level(0, definition(relCols[k]), idx[c])
-			}
-		}
-		batch = append(batch, vals)
-		if len(batch) == tableBatch {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if err := flush(); err != nil {
 		return err
+	}
+	for lo := int64(0); lo < syn.rows; lo += tableRowGroup {
+		j := &job{rg: w.BeginRowGroup(), done: make(chan struct{})}
+		inFlight = append(inFlight, j)
+		go encode(j, lo, min(lo+tableRowGroup, syn.rows))
+		if len(inFlight) >= runtime.GOMAXPROCS(0) {
+			if err := commit(); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	for len(inFlight) > 0 {
+		if err := commit(); err != nil {
+			return fail(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("release: writing table %s: %w", t.name, err)
