@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,5 +91,64 @@ func TestTablesIntegrity(t *testing.T) {
 	}
 	if rows := queryInt(t, db, "SELECT count(*) FROM ("+join+")"); rows != sum.Rows {
 		t.Fatalf("the join of the tables has %d rows, the join file %d", rows, sum.Rows)
+	}
+}
+
+// TestTablesNullable: a nullable released column of a child table (issue
+// 36's NULL bin) is written to its table as NULL: the table file's column
+// is optional, and the join of the written tables has, cell for cell, the
+// join file's counts, NULLs included (the writer writes a table column by
+// column from each bin's value, NULL for the NULL bin).
+func TestTablesNullable(t *testing.T) {
+	dir := t.TempDir()
+	var u, o strings.Builder
+	u.WriteString("u_id\n")
+	o.WriteString("o_id,o_ref,o_cat\n")
+	cats := []string{"c0", "c1", ""}
+	oid := 0
+	for i := range 400 {
+		fmt.Fprintf(&u, "%d\n", i)
+		for k := range i % 4 {
+			fmt.Fprintf(&o, "%d,%d,%s\n", oid, i, cats[(i+k)%3])
+			oid++
+		}
+	}
+	for name, body := range map[string]string{"u.csv": u.String(), "o.csv": o.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	y := `privacy: {epsilon: 4, delta: 1e-6, unit: u}
+tables:
+  - name: u
+    source: u.csv
+    primary_key: u_id
+    columns: {u_id: {type: key}}
+  - name: o
+    source: o.csv
+    primary_key: o_id
+    columns: {o_id: {type: key}, o_ref: {type: key}, o_cat: {type: categorical, values: [c0, c1], nullable: true}}
+join: [o.o_ref = u.u_id]
+release: {columns: [o_cat], output: tables}
+`
+	s, err := spec.Parse([]byte(y), filepath.Join(dir, "synth.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), Options{Spec: s, OutDir: filepath.Join(dir, "out"), Engine: "duckdb", Source: dp.NewSeededSource(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openDuck(t)
+	of := sqlString(filepath.Join(sum.Dir, layout.TablesDir, "o.parquet"))
+	nulls := queryInt(t, db, "SELECT count(*) FROM "+of+" WHERE o_cat IS NULL")
+	if nulls == 0 {
+		t.Fatalf("the o table holds no NULL o_cat (%d rows)", queryInt(t, db, "SELECT count(*) FROM "+of))
+	}
+	diff := queryInt(t, db, fmt.Sprintf(`SELECT count(*) FROM (
+		(SELECT o_cat, count(*) FROM %[1]s GROUP BY ALL EXCEPT SELECT o_cat, count(*) FROM %[2]s GROUP BY ALL)
+		UNION ALL (SELECT o_cat, count(*) FROM %[2]s GROUP BY ALL EXCEPT SELECT o_cat, count(*) FROM %[1]s GROUP BY ALL))`, of, sqlString(sum.Parquet)))
+	if diff != 0 {
+		t.Fatalf("the o table and the join file differ in %d counts of o_cat (NULL included)", diff)
 	}
 }
