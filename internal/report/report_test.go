@@ -352,6 +352,11 @@ func TestBinLabels(t *testing.T) {
 		{spec.Column{Type: spec.Numeric, Min: 0, Max: 1, Bins: 2}, `["[0, 0.5)","[0.5, 1]"]`},
 		{spec.Column{Type: spec.Boolean}, `["false","true"]`},
 		{spec.Column{Type: spec.Integer, Min: 1, Max: 3}, `["1","2","3"]`},
+		// A nullable column's NULL cell is the last.
+		{spec.Column{Type: spec.Numeric, Min: 0, Max: 1, Bins: 2, Nullable: true}, `["[0, 0.5)","[0.5, 1]","NULL"]`},
+		{spec.Column{Type: spec.Boolean, Nullable: true}, `["false","true","NULL"]`},
+		{spec.Column{Type: spec.Integer, Min: 1, Max: 3, Nullable: true}, `["1","2","3","NULL"]`},
+		{spec.Column{Type: spec.Categorical, Values: []string{"a"}, Nullable: true}, `["a","NULL"]`},
 	} {
 		got, _ := json.Marshal(columnLabels(&c.col))
 		if string(got) != c.want {
