@@ -174,3 +174,64 @@ func (e *Engine) UnitMaxFanout(ctx context.Context, unitKey string, path []Hop, 
 		" GROUP BY t0." + d.ident(unitKey) + ") AS per_unit GROUP BY m ORDER BY m"
 	return e.scanPairs(ctx, q, "largest fan-out per unit", f)
 }
+
+// AddMode adds to the loaded table h.Parent the column name (declared;
+// stored as [BinColumn](name)) holding, for every parent row, the most
+// frequent bin of the declared column col among its h.Child rows (the
+// smallest such bin on a tie; bin 0 for a row without children), and
+// declares its size (col's number of bins) for the folds and statistics
+// that follow. Fold the tables again after it. It reads private data only
+// to store a per-row value inside the engine; nothing leaves it.
+func (e *Engine) AddMode(ctx context.Context, h Hop, name, col string, size int) error {
+	d := e.d
+	if size < 1 {
+		return fmt.Errorf("%w: mode column %s: %d bins", ErrInvalid, name, size)
+	}
+	fk, b := d.ident(h.FK), d.ident(BinColumn(col))
+	modes := "(SELECT k, MIN(b) AS b FROM (SELECT " + fk + " AS k, " + b + " AS b, COUNT(*) AS c, MAX(COUNT(*)) OVER (PARTITION BY " + fk + ") AS mx FROM " +
+		d.ident(h.Child) + " WHERE " + fk + " IS NOT NULL GROUP BY " + fk + ", " + b + ") AS t WHERE c = mx GROUP BY k)"
+	on, err := e.countsOn(ctx, h, "p")
+	if err != nil {
+		return err
+	}
+	if err := e.rebuild(ctx, h.Parent, "COALESCE(f.b, 0) AS "+d.ident(BinColumn(name)), modes, on, "mode of "+col+" of "+h.Child+" per "+h.Parent); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if e.sizes[h.Parent] == nil {
+		e.sizes[h.Parent] = map[string]int{}
+	}
+	e.sizes[h.Parent][name] = size
+	e.mu.Unlock()
+	return nil
+}
+
+// rebuild replaces the loaded relation table by table ⋈ sub (alias f,
+// left join on on) with the new columns sel beside its own. The relation
+// may be a view over the loaded file: build the new table beside it, drop
+// the old relation, and give the new table its name.
+func (e *Engine) rebuild(ctx context.Context, table, sel, sub, on, what string) error {
+	d := e.d
+	var kind string
+	if err := e.db.QueryRowContext(ctx, "SELECT table_type FROM information_schema.tables WHERE table_name = $1 AND table_schema = current_schema()", table).Scan(&kind); err != nil {
+		return statError(ctx, what, err)
+	}
+	drop := "DROP TABLE "
+	if strings.Contains(strings.ToUpper(kind), "VIEW") {
+		drop = "DROP VIEW "
+	}
+	tmp := d.ident(ReservedPrefix + "fan_" + table)
+	stmts := []string{
+		"DROP TABLE IF EXISTS " + tmp,
+		"CREATE TABLE " + tmp + " AS SELECT p.*, " + sel + " FROM " + d.ident(table) + " AS p LEFT JOIN " + sub + " AS f ON " + on,
+		drop + d.ident(table),
+		"ALTER TABLE " + tmp + " RENAME TO " + d.ident(table),
+	}
+	for _, q := range stmts {
+		if _, err := e.db.ExecContext(ctx, q); err != nil {
+			return statError(ctx, what, err)
+		}
+	}
+	e.forget(table)
+	return nil
+}

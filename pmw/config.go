@@ -151,18 +151,19 @@ type Config struct {
 	// through measured sets with an Own column (the tables release's
 	// levels). Empty: every column.
 	Own []int
-	// ContextInit, with Own, lists context columns (not in Own) whose
-	// 1-way marginals the initial step measures too, each at
-	// ContextShare times the zCDP share of an own column's (none: as
-	// before). Without them the model holds every context column uniform
-	// until a measured set holds it, so a round's selection scores a
-	// (context, own) pair by how far the context's own marginal is from
-	// uniform, not by how the own column depends on it, and spends rounds
-	// (and their noise) on what the caller conditions on anyway. The
-	// context 1-ways are never selected in a round.
-	ContextInit []int
-	// ContextShare is the share of ContextInit's columns (see there).
-	ContextShare float64
+	// InitLow, with Own, lists columns whose 1-way marginals the initial
+	// step measures at InitLowShare times the zCDP share of an own
+	// column's: a context column (not in Own) is measured there only if
+	// listed; an own column listed is measured at the lower share. None:
+	// as before. Without the context columns' 1-ways the model holds them
+	// uniform until a measured set holds them, so a round's selection
+	// scores a (context, own) pair by how far the context's own marginal
+	// is from uniform, not by how the own column depends on it, and spends
+	// rounds (and their noise) on what the caller conditions on anyway. A
+	// context 1-way is never selected in a round.
+	InitLow []int
+	// InitLowShare is the share of InitLow's columns (see there).
+	InitLowShare float64
 	// SensitivityNote, when set, says in the ledger what Sensitivity bounds
 	// under the caller's neighbour relation (the default text speaks of
 	// join tuples).

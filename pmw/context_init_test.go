@@ -10,12 +10,12 @@ import (
 	"github.com/synth-dp/synth/dp"
 )
 
-// TestContextInit: with Own = {2} and ContextInit = {0}, the initial step
+// TestInitLow: with Own = {2} and InitLow = {0}, the initial step
 // measures the 1-ways of columns 2 and 0 (not 1), the context column's at
 // σ/√share; the init's shares add up to its ρ₀ (the ledger's charge); and
 // no round selects a set without an own column, so the context 1-way is
 // never measured again.
-func TestContextInit(t *testing.T) {
+func TestInitLow(t *testing.T) {
 	sizes := []int{3, 2, 4}
 	r := rand.New(rand.NewPCG(7, 8))
 	full := make([]int64, 3*2*4)
@@ -28,7 +28,7 @@ func TestContextInit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Rounds: 6, NoNHat: true, Own: []int{2}, ContextInit: []int{0}, ContextShare: share, Ledger: l}
+		cfg := Config{Epsilon: 1, Delta: 1e-6, Sensitivity: 1, Rounds: 6, NoNHat: true, Own: []int{2}, InitLow: []int{0}, InitLowShare: share, Ledger: l}
 		res, err := RunFactored(context.Background(), dp.NewSeededSource(1), []string{"a", "b", "c"}, sizes, fams, tableTruth(sizes, full), cfg)
 		if err != nil {
 			t.Fatal(err)

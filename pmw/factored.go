@@ -320,7 +320,7 @@ func startFactored(ctx context.Context, src dp.Source, names []string, sizes []i
 		}
 		keep, kw = nil, nil
 		for i, s := range f.sets {
-			if slices.ContainsFunc(s, func(c int) bool { return own[c] }) || (len(s) == 1 && slices.Contains(cfg.ContextInit, s[0])) {
+			if slices.ContainsFunc(s, func(c int) bool { return own[c] }) || (len(s) == 1 && slices.Contains(cfg.InitLow, s[0])) {
 				keep = append(keep, s)
 				kw = append(kw, f.weights[i])
 			}
@@ -426,12 +426,12 @@ func (f *factored) noiseScale(c float64) float64 {
 }
 
 // initColumns are the columns whose 1-way marginals the init measures:
-// Config.Own (and the context columns with Config.ContextInit), or every
+// Config.Own and Config.InitLow, or every
 // column.
 func (f *factored) initColumns() []int {
 	if len(f.cfg.Own) > 0 {
 		out := slices.Clone(f.cfg.Own)
-		for _, c := range f.cfg.ContextInit {
+		for _, c := range f.cfg.InitLow {
 			if !slices.Contains(out, c) {
 				out = append(out, c)
 			}
@@ -452,12 +452,12 @@ func (f *factored) isOwn(c int) bool {
 }
 
 // initShare is column c's weight in the initial step: 1, or
-// Config.ContextInit for a context column.
+// Config.InitLowShare for a column of Config.InitLow.
 func (f *factored) initShare(c int) float64 {
-	if f.isOwn(c) {
-		return 1
+	if slices.Contains(f.cfg.InitLow, c) {
+		return f.cfg.InitLowShare
 	}
-	return f.cfg.ContextShare
+	return 1
 }
 
 // initWeight is the sum of the init columns' shares (d when they are all
@@ -487,10 +487,16 @@ func (f *factored) selEpsilon(c float64) float64 { return math.Sqrt(8 * mwemSelF
 // initNote states the init's noise and why it is ρ₀-zCDP.
 func (f *factored) initNote(d int) string {
 	if w := f.initWeight(); w != float64(d) {
+		low := 0
+		for _, c := range f.initColumns() {
+			if f.initShare(c) != 1 {
+				low++
+			}
+		}
 		return fmt.Sprintf("d = %d marginals, each of L2 sensitivity Δ̃ (a unit's vector over one column's cells has L1 and so L2 norm ≤ Δ̃); "+
-			"the %d own columns' at σ₀ = Δ̃·√W/√(2ρ₀) = %g, the %d context columns' at σ₀/√%g (W = %g, their share %g each), discrete Gaussian per integer cell: "+
+			"%d of them at σ₀ = Δ̃·√W/√(2ρ₀) = %g, the other %d (context and derived columns) at σ₀/√%g (W = %g, their share %g each), discrete Gaussian per integer cell: "+
 			"Σ_c Δ̃²/(2σ_c²) = ρ₀, so ρ₀-zCDP (Canonne–Kamath–Steinke 2020, Thm. 4; Bun–Steinke 2016, Lemma 2.3)",
-			d, len(f.cfg.Own), f.initScale(), d-len(f.cfg.Own), f.cfg.ContextShare, w, f.cfg.ContextShare)
+			d, d-low, f.initScale(), low, f.cfg.InitLowShare, w, f.cfg.InitLowShare)
 	}
 	return fmt.Sprintf("the d = %d marginals concatenated have L2 sensitivity Δ̃·√d; discrete Gaussian noise of σ₀ = Δ̃·√d/√(2ρ₀) = %g "+
 		"per integer cell is ρ₀-zCDP (Canonne–Kamath–Steinke 2020, Thm. 4)", d, f.initScale())
@@ -814,7 +820,7 @@ func (f *factored) round() error {
 	var scores []float64
 	for i, s := range f.sets {
 		if !slices.ContainsFunc(s, f.isOwn) || !f.eligible(s, spent) {
-			continue // a context 1-way (Config.ContextInit) is measured in the init only
+			continue // a context 1-way (Config.InitLow) is measured in the init only
 		}
 		mu, err := f.model.marginal(s)
 		if err != nil {

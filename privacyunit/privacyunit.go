@@ -181,11 +181,11 @@ type Config struct {
 	// the others are a context that only measured sets with an own column
 	// teach the model.
 	Own []int
-	// ContextInit and ContextShare are pmw.Config's: with Own, context
+	// InitLow and InitLowShare are pmw.Config's: with Own, context
 	// columns whose 1-way marginals pmw's initial step measures too, at
 	// this share of an own column's.
-	ContextInit  []int
-	ContextShare float64
+	InitLow      []int
+	InitLowShare float64
 
 	mutation mutation
 }
@@ -455,7 +455,7 @@ func (p *Plan) pmwConfig() pmw.Config {
 		Progress:    cfg.Progress,
 		NoNHat:      true,
 		Own:         cfg.Own,
-		ContextInit: cfg.ContextInit, ContextShare: cfg.ContextShare,
+		InitLow:     cfg.InitLow, InitLowShare: cfg.InitLowShare,
 	}
 }
 

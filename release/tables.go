@@ -101,6 +101,10 @@ type treeTable struct {
 	children []int
 	released []spec.ColumnRef // original refs of the released columns it owns
 	depth    int
+	// sibling is the column of this table whose most frequent value among
+	// a parent's children is the parent's sibling class ([siblingName]);
+	// Column "" for none.
+	sibling spec.ColumnRef
 }
 
 // ownTree is a spec's ownership tree, the unit first, parents before
@@ -113,6 +117,26 @@ type ownTree struct {
 // fanName is the declared name of the fan-out column of parent into child
 // (reserved prefix: no declared column may take it).
 func fanName(child string) string { return engine.ReservedPrefix + "fanout_" + child }
+
+// siblingName is the declared name of the parent's sibling class of the
+// edge into child: the most frequent value of child's sibling column
+// among the parent's children.
+func siblingName(child string) string { return engine.ReservedPrefix + "sibling_" + child }
+
+// maxSiblingValues bounds the domain of a sibling column (public).
+const maxSiblingValues = 16
+
+// siblingColumn picks table tb's sibling column: its first released
+// column of at most maxSiblingValues bins (its own, not a folded
+// lookup's: the engine computes the class on tb's stored bins).
+func siblingColumn(s *spec.Spec, tb *treeTable) spec.ColumnRef {
+	for _, r := range tb.released {
+		if c := s.Column(r); r.Table == tb.name && c != nil && c.Size() <= maxSiblingValues {
+			return r
+		}
+	}
+	return spec.ColumnRef{}
+}
 
 // className is the declared name of the coarse fan-out class of parent
 // into child: octave classes 0, 1, 2–3, 4–7, …, the context of the
@@ -195,6 +219,9 @@ func buildTree(s *spec.Spec, owner func(table string) (string, bool)) (*ownTree,
 		}
 		t.tables[i].released = append(t.tables[i].released, r)
 	}
+	for i := 1; i < len(t.tables) && s.Release.SiblingClasses; i++ {
+		t.tables[i].sibling = siblingColumn(s, &t.tables[i])
+	}
 	if len(t.tables) < 2 {
 		return nil, fmt.Errorf("%w: release.output tables needs at least two private tables on the unit's ownership tree (this spec has one: use release.output join)", ErrUnsupported)
 	}
@@ -229,6 +256,7 @@ type levelCol struct {
 	ref      spec.ColumnRef
 	fanChild int  // −1 for a released column
 	class    bool // the coarse class of fanChild's fan-out, not the fine one
+	sibling  bool // fanChild's sibling class, not its fan-out
 	size     int
 }
 
@@ -242,6 +270,7 @@ type level struct {
 func releasedKey(r spec.ColumnRef) string { return "col:" + r.String() }
 func fanKey(child string) string          { return "fan:" + child }
 func classKey(child string) string        { return "class:" + child }
+func siblingKey(child string) string      { return "sibling:" + child }
 
 // levelLayout lays out table i's level given the fan-out bins of every
 // edge (bins[child] = number of bins of the edge into child; classes
@@ -257,12 +286,20 @@ func (t *ownTree) levelLayout(s *spec.Spec, i int, bins, classes map[int]int) *l
 	for _, a := range p[1:] {
 		lv.cols = append(lv.cols, levelCol{key: classKey(t.tables[a].name), fanChild: a, class: true, size: classes[a]})
 	}
+	if sc := t.tables[i].sibling; sc.Column != "" {
+		lv.cols = append(lv.cols, levelCol{key: siblingKey(t.tables[i].name), fanChild: i, sibling: true, size: s.Column(sc).Size()})
+	}
 	lv.nCtx = len(lv.cols)
 	for _, r := range t.tables[i].released {
 		lv.cols = append(lv.cols, levelCol{key: releasedKey(r), ref: r, fanChild: -1, size: s.Column(r).Size()})
 	}
 	for _, c := range t.tables[i].children {
 		lv.cols = append(lv.cols, levelCol{key: fanKey(t.tables[c].name), fanChild: c, size: bins[c]})
+	}
+	for _, c := range t.tables[i].children {
+		if sc := t.tables[c].sibling; sc.Column != "" {
+			lv.cols = append(lv.cols, levelCol{key: siblingKey(t.tables[c].name), fanChild: c, sibling: true, size: s.Column(sc).Size()})
+		}
 	}
 	return lv
 }
@@ -280,23 +317,25 @@ func (lv *level) ownColumns(factored bool) []int {
 	return out
 }
 
-// contextInit are the positions of the context columns whose 1-way
-// marginals the level's initial step measures (pmw.Config.ContextInit):
-// the fan-out classes. A class is far from uniform (most TPC-H orders
-// belong to customers of two or three classes), so without its 1-way the
-// first rounds select (class, own) pairs for the class's own shape, and
-// their noise lands on the own column: the TPC-H orders table's priority
-// marginal was 0.03–0.06 TVD at ε = 1 (uniform: 0.007), 0.007 with it.
-// The released context columns are left out: they are their ancestors'
-// levels' business, and measuring a 38-value country again at every level
-// cost Retail more than it gained.
+// contextInit are the positions of the columns whose 1-way marginals the
+// level's initial step measures at the lower share contextShare
+// (pmw.Config.InitLow): the context's fan-out classes and sibling class,
+// and the level's own sibling classes. A class is far from uniform (most
+// TPC-H orders belong to customers of two or three classes), so without
+// its 1-way the first rounds select (class, own) pairs for the class's
+// own shape, and their noise lands on the own column: the TPC-H orders
+// table's priority marginal was 0.03–0.06 TVD at ε = 1 (uniform: 0.007),
+// 0.007 with it. The released context columns are left out: they are
+// their ancestors' levels' business, and measuring a 38-value country
+// again at every level cost Retail more than it gained. An own sibling
+// class at the full share cost the TPC-H join 0.026 → 0.039 TVD at ε = 1.
 func (lv *level) contextInit(factored bool) []int {
 	if !factored {
 		return nil
 	}
 	var out []int
-	for k := 0; k < lv.nCtx; k++ {
-		if lv.cols[k].class {
+	for k, c := range lv.cols {
+		if c.class || c.sibling {
 			out = append(out, k)
 		}
 	}
@@ -358,6 +397,11 @@ func (t *ownTree) levelSpec(s *spec.Spec, lv *level, owner func(string) (string,
 						ce[len(cl)] = edges[n]
 						tb.Columns = append(tb.Columns, spec.Column{Name: className(t.tables[c].name), Type: spec.Integer, Min: 0, Max: edges[n] - 1, BinEdges: ce, OutOfDomain: spec.OutOfDomainClamp})
 					}
+					if sc := t.tables[c].sibling; sc.Column != "" && (onPath[t.tables[c].name] && c == lv.table || k == lv.table) {
+						sib := *s.Column(sc)
+						sib.Name = siblingName(t.tables[c].name)
+						tb.Columns = append(tb.Columns, sib)
+					}
 				}
 			}
 		}
@@ -377,6 +421,9 @@ func (t *ownTree) levelSpec(s *spec.Spec, lv *level, owner func(string) (string,
 		name := fanName(t.tables[c.fanChild].name)
 		if c.class {
 			name = className(t.tables[c.fanChild].name)
+		}
+		if c.sibling {
+			name = siblingName(t.tables[c.fanChild].name)
 		}
 		return spec.ColumnRef{Table: t.tables[t.tables[c.fanChild].parent].name, Column: name}
 	}
@@ -466,10 +513,27 @@ func (tablesMethod) Prepare(p *Plan, l *dp.Ledger, hk Hooks) (Prepared, error) {
 	for i := 1; i < len(tree.tables); i++ {
 		full[i], fullClass[i] = fanoutClipCandidates+1, len(classLows(fanoutClipCandidates))
 	}
+	tooBig := func(lv *level) bool {
+		c, o := lv.cells()
+		return c > maxLevelCells/o || c*o > maxLevelCells
+	}
+	// A sibling class is dropped (public: from the spec alone) where it
+	// would take a level above the cap: first the one in the level's
+	// context, then its children's; the deepest levels first (they are
+	// the largest, and dropping there shrinks their parents' levels too).
+	for i := len(tree.tables) - 1; i >= 0; i-- {
+		if tooBig(tree.levelLayout(s, i, full, fullClass)) {
+			tree.tables[i].sibling = spec.ColumnRef{}
+		}
+		if tooBig(tree.levelLayout(s, i, full, fullClass)) {
+			for _, c := range tree.tables[i].children {
+				tree.tables[c].sibling = spec.ColumnRef{}
+			}
+		}
+	}
 	for i := range tree.tables {
 		lv := tree.levelLayout(s, i, full, fullClass)
-		c, o := lv.cells()
-		if c > maxLevelCells/o || c*o > maxLevelCells {
+		if c, o := lv.cells(); tooBig(lv) {
 			return nil, fmt.Errorf("%w: release.output tables: the level of table %s (its columns and its ancestors' released columns) may have %d × %d cells, above %d: release fewer or coarser columns, or release.output join",
 				ErrUnsupported, tree.tables[i].name, c, o, maxLevelCells)
 		}
@@ -540,7 +604,7 @@ func ownerOf(p *Plan) func(string) (string, bool) {
 
 // contextShare is the zCDP share of a fan-out class's 1-way marginal in a
 // level's initial step, relative to an own column's
-// (pmw.Config.ContextShare). Measured (3 seeds, ε 1 / 4, mean join TVD):
+// (pmw.Config.InitLowShare). Measured (3 seeds, ε 1 / 4, mean join TVD):
 // without the classes' 1-ways TPC-H 0.035 / 0.021; with them at 0.25,
 // TPC-H 0.027 / 0.021 and Retail 0.114 / 0.069 (0.145 / 0.070 without); at
 // 1, TPC-H 0.026 / 0.022 and Retail 0.134 / 0.086; every context column's
@@ -670,6 +734,7 @@ type tablesStats interface {
 	privacyunit.Stats
 	UnitMaxFanout(ctx context.Context, unitKey string, path []engine.Hop, f func(fanout, units int64) error) error
 	AddFanout(ctx context.Context, h engine.Hop, cols ...engine.FanoutColumn) error
+	AddMode(ctx context.Context, h engine.Hop, name, col string, size int) error
 	Fold(ctx context.Context, f *hypergraph.Folding) error
 }
 
@@ -703,6 +768,11 @@ func (r *tablesRun) run(ctx context.Context, src dp.Source, eng tablesStats) (*O
 		if err := eng.AddFanout(ctx, hop, engine.FanoutColumn{Name: fanName(tb.name), Lows: fanoutLows[:j+1]}, engine.FanoutColumn{Name: className(tb.name), Lows: classLows(j)}); err != nil {
 			return nil, err
 		}
+		if sc := tb.sibling; sc.Column != "" {
+			if err := eng.AddMode(ctx, hop, siblingName(tb.name), sc.Column, s.Column(sc).Size()); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// 2. One privacy-unit level per table.
 	var signals []Signal
@@ -724,7 +794,7 @@ func (r *tablesRun) run(ctx context.Context, src dp.Source, eng tablesStats) (*O
 			Epsilon: r.ledgers[i].Total().Epsilon, Delta: r.ledgers[i].Total().Delta,
 			Columns: spec.FoldColumns(lp.Folding, ls.Release.Columns), Universe: lp.Universe, Families: lp.Families,
 			Bound: ls.Release.Bound(), AutoBound: ls.Release.ContributionBoundAuto, Noise: pmw.Noise(ls.PMW.Noise), Rounds: lp.Rounds, MaxRounds: lp.MaxRounds, Progress: r.hooks.Round,
-			Factored: lp.Factored, Names: lp.Names, Sizes: lp.Sizes, L2: unitL2(ls, lp.Factored), NoCount: true, Own: lv.ownColumns(lp.Factored), ContextInit: lv.contextInit(lp.Factored), ContextShare: contextShare, KeysChecked: true,
+			Factored: lp.Factored, Names: lp.Names, Sizes: lp.Sizes, L2: unitL2(ls, lp.Factored), NoCount: true, Own: lv.ownColumns(lp.Factored), InitLow: lv.contextInit(lp.Factored), InitLowShare: contextShare, KeysChecked: true,
 		}, r.ledgers[i])
 		if err != nil {
 			return nil, fmt.Errorf("release: level of %s: %w", tree.tables[i].name, err)

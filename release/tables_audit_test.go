@@ -185,11 +185,44 @@ func (db *auditDB) fanout(k int) []int64 {
 // engine.UnitHistogram). One per run: it holds the fan-out columns the
 // run added.
 type memTables struct {
-	db   *auditDB
-	lows map[string][]int64
+	db    *auditDB
+	lows  map[string][]int64
+	modes map[string]int // a sibling class column → its child table
 }
 
-func newMemTables(db *auditDB) *memTables { return &memTables{db: db, lows: map[string][]int64{}} }
+func newMemTables(db *auditDB) *memTables {
+	return &memTables{db: db, lows: map[string][]int64{}, modes: map[string]int{}}
+}
+
+// AddMode: every parent row's most frequent child bin, the smallest on a
+// tie, 0 without children (engine.AddMode).
+func (m *memTables) AddMode(_ context.Context, h engine.Hop, name, _ string, _ int) error {
+	m.modes[name] = slices.Index(auditChain, h.Child)
+	return nil
+}
+
+// mode returns, for every row of table k−1, the most frequent bin of its
+// children in table k (the smallest on a tie, 0 without children).
+func (db *auditDB) mode(k int) []int64 {
+	counts := make([]map[int32]int, len(db.cat[k-1]))
+	for row, p := range db.parent[k] {
+		if counts[p] == nil {
+			counts[p] = map[int32]int{}
+		}
+		counts[p][db.cat[k][row]]++
+	}
+	out := make([]int64, len(counts))
+	for p, c := range counts {
+		best, n := int32(0), 0
+		for _, b := range slices.Sorted(maps.Keys(c)) {
+			if c[b] > n {
+				best, n = b, c[b]
+			}
+		}
+		out[p] = int64(best)
+	}
+	return out
+}
 
 func (m *memTables) CheckPrimaryKey(context.Context, *hypergraph.Hypergraph, string, []string) error {
 	return nil
@@ -251,7 +284,10 @@ func (m *memTables) rows(cols []spec.ColumnRef, sizes []int) (cells []int64, uni
 			return nil, nil, fmt.Errorf("memTables: column %s", c)
 		}
 		deep = max(deep, a)
-		if strings.HasPrefix(c.Column, engine.ReservedPrefix) {
+		if ck, ok := m.modes[c.Column]; ok {
+			md := m.db.mode(ck)
+			value[i] = func(k int, row int32) int64 { return md[m.db.ancestor(k, row, a)] }
+		} else if strings.HasPrefix(c.Column, engine.ReservedPrefix) {
 			lows, ok := m.lows[c.Column]
 			if !ok {
 				return nil, nil, fmt.Errorf("memTables: column %s was never added", c)

@@ -16,12 +16,14 @@ import (
 	"github.com/synth-dp/synth/spec"
 )
 
-// tablesRelease releases example name with release.output tables.
-func tablesRelease(t testing.TB, name string, eps float64, src dp.Source) (*spec.Spec, *Summary) {
+// tablesRelease releases example name with release.output tables (and
+// release.sibling_classes when siblings).
+func tablesRelease(t testing.TB, name string, eps float64, src dp.Source, siblings ...bool) (*spec.Spec, *Summary) {
 	t.Helper()
 	s := exampleSpec(t, name)
 	s.Privacy.Epsilon = eps
 	s.Release.Output = spec.OutputTables
+	s.Release.SiblingClasses = len(siblings) > 0 && siblings[0]
 	sum, err := Run(context.Background(), Options{Spec: s, OutDir: t.TempDir(), Engine: "duckdb", Source: src})
 	if err != nil {
 		t.Fatal(err)
@@ -55,12 +57,26 @@ func queryInt(t testing.TB, db *sql.DB, q string) int64 {
 // unique primary keys and foreign keys that all resolve, and its join file
 // holds exactly the join of those tables: the same number of rows and the
 // same count in every cell of the released columns (checked by DuckDB on
-// the files, not by the writer's own bookkeeping).
+// the files, not by the writer's own bookkeeping); with and without
+// sibling classes.
 func TestTablesIntegrity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a TPC-H tables release; skipped under -short")
 	}
-	s, sum := tablesRelease(t, "tpch", 1, dp.NewSource())
+	for _, siblings := range []bool{false, true} {
+		t.Run(fmt.Sprintf("siblings=%v", siblings), func(t *testing.T) { tablesIntegrity(t, siblings) })
+	}
+}
+
+func tablesIntegrity(t *testing.T, siblings bool) {
+	s, sum := tablesRelease(t, "tpch", 1, dp.NewSource(), siblings)
+	rep, err := os.ReadFile(sum.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Contains(string(rep), "sibling"); got != siblings {
+		t.Fatalf("sibling classes %v, but the report names them: %v", siblings, got)
+	}
 	db := openDuck(t)
 	f := func(table string) string {
 		return sqlString(filepath.Join(sum.Dir, layout.TablesDir, table+".parquet"))

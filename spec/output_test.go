@@ -19,6 +19,9 @@ func TestParseOutput(t *testing.T) {
 		{"join", unit, "  output: join", OutputJoin, ""},
 		{"tables without a unit", baseLines[0], "  output: tables", "", "tables needs privacy.unit"},
 		{"unknown", unit, "  output: database", "", "release.output"},
+		{"sibling classes", unit, "  output: tables\n  sibling_classes: true", OutputTables, ""},
+		{"sibling classes without tables", unit, "  sibling_classes: true", "", "release.sibling_classes: needs release.output: tables"},
+		{"sibling classes not a boolean", unit, "  output: tables\n  sibling_classes: often", "", "release.sibling_classes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := withLines(map[int]string{1: tc.privacy, 18: "release:\n" + tc.output})

@@ -1014,7 +1014,7 @@ func (p *parser) checkJoin() {
 }
 
 func (p *parser) release(n *yaml.Node) {
-	m := p.mapping(n, "release", "method", "columns", "beta", "rows", "measures", "measures_share", "contribution_bound", "contribution_norm", "output")
+	m := p.mapping(n, "release", "method", "columns", "beta", "rows", "measures", "measures_share", "contribution_bound", "contribution_norm", "output", "sibling_classes")
 	if v := m.get("rows"); v != nil {
 		x := p.number(v, "release.rows")
 		if !(x >= 1 && x <= 1<<53) || x != math.Trunc(x) {
@@ -1054,6 +1054,12 @@ func (p *parser) release(n *yaml.Node) {
 		p.s.Release.Output = OutputKind(p.choice(v, "release.output", string(OutputJoin), string(OutputTables)))
 		if p.s.Release.Output == OutputTables && p.s.Privacy.Unit == "" {
 			p.fail(deref(v), "release.output", "tables needs privacy.unit: the synthetic tables are drawn unit by unit down the unit's ownership tree")
+		}
+	}
+	if v := m.get("sibling_classes"); v != nil {
+		p.s.Release.SiblingClasses = p.boolean(v, "release.sibling_classes")
+		if p.s.Release.SiblingClasses && p.s.Release.Output != OutputTables {
+			p.fail(deref(v), "release.sibling_classes", "needs release.output: tables (a sibling class is a column of a parent table)")
 		}
 	}
 	if v := m.get("beta"); v != nil {

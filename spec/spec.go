@@ -304,6 +304,14 @@ type Release struct {
 	// join) or [OutputJoin] (the join alone). "" means [OutputJoin]; see
 	// [Release.OutputKind].
 	Output OutputKind
+	// SiblingClasses (release.sibling_classes, tables output only) gives
+	// every parent row of the tables release a sibling class per child
+	// table: the most frequent value of the child's first small released
+	// column among its children, released with the parent and conditioned
+	// on by the children, so siblings are alike as often as in the data.
+	// Off by default: it spends budget on the class at two levels, which
+	// costs the join marginals at small ε (docs/relational.md).
+	SiblingClasses bool
 }
 
 // OutputKind is what a release writes (release.output).

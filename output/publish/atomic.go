@@ -569,6 +569,15 @@ func classify(dir string) (isRel bool, foreign []string, err error) {
 	n := 0
 	for _, e := range entries {
 		name := e.Name()
+		if e.IsDir() && name == layout.TablesDir {
+			ok, err := isTablesDir(filepath.Join(dir, name))
+			if err != nil {
+				return false, nil, err
+			}
+			if ok {
+				continue // a tables release's synthetic tables
+			}
+		}
 		if !e.Type().IsRegular() || !isReleaseFile(name) {
 			n++
 			if len(foreign) < 5 {
@@ -584,6 +593,22 @@ func classify(dir string) (isRel bool, foreign []string, err error) {
 		foreign = append(foreign, fmt.Sprintf("and %d more", n-len(foreign)))
 	}
 	return isRel, foreign, nil
+}
+
+// isTablesDir reports whether dir holds nothing but Parquet files: the
+// tables of a tables release (layout.TablesDir), which a release replaces
+// with the rest of the folder.
+func isTablesDir(dir string) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || filepath.Ext(e.Name()) != ".parquet" {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // Dir returns the staging folder, where the run writes its files.

@@ -93,6 +93,30 @@ func TestStagePublish(t *testing.T) {
 		t.Errorf("NewStage over a foreign folder: %v", err)
 	}
 
+	// A tables release (a tables folder of Parquet files beside the
+	// release's files) is replaced with overwrite, refused without it; a
+	// tables folder holding anything else is foreign.
+	tables := filepath.Join(parent, "tables-release")
+	os.MkdirAll(filepath.Join(tables, layout.TablesDir), 0o755)
+	write(tables, "old")
+	os.WriteFile(filepath.Join(tables, layout.TablesDir, "orders.parquet"), nil, 0o644)
+	if _, err := NewStage(tables, false); !errors.Is(err, ErrExists) {
+		t.Errorf("NewStage over a tables release without overwrite: %v", err)
+	}
+	st, err = NewStage(tables, true)
+	if err != nil {
+		t.Fatalf("NewStage over a tables release with overwrite: %v", err)
+	}
+	write(st.Dir(), "new")
+	if _, err := st.Publish(true); err != nil || content(tables) != "new" {
+		t.Fatalf("publish over a tables release: %v", err)
+	}
+	os.MkdirAll(filepath.Join(tables, layout.TablesDir), 0o755)
+	os.WriteFile(filepath.Join(tables, layout.TablesDir, "notes.txt"), nil, 0o644)
+	if _, err := NewStage(tables, true); err == nil || !strings.Contains(err.Error(), layout.TablesDir) {
+		t.Errorf("NewStage over a tables folder holding notes.txt: %v", err)
+	}
+
 	// Abort leaves nothing.
 	st, err = NewStage(filepath.Join(parent, "aborted"), false)
 	if err != nil {
@@ -100,7 +124,7 @@ func TestStagePublish(t *testing.T) {
 	}
 	write(st.Dir(), "x")
 	st.Abort()
-	releasetest.AssertOnly(t, parent, "empty", "foreign", "late", "nested")
+	releasetest.AssertOnly(t, parent, "empty", "foreign", "late", "nested", "tables-release")
 }
 
 // TestCleanStaleStages: a staging folder whose lock is free (its run was
