@@ -710,6 +710,7 @@ type tablesRun struct {
 	ledgers []*dp.Ledger
 
 	clips  map[int]int   // child index → chosen candidate j
+	public [][]*publicFK // per table, its foreign keys into public tables
 	levels []*level      // per table
 	synth  []*synthTable // per table
 }
@@ -741,7 +742,23 @@ type tablesStats interface {
 var _ tablesStats = (*engine.Engine)(nil)
 
 func (r *tablesRun) Run(ctx context.Context, src dp.Source, eng *engine.Engine) (*Output, error) {
-	return r.run(ctx, src, eng)
+	out, err := r.run(ctx, src, eng)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.choosePublicKeys(ctx, src, eng); err != nil {
+		return nil, err
+	}
+	unmatched := map[string]any{}
+	for i, fks := range r.public {
+		for _, fk := range fks {
+			unmatched[r.tree.tables[i].name+"."+fk.column] = fk.unmatched
+		}
+	}
+	if len(unmatched) > 0 {
+		out.Params["public_foreign_keys_unmatched"] = unmatched
+	}
+	return out, nil
 }
 
 func (r *tablesRun) run(ctx context.Context, src dp.Source, eng tablesStats) (*Output, error) {

@@ -168,3 +168,28 @@ release: {columns: [o_cat], output: tables}
 		t.Fatalf("the o table and the join file differ in %d counts of o_cat (NULL included)", diff)
 	}
 }
+
+// TestTablesPublicKeys: a tables release of the TPC-H example with the
+// public lookups nation and region folded into customer writes
+// customer.c_nationkey with real nation keys, each a nation of the row's
+// released region: customer ⋈ nation ⋈ region (the public CSV files)
+// gives back every row's r_name, and every key resolves.
+func TestTablesPublicKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a TPC-H tables release; skipped under -short")
+	}
+	s, sum := tablesRelease(t, "tpch/nation", 4, dp.NewSource())
+	db := openDuck(t)
+	cust := sqlString(filepath.Join(sum.Dir, layout.TablesDir, "customer.parquet"))
+	nation, region := sqlString(s.Table("nation").Source), sqlString(s.Table("region").Source)
+	rows := queryInt(t, db, "SELECT count(*) FROM "+cust)
+	keys := queryInt(t, db, "SELECT count(DISTINCT c_nationkey) FROM "+cust)
+	bad := queryInt(t, db, fmt.Sprintf(`SELECT count(*) FROM %s c LEFT JOIN read_csv(%s) n ON c.c_nationkey = n.n_nationkey
+		LEFT JOIN read_csv(%s) r ON n.n_regionkey = r.r_regionkey WHERE r.r_name IS DISTINCT FROM c.r_name`, cust, nation, region))
+	if rows == 0 || bad != 0 {
+		t.Fatalf("customer: %d rows, %d whose c_nationkey does not lead to their r_name", rows, bad)
+	}
+	if keys < 10 {
+		t.Fatalf("customer: %d distinct nation keys among %d rows (25 nations, five a region)", keys, rows)
+	}
+}

@@ -25,8 +25,9 @@ const tableBatch = 8192
 // that has a released column or a child, into the staging folder dir:
 // synthetic int64 primary keys (1…n, or for a composite key holding the
 // foreign key, the parent's key and the row's number among its parent's
-// children), the foreign key to the parent's synthetic key, and the
-// released columns it owns, decoded as in the join file.
+// children), the foreign key to the parent's synthetic key, the released
+// columns it owns, decoded as in the join file, and its foreign keys into
+// public tables, holding real keys of those tables ([publicFK]).
 func (r *tablesRun) writeTables(ctx context.Context, dir string, files *publish.Group) ([]string, error) {
 	if err := os.MkdirAll(filepath.Join(dir, layout.TablesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("release: %w", err)
@@ -81,6 +82,20 @@ func (r *tablesRun) writeTable(ctx context.Context, i int, path string, files *p
 		g[n] = leafOf(relCols[k])
 		order = append(order, n)
 	}
+	var pubs []*publicFK
+	if i < len(r.public) {
+		pubs = r.public[i]
+	}
+	for _, fk := range pubs {
+		if _, dup := g[fk.column]; dup {
+			return fmt.Errorf("%w: release.output tables: table %s: foreign key %s has the name of another column", ErrUnsupported, t.name, fk.column)
+		}
+		g[fk.column] = parquet.String()
+		if fk.isInt {
+			g[fk.column] = parquet.Int(64)
+		}
+		order = append(order, fk.column)
+	}
 	schema := parquet.NewSchema(t.name, g)
 	syn := r.synth[i]
 	width := int64(len(r.levels[i].cols))
@@ -95,6 +110,18 @@ func (r *tablesRun) writeTable(ctx context.Context, i int, path string, files *p
 		}
 		col := leaf.ColumnIndex
 		switch {
+		case k >= len(keyCols)+len(relNames):
+			// A foreign key into a public table: the chosen real keys.
+			fk := pubs[k-len(keyCols)-len(relNames)]
+			fill[col] = func(dst []parquet.Value, lo int64) {
+				for d := range dst {
+					if fk.isInt {
+						dst[d] = parquet.Int64Value(fk.ints[lo+int64(d)]).Level(0, 0, col)
+					} else {
+						dst[d] = parquet.ByteArrayValue([]byte(fk.strs[lo+int64(d)])).Level(0, 0, col)
+					}
+				}
+			}
 		case k >= len(keyCols):
 			// A released column: its bins' values, made once.
 			rel := k - len(keyCols)
