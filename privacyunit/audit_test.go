@@ -598,3 +598,44 @@ func TestAutoBoundRecorded(t *testing.T) {
 		t.Fatalf("published contribution_bound %v, plan's r %v", chosen, p.Bound())
 	}
 }
+
+// TestRowsFloorUnits: the row count never falls below the DP unit count
+// (every unit owns at least one join row). On 20 units of one row at ε =
+// 0.2 the clipped count's noise (scale ≥ 1/ε_N ≈ 55 rows against 20)
+// would clamp it at 0 in about a third of the runs; over 300 runs the
+// floor must hold every time and be what sets the rows at least once
+// (a run with the count below n̂ has probability above 0.3 each, so none
+// in 300 has probability below 10⁻⁴⁶).
+func TestRowsFloorUnits(t *testing.T) {
+	s, f := auditSpec(t)
+	u, err := pmw.NewUniverse([]string{"o_cat"}, []int{2}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st memStats
+	st.add([2]int64{0, 1}, 20)
+	const eps = 0.2
+	floored := 0
+	for seed := range uint64(300) {
+		l, _ := dp.NewLedger(dp.Budget{Epsilon: eps, Delta: auditDelta})
+		p, err := Prepare(s, f, Config{Epsilon: eps, Delta: auditDelta, Columns: spec.FoldColumns(f, s.Release.Columns), Universe: u,
+			Families: auditFamilies(), Bound: 1, Rounds: 2}, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := p.Run(context.Background(), dp.NewSeededSource(seed), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rows < res.Units {
+			t.Fatalf("seed %d: %d rows below the DP unit count %d", seed, res.Rows, res.Units)
+		}
+		if res.Rows == res.Units && res.Units > 0 {
+			floored++
+		}
+	}
+	if floored == 0 {
+		t.Fatal("the floor never set the rows in 300 runs")
+	}
+	t.Logf("the unit count set the rows in %d of 300 runs", floored)
+}

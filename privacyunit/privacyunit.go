@@ -674,6 +674,12 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 		if rows, clip, scale, err = p.count(src, degs); err != nil {
 			return nil, err
 		}
+		// Every unit that n̂ counts owns at least one join row, so the join
+		// has at least as many rows as units: the DP unit count is a floor
+		// of the row count (post-processing of two DP outputs). A large
+		// clip's noise could otherwise clamp the count at 0 and write an
+		// empty file (the Retail example at ε = 0.5, one seed in five).
+		rows = max(rows, p.units)
 	}
 	out := &Result{Rows: rows, Clip: clip, CountScale: scale, Units: p.units, CountShare: p.share}
 	if p.cfg.NoCount {
