@@ -105,6 +105,19 @@ type Result struct {
 	// Epsilon and Delta are the share of the budget spent on this answer.
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta"`
+	// RawValue is the mechanism's own value when [PostProcess] changed
+	// Value (nil otherwise): NoiseBound95 bounds |RawValue − Q_τ(I)|, and
+	// LowerBound95, computed from it, still bounds Q(I); neither is a
+	// statement about the post-processed Value.
+	RawValue *int64 `json:"raw_value,omitempty"`
+	// PostProcessing says how Value was post-processed ("" when it was
+	// not): see [PostProcess].
+	PostProcessing string `json:"post_processing,omitempty"`
+
+	// raw is the mechanism's value before the clamp at 0 (set by
+	// SetValue; hasRaw tells whether it was).
+	raw    int64
+	hasRaw bool
 }
 
 // SetValue sets r.Value and r.LowerBound95 from a mechanism's raw DP value:
@@ -113,6 +126,7 @@ type Result struct {
 // at 0 when nonNegative (the query's declared domains make Q(I) ≥ 0).
 // Post-processing of DP outputs and public values.
 func (r *Result) SetValue(raw int64, below float64, nonNegative bool) {
+	r.raw, r.hasRaw = raw, true
 	lower := int64(math.Floor(float64(raw) - below))
 	if nonNegative {
 		raw, lower = max(raw, 0), max(lower, 0)

@@ -39,6 +39,8 @@ type answerOptions struct {
 	multi   bool
 	ranges  bool
 	mech    string
+	// raw prints the mechanisms' values without relational.PostProcess.
+	raw bool
 }
 
 func newAnswerCmd(g *globalOptions) *cobra.Command {
@@ -129,7 +131,17 @@ Many queries at once:
 Output: a table (--format text), CSV or JSON
   {"mechanism": {"name", "reason"}, "answers": [{"query", "group", "value",
   "mechanism", "noise_scale", "noise_bound_95", "lower_bound_95",
-  "threshold", "epsilon", "delta"}], "privacy": {the privacy report}}.
+  "threshold", "epsilon", "delta", "raw_value", "post_processing"}],
+  "privacy": {the privacy report}}.
+
+Post-processing (clipped Laplace and multi-query SJA, counts only, no
+privacy cost): the counts of one run are shrunk toward the independence
+fit of their factors (the query and each GROUP BY column) by the
+positive-part James–Stein rule, which keeps an answer's spread when it is
+far above the public noise, and each query's groups are made non-negative
+with their own total. NOISE ±95% and LOWER 95% then come from the raw
+value (raw_value in JSON): LOWER 95% still bounds the true answer; NOISE
+±95% bounds the raw value's noise. --raw skips it.
 
 --queries FILE holds queries separated by semicolons; -- starts a comment.
 Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
@@ -227,6 +239,7 @@ Exit codes: 2 for a bad query (named), flag or spec; 1 for data errors.`,
 	f.Float64Var(&o.base, "r2t-base", 2, "R2T: ratio between thresholds τ, a power of two (2: τ = 2, 4, 8, … as in the paper's analysis; 4 runs half the rungs)")
 	f.StringVar(&o.noise, "noise", string(relational.NoiseLaplace), "residual sensitivity with δ > 0: laplace or gaussian")
 	f.StringVar(&o.format, "format", "text", "output format: text, csv or json")
+	f.BoolVar(&o.raw, "raw", false, "print the clipped mechanism's and multi-query SJA's values as drawn, without the post-processing of a run's counts (shrinkage toward their independence fit, non-negative groups with their own total)")
 	f.StringVar(&o.mech, "mechanism", mechAuto, "user-level DP: auto (clip when every query's results belong to one unit; else multi-query SJA for two or more answers when δ > 0, else R2T), clip, r2t (one R2T run per answer, ε split evenly) or multi")
 	f.BoolVar(&o.multi, "multi", false, "the same as --mechanism multi: answer all queries and groups together (Dong–Sun–Yi multi-query SJA; needs δ > 0)")
 	f.BoolVar(&o.ranges, "ranges", false, "tuple-level DP: the queries are range counts on one table, answered with their set sensitivity (Inan et al.)")
@@ -503,10 +516,19 @@ func answerWith(ctx context.Context, eng *engine.Engine, src dp.Source, s *spec.
 	switch plan.kind {
 	case kindRanges:
 		return answerRanges(ctx, eng, src, s, texts, units, budget, ledger)
-	case kindClip:
-		return relational.Answer(ctx, eng, src, s, qs, relational.Options{Budget: budget, Units: units, GS: o.gs, Clip: true}, ledger)
-	case kindMulti:
-		return multi.Answer(ctx, eng, src, s, qs, multi.Options{Budget: budget, Units: units, GS: o.gs}, ledger)
+	case kindClip, kindMulti:
+		var res []relational.Result
+		var err error
+		if plan.kind == kindClip {
+			res, err = relational.Answer(ctx, eng, src, s, qs, relational.Options{Budget: budget, Units: units, GS: o.gs, Clip: true}, ledger)
+		} else {
+			res, err = multi.Answer(ctx, eng, src, s, qs, multi.Options{Budget: budget, Units: units, GS: o.gs}, ledger)
+		}
+		if err != nil || o.raw {
+			return res, err
+		}
+		// Post-processing of the DP values only (docs/answers.md).
+		return relational.PostProcess(qs, res), nil
 	}
 	return relational.Answer(ctx, eng, src, s, qs, relational.Options{
 		Budget: budget, Units: units, GS: o.gs, Base: o.base, Noise: relational.Noise(o.noise),
@@ -647,6 +669,12 @@ func writeAnswers(w io.Writer, format string, plan answerPlan, res []relational.
 		return err
 	}
 	fmt.Fprintln(w, boundsNote(plan))
+	for _, r := range res {
+		if r.PostProcessing != "" {
+			fmt.Fprintln(w, "post-processed (no privacy cost): "+r.PostProcessing+"; NOISE ±95% and LOWER 95% come from the raw values (--format json: raw_value; --raw prints them)")
+			break
+		}
+	}
 	if selfJoinRows(res) {
 		fmt.Fprintln(w, selfJoinNote)
 	}
