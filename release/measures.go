@@ -690,6 +690,9 @@ func (m *measure) fitCells() {
 	if m.atomFit == nil {
 		return
 	}
+	if m.unit {
+		m.shrinkAtoms()
+	}
 	shape := make([]float64, m.nAtoms)
 	rows := make([]float64, m.nAtoms)
 	for g, a := range m.sums {

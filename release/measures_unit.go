@@ -319,3 +319,52 @@ func (mp *measurePlan) chargeUnit(ledger *dp.Ledger, share float64) error {
 	}
 	return nil
 }
+
+// shrinkAtoms (under a unit, once the rows' cells are known) shrinks the
+// atoms' measured sums toward the rows' shape of the measured total —
+// r_a = total·rows(a)/rows, the synthetic rows in atom a (DP outputs) —
+// by positive-part James–Stein: with v = 2(C·b/ε_A)² the public variance
+// of one atom's noise and k atoms, y_a becomes r_a + λ(y_a − r_a),
+// λ = clamp(1 − (k − 2)·v/‖y − r‖², 0, 1); then the atoms are fitted to
+// the total again ([fitAtoms]). The target does not depend on the atoms'
+// noise (the rows and the total are separate measurements), which is
+// James–Stein's own setting: for Gaussian noise of that variance it
+// lowers the atoms' total squared error whatever the target when k ≥ 3
+// (the noise here is discrete Laplace: measured, not proved). On TPC-H
+// (docs/measures.md) it brought the workload boxes' median relative error
+// from 0.086 to 0.057; with Efron–Morris's limited translation at one
+// noise deviation, 0.064. Post-processing of DP outputs only.
+func (m *measure) shrinkAtoms() {
+	k := m.nAtoms
+	if k < 3 || m.totalDP <= 0 {
+		return
+	}
+	rows := make([]float64, k)
+	var all float64
+	for g, n := range m.rows {
+		rows[m.atomOf[g]] += float64(n)
+		all += float64(n)
+	}
+	if all == 0 {
+		return
+	}
+	v := 2 * math.Pow(m.clipValue()/m.epsA, 2)
+	var rss float64
+	r := make([]float64, k)
+	for a := range r {
+		r[a] = m.totalDP * rows[a] / all
+		rss += (m.atomsDP[a] - r[a]) * (m.atomsDP[a] - r[a])
+	}
+	if rss == 0 {
+		return
+	}
+	lambda := math.Min(1, math.Max(0, 1-float64(k-2)*v/rss))
+	y := make([]float64, k)
+	for a := range y {
+		y[a] = m.atomsDP[a] - (1-lambda)*(m.atomsDP[a]-r[a])
+	}
+	m.atomFit = fitAtoms(y, m.totalDP, m.u.Bound(true) == 0)
+}
+
+// clipValue is the chosen clip C in the measure's units (C·b).
+func (m *measure) clipValue() float64 { return float64(m.clip) * m.u.Resolution() }
