@@ -31,9 +31,11 @@ as() {
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+# free_port prints the first port from $1 (default 55432) to 55532 that
+# nothing listens on.
 free_port() {
   local p
-  for p in $(seq 55432 55532); do
+  for p in $(seq "${1:-55432}" 55532); do
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
   done
   echo "pg-throwaway: no free port in 55432-55532" >&2
@@ -49,15 +51,32 @@ fi
 bin=$(bindir)
 case "$cmd" in
 start)
-  port=${3:-$(free_port)}
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
   as "$bin/initdb" -U synth -A trust -E UTF8 --locale=C --no-sync -D "$dir/data" >"$dir/initdb.log" 2>&1 ||
     { cat "$dir/initdb.log" >&2; exit 1; }
-  as "$bin/pg_ctl" -w -D "$dir/data" -l "$dir/server.log" start \
-    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >/dev/null ||
-    { cat "$dir/server.log" >&2; exit 1; }
+  # A port free when probed can be taken before this server binds it (two
+  # CI runs or test setups starting at once on one machine): without a
+  # PORT argument, a start that could not bind its port tries the next
+  # free one.
+  from=55432
+  while :; do
+    port=${3:-$(free_port "$from")}
+    seen=0
+    [ -f "$dir/server.log" ] && seen=$(wc -l <"$dir/server.log")
+    if as "$bin/pg_ctl" -w -D "$dir/data" -l "$dir/server.log" start \
+      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >/dev/null; then
+      break
+    fi
+    if [ -z "${3:-}" ] && [ "$port" -lt 55532 ] && tail -n "+$((seen + 1))" "$dir/server.log" | grep -q "could not bind\|could not create any TCP/IP sockets"; then
+      echo "pg-throwaway: port $port was taken meanwhile; trying the next free port" >&2
+      from=$((port + 1))
+      continue
+    fi
+    cat "$dir/server.log" >&2
+    exit 1
+  done
   echo "postgres://synth@127.0.0.1:$port/postgres?sslmode=disable"
   ;;
 stop)
