@@ -45,6 +45,9 @@ type Engine struct {
 	loads int64
 	// temps numbers the short-lived tables of statistics ([Engine.tempName]).
 	temps atomic.Int64
+	// counts are the stored child counts of fan-out edges
+	// ([Engine.childCountTable]).
+	counts map[Hop]string
 	// inPlace makes Load read Parquet sources straight from the files
 	// instead of storing them in data tables (see [Engine.ReadInPlace]).
 	inPlace bool
@@ -337,5 +340,10 @@ func (e *Engine) forget(tables ...string) {
 	defer e.mu.Unlock()
 	for _, t := range tables {
 		delete(e.tables, t)
+		for h := range e.counts {
+			if h.Child == t {
+				delete(e.counts, h) // its table goes with the schema at Close
+			}
+		}
 	}
 }
