@@ -840,8 +840,27 @@ func (r *tablesRun) run(ctx context.Context, src dp.Source, eng tablesStats) (*O
 		return nil, err
 	}
 	tableRows := map[string]any{}
+	atClip := map[string]any{}
 	for i, st := range r.synth {
 		tableRows[tree.tables[i].name] = st.rows
+		if i == 0 {
+			continue
+		}
+		// The share of the synthetic parents drawn in the edge's last
+		// (clipped) fan-out bin: the model's estimate (DP) of the parents
+		// the clip reaches.
+		par := tree.tables[i].parent
+		pst, plv := r.synth[par], r.levels[par]
+		at := slices.IndexFunc(plv.cols, func(c levelCol) bool { return c.key == fanKey(tree.tables[i].name) })
+		var n int64
+		for p := int64(0); p < pst.rows && at >= 0; p++ {
+			if int(pst.bins[p*int64(len(plv.cols))+int64(at)]) == r.clips[i] {
+				n++
+			}
+		}
+		if pst.rows > 0 {
+			atClip[tree.tables[par].name+"→"+tree.tables[i].name] = float64(n) / float64(pst.rows)
+		}
 	}
 	cells, counts, total, err := r.joinCells()
 	if err != nil {
@@ -853,6 +872,7 @@ func (r *tablesRun) run(ctx context.Context, src dp.Source, eng tablesStats) (*O
 		"release_output":               string(spec.OutputTables),
 		"contribution_bound":           s.Release.Bound(),
 		"fanout_clips":                 clipParams,
+		"fanout_parents_at_clip":       atClip,
 		"level_dp_row_counts":          levelRows,
 		"synthetic_table_rows":         tableRows,
 		"fanout_clip_epsilon_per_edge": r.epsEdge,
