@@ -209,8 +209,12 @@ func PostProcess(queries []*Query, res []Result) []Result {
 		}
 	}
 	out := slices.Clone(res)
-	note := fmt.Sprintf("shrunk toward the independence fit of the run's %d answers over %d factor(s) (positive-part James–Stein, λ = %.3f kept of each answer's spread), "+
-		"then each query's groups made non-negative with their own total; the bounds are the raw value's", d, len(factors), lambda)
+	target := "their mean"
+	if len(factors) > 0 {
+		target = fmt.Sprintf("their independence fit over %d factors (queries and GROUP BY columns)", len(factors))
+	}
+	note := fmt.Sprintf("the run's %d answers shrunk toward %s (positive-part James–Stein, λ = %.3f of each answer's spread kept, no answer moved by more than one noise deviation), "+
+		"then each query's groups made non-negative with their own total; the bounds are the raw value's", d, target, lambda)
 	for i := range out {
 		v := int64(math.Round(x[i]))
 		if v == out[i].Value {
