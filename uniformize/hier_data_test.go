@@ -82,7 +82,7 @@ func loadHier(t *testing.T, in *hinst) *engine.Engine {
 		t.Fatalf("%s: %v\n%s", in, err, y.String())
 	}
 	ctx := context.Background()
-	eng, err := engine.Open(ctx, "duckdb")
+	eng, err := engine.Open(ctx, "duckdb::memory:")
 	if err != nil {
 		t.Fatal(err)
 	}
