@@ -431,6 +431,13 @@ func (t *ownTree) levelSpec(s *spec.Spec, lv *level, owner func(string) (string,
 	ls.Release.Columns = nil
 	ls.Release.Measures = nil
 	ls.Release.Rows = 0
+	if lv.table == 0 {
+		// The unit level's path join is the unit table (with its folded
+		// lookups, one row each): every unit is exactly one row, so a
+		// bound of one row clips nothing and is the level's sensitivity;
+		// r > 1 would only scale its noise by r.
+		ls.Release.ContributionBound = 1
+	}
 	ls.Release.Output = spec.OutputJoin
 	in := map[spec.ColumnRef]bool{}
 	for _, c := range lv.cols {
