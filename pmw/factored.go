@@ -134,6 +134,19 @@ type factored struct {
 	measured int
 }
 
+// poolRatio: when the 1-way marginals' DP total n̂ is below poolRatio
+// times their per-cell noise σ₀ (fewer than three cells of any 1-way
+// marginal can then hold 3σ₀ rows), each 1-way estimate pools the cells
+// below 3σ into their mean ([mwemMeas.poolCells]) instead of taking the
+// shrinkage or the noisy table. Measured (docs/small-data.md, 10 seeds):
+// Retail with 100 customers at ε = 1 (n̂/σ₀ ≈ 4.6; its country marginal
+// has 90% of its rows in one of 38 cells) 0.449 → 0.401; the Adult and Bank subsamples (n̂/σ₀ ≥ 9.9 at 500 rows and ε =
+// 0.5) and the large examples (≥ 24) do not reach it. Pooled always, the
+// 500-row tables lost up to 12%. The choice reads n̂ and σ₀ only (a DP
+// output and a public scale): post-processing. n̂ ≤ 0 (nothing measurable)
+// leaves the shrinkage alone.
+const poolRatio = 8
+
 // factoredRoundIters and factoredFinalIters cap the mirror-descent steps
 // of the fit after each round and of the final fit; factoredTol stops a
 // fit when a step gains less than that per measured cell (the loss is in
@@ -697,6 +710,16 @@ func (f *factored) init() error {
 	}
 	f.nEst = num / den
 	f.nSD = math.Sqrt(1 / den)
+	if f.nEst > 0 && f.nEst < poolRatio*f.initScale() {
+		// Few rows against the 1-ways' noise: pool their noise-dominated
+		// cells (see poolRatio), now and whenever a round measures one of
+		// them again.
+		for _, c := range f.initColumns() {
+			me := f.meas[setKey([]int{c})]
+			me.pool = true
+			me.shrink()
+		}
+	}
 	f.n = math.Max(f.nEst, 1)
 	if f.cfg.testFixedN > 0 {
 		f.n = f.cfg.testFixedN // a lens: the same n on every input
