@@ -152,39 +152,23 @@ func (e *Engine) AddFanout(ctx context.Context, h Hop, cols ...FanoutColumn) err
 		return err
 	}
 	defer e.dropChildCounts(ctx, h)
-	// The relation may be a view over the loaded file: build the table
-	// with the new column beside it, drop the old relation, and give the
-	// new table its name.
-	var kind string
-	if err := e.db.QueryRowContext(ctx, "SELECT table_type FROM information_schema.tables WHERE table_name = $1 AND table_schema = current_schema()", h.Parent).Scan(&kind); err != nil {
-		return statError(ctx, "fan-out of "+h.Parent+" in "+h.Child, err)
-	}
-	drop := "DROP TABLE "
-	if strings.Contains(strings.ToUpper(kind), "VIEW") {
-		drop = "DROP VIEW "
-	}
-	tmp := d.ident(ReservedPrefix + "fan_" + h.Parent)
-	stmts := []string{
-		"DROP TABLE IF EXISTS " + tmp,
-		"CREATE TABLE " + tmp + " AS SELECT p.*, " + strings.Join(sel, ", ") + " FROM " + d.ident(h.Parent) + " AS p LEFT JOIN " + d.ident(counts) + " AS f ON " + on,
-		drop + d.ident(h.Parent),
-		"ALTER TABLE " + tmp + " RENAME TO " + d.ident(h.Parent),
-	}
-	for _, q := range stmts {
-		if _, err := e.db.ExecContext(ctx, q); err != nil {
-			return statError(ctx, "fan-out of "+h.Parent+" in "+h.Child, err)
-		}
-	}
-	e.forget(h.Parent)
-	e.mu.Lock()
-	if e.sizes[h.Parent] == nil {
-		e.sizes[h.Parent] = map[string]int{}
+	if err := e.rebuild(ctx, h.Parent, strings.Join(sel, ", "), d.ident(counts), on, "fan-out of "+h.Parent+" in "+h.Child); err != nil {
+		return err
 	}
 	for _, c := range cols {
-		e.sizes[h.Parent][c.Name] = len(c.Lows)
+		e.declareSize(h.Parent, c.Name, len(c.Lows))
 	}
-	e.mu.Unlock()
 	return nil
+}
+
+// declareSize records the number of bins of a column added to table.
+func (e *Engine) declareSize(table, column string, size int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sizes[table] == nil {
+		e.sizes[table] = map[string]int{}
+	}
+	e.sizes[table][column] = size
 }
 
 // UnitMaxFanout returns, for the ownership path path (path[0].Parent is
@@ -247,12 +231,7 @@ func (e *Engine) AddMode(ctx context.Context, h Hop, name, col string, size int)
 	if err := e.rebuild(ctx, h.Parent, "COALESCE(f.b, 0) AS "+d.ident(BinColumn(name)), modes, on, "mode of "+col+" of "+h.Child+" per "+h.Parent); err != nil {
 		return err
 	}
-	e.mu.Lock()
-	if e.sizes[h.Parent] == nil {
-		e.sizes[h.Parent] = map[string]int{}
-	}
-	e.sizes[h.Parent][name] = size
-	e.mu.Unlock()
+	e.declareSize(h.Parent, name, size)
 	return nil
 }
 
