@@ -33,22 +33,33 @@ package release
 // per-unit average inside a context is close to the per-row truth, and the
 // fan-out rebuilds the row counts. Sibling correlation (two orders of one
 // customer alike) is carried by what the siblings share: their parent's
-// columns and fan-out. A latent class per parent is not modelled yet.
+// columns and fan-out, and with release.sibling_classes the parent's
+// sibling class of the edge (the most frequent bin of one child column
+// among its children: an own column of the parent's level, a context
+// column of the child's).
 //
 // Privacy. Neighbours delete one unit with its whole subtree.
 //   - Fan-out clip of an edge A→C (exponential mechanism over the public
 //     ladder fanoutLows): score −#{units owning an A row with more than τ_j
-//     C rows} − j/ε_e. Deleting a unit changes that count by at most one
+//     C rows} − 2j/ε_e. Deleting a unit changes that count by at most one
 //     and no other unit's rows: sensitivity 1. The clip is a DP output;
 //     the levels' domains depend on it (adaptive composition).
 //   - A level is privacyunit's release on its path join, DP under the same
 //     neighbour relation with its (ε_k, δ_k): deleting a unit removes its
-//     rows of T, whose bounded weights add up to at most r (the fan-out
-//     columns are functions of the unit's own subtree, so they change only
-//     on the deleted unit's rows).
-//   - The clips and the levels compose by basic composition: Σ ε_e + Σ ε_k
-//     = ε, Σ δ_k = δ. Drawing the tables and their join from the levels'
-//     models is post-processing.
+//     rows of T, whose bounded weights add up to at most r (one row at the
+//     unit level, where every unit is one row). The fan-out, class and
+//     sibling-class columns of a row are functions of the rows below it,
+//     which all belong to the row's own unit (a child references one
+//     parent, and the parent's unit owns the child's subtree), so deleting
+//     a unit changes them only on the deleted unit's own rows, which leave
+//     with it: no other unit's row changes, and the level's bound holds.
+//     Their domains are public (the clip ladder, the child column's
+//     declared bins).
+//   - The clips and the levels compose in zCDP (Bun–Steinke 2016, Lemma
+//     2.3): Σ ρ_e + Σ ρ_k = ρ, converted to the spec's (ε, δ). Drawing
+//     the tables, their keys (public tables' real keys included: chosen
+//     from the public rows by the drawn values) and their join from the
+//     levels' models is post-processing.
 
 import (
 	"context"
