@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/synth-dp/synth/spec"
 )
 
 // Hop is one foreign-key edge of an ownership path: the rows of Child
@@ -263,4 +266,66 @@ func (e *Engine) rebuild(ctx context.Context, table, sel, sub, on, what string) 
 	}
 	e.forget(table)
 	return nil
+}
+
+// LookupRows reads a public lookup table root joined to the public tables
+// it reaches (edges[k] = {a column of an earlier table, the primary key
+// of the table it adds}): for every row, in the order of root's key, the
+// key (an int64 when stored as an integer, else its text) and the stored
+// bins of the declared columns bins (NULL when a row's value has no bin).
+// It reads public tables only.
+func (e *Engine) LookupRows(ctx context.Context, root, key string, edges [][2]spec.ColumnRef, bins []spec.ColumnRef, f func(key any, bins []sql.NullInt64) error) error {
+	d := e.d
+	isInt, err := e.StoredAsInteger(ctx, root, key)
+	if err != nil {
+		return err
+	}
+	alias := map[string]string{root: "t0"}
+	for k, ed := range edges {
+		alias[ed[1].Table] = "t" + strconv.Itoa(k+1)
+	}
+	k := "t0." + d.ident(key)
+	if !isInt {
+		k = keyText(d, k)
+	}
+	var q strings.Builder
+	q.WriteString("SELECT " + k)
+	for _, b := range bins {
+		a, ok := alias[b.Table]
+		if !ok {
+			return fmt.Errorf("%w: lookup rows of %s: column %s is in no joined table", ErrInvalid, root, b)
+		}
+		q.WriteString(", " + a + "." + d.ident(BinColumn(b.Column)))
+	}
+	q.WriteString(" FROM " + d.ident(root) + " AS t0")
+	for _, ed := range edges {
+		a, ok := alias[ed[0].Table]
+		if !ok {
+			return fmt.Errorf("%w: lookup rows of %s: edge %s = %s leaves the joined tables", ErrInvalid, root, ed[0], ed[1])
+		}
+		q.WriteString(" JOIN " + d.ident(ed[1].Table) + " AS " + alias[ed[1].Table] + " ON " +
+			keyText(d, a+"."+d.ident(ed[0].Column)) + " = " + keyText(d, alias[ed[1].Table]+"."+d.ident(ed[1].Column)))
+	}
+	q.WriteString(" ORDER BY 1")
+	return e.Aggregate(ctx, q.String(), nil, func(rows *sql.Rows) error {
+		vals := make([]sql.NullInt64, len(bins))
+		dst := make([]any, 0, len(bins)+1)
+		var ik int64
+		var sk string
+		if isInt {
+			dst = append(dst, &ik)
+		} else {
+			dst = append(dst, &sk)
+		}
+		for b := range vals {
+			dst = append(dst, &vals[b])
+		}
+		if err := rows.Scan(dst...); err != nil {
+			return err
+		}
+		if isInt {
+			return f(ik, vals)
+		}
+		return f(sk, vals)
+	})
 }

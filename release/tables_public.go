@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
+	"strconv"
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"
@@ -100,57 +100,20 @@ func (r *tablesRun) choosePublicKeys(ctx context.Context, src dp.Source, eng *en
 					at = append(at, int64(k))
 				}
 			}
-			isInt, err := eng.StoredAsInteger(ctx, pub.Table, pub.Column)
-			if err != nil {
-				return err
-			}
-			alias := func(table string) string { return fmt.Sprintf("t%d", slices.Index(closure, table)) }
-			ident := func(x string) string { return `"` + strings.ReplaceAll(x, `"`, `""`) + `"` }
-			key := alias(pub.Table) + "." + ident(pub.Column)
-			if !isInt {
-				key = "CAST(" + key + " AS VARCHAR)"
-			}
-			var q strings.Builder
-			q.WriteString("SELECT " + key)
-			for _, ref := range refs {
-				q.WriteString(", " + alias(ref.Table) + "." + ident(engine.BinColumn(ref.Column)))
-			}
-			q.WriteString(" FROM " + ident(pub.Table) + " AS " + alias(pub.Table))
-			for _, ed := range edges {
-				q.WriteString(" JOIN " + ident(ed[1].Table) + " AS " + alias(ed[1].Table) + " ON " +
-					eng.KeyText(alias(ed[0].Table)+"."+ident(ed[0].Column)) + " = " + eng.KeyText(alias(ed[1].Table)+"."+ident(ed[1].Column)))
-			}
-			q.WriteString(" ORDER BY 1") // a fixed order: seeded runs choose the same keys
 			byBins := map[string][]int{}
-			var ints []int64
-			var strs []string
-			if err := eng.Aggregate(ctx, q.String(), nil, func(rows *sql.Rows) error {
-				bins := make([]sql.NullInt64, len(refs))
-				dst := make([]any, 0, len(refs)+1)
-				var ik int64
-				var sk string
-				if isInt {
-					dst = append(dst, &ik)
-				} else {
-					dst = append(dst, &sk)
-				}
-				for b := range bins {
-					dst = append(dst, &bins[b])
-				}
-				if err := rows.Scan(dst...); err != nil {
-					return err
-				}
-				n := len(ints)
-				ints, strs = append(ints, ik), append(strs, sk)
-				byBins[binsKey(bins)] = append(byBins[binsKey(bins)], n)
+			var keys []any // int64 or string, as the engine stores the key
+			if err := eng.LookupRows(ctx, pub.Table, pub.Column, edges, refs, func(key any, bins []sql.NullInt64) error {
+				byBins[binsKey(bins)] = append(byBins[binsKey(bins)], len(keys))
+				keys = append(keys, key)
 				return nil
 			}); err != nil {
 				return fmt.Errorf("release: foreign key %s into public table %s: %w", mine, pub.Table, err)
 			}
-			n := len(ints)
+			n := len(keys)
 			if n == 0 {
 				continue // an empty public table: nothing to point at
 			}
+			_, isInt := keys[0].(int64)
 			fk := &publicFK{column: mine.Column, isInt: isInt}
 			row := make([]sql.NullInt64, len(refs))
 			for x := int64(0); x < syn.rows; x++ {
@@ -166,9 +129,9 @@ func (r *tablesRun) choosePublicKeys(ctx context.Context, src dp.Source, eng *en
 					pick = cands[rnd.IntN(len(cands))]
 				}
 				if isInt {
-					fk.ints = append(fk.ints, ints[pick])
+					fk.ints = append(fk.ints, keys[pick].(int64))
 				} else {
-					fk.strs = append(fk.strs, strs[pick])
+					fk.strs = append(fk.strs, keys[pick].(string))
 				}
 			}
 			r.public[i] = append(r.public[i], fk)
@@ -180,13 +143,14 @@ func (r *tablesRun) choosePublicKeys(ctx context.Context, src dp.Source, eng *en
 // binsKey is a map key of a row of bins (NULL bins, which a public
 // column outside the domain would give, never match a synthetic row).
 func binsKey(b []sql.NullInt64) string {
-	var sb strings.Builder
+	var sb []byte
 	for _, v := range b {
 		if v.Valid {
-			fmt.Fprintf(&sb, "%d,", v.Int64)
+			sb = strconv.AppendInt(sb, v.Int64, 10)
+			sb = append(sb, ',')
 		} else {
-			sb.WriteString("n,")
+			sb = append(sb, "n,"...)
 		}
 	}
-	return sb.String()
+	return string(sb)
 }
