@@ -1087,10 +1087,12 @@ type rounder struct {
 	nc, no   int64
 	carry    []float64
 	marginal []float64 // the own cells' marginal, for contexts of zero weight
+	w        []float64 // scratch: one context's rounding weights
+	counts   []int64   // scratch: one context's rounded counts
 }
 
 func newRounder(joint []float64, nc, no int64) *rounder {
-	return &rounder{joint: joint, nc: nc, no: no, carry: make([]float64, no)}
+	return &rounder{joint: joint, nc: nc, no: no, carry: make([]float64, no), w: make([]float64, no), counts: make([]int64, no)}
 }
 
 // split returns the own cells of n children of context c, in a random
@@ -1123,9 +1125,10 @@ func (rd *rounder) split(rnd *rand.Rand, c, n int64) []int32 {
 		}
 		return out
 	}
-	w := make([]float64, rd.no)
+	w := rd.w
 	var wt float64
 	for y, v := range q {
+		w[y] = 0
 		if v > 0 {
 			w[y] = max(float64(n)*v/tot+rd.carry[y], 0)
 			wt += w[y]
@@ -1137,7 +1140,7 @@ func (rd *rounder) split(rnd *rand.Rand, c, n int64) []int32 {
 		}
 	}
 	out := make([]int32, 0, n)
-	counts := systematic(rnd, w, n)
+	counts := systematicInto(rd.counts, rnd, w, n)
 	for y, k := range counts {
 		if q[y] > 0 {
 			rd.carry[y] += float64(n)*q[y]/tot - float64(k)
@@ -1154,11 +1157,15 @@ func (rd *rounder) split(rnd *rand.Rand, c, n int64) []int32 {
 // or the ceiling of its expectation (systematic sampling with one uniform
 // offset); w ≥ 0 with a positive sum.
 func systematic(rnd *rand.Rand, w []float64, n int64) []int64 {
+	return systematicInto(make([]int64, len(w)), rnd, w, n)
+}
+
+// systematicInto is [systematic] writing into out (len(w) long).
+func systematicInto(out []int64, rnd *rand.Rand, w []float64, n int64) []int64 {
 	var tot float64
 	for _, v := range w {
 		tot += v
 	}
-	out := make([]int64, len(w))
 	u := rnd.Float64()
 	var cum float64
 	var prev int64
