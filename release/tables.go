@@ -68,6 +68,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"
@@ -637,12 +638,20 @@ const (
 	mutTrueFanoutClip = 1 // the clip is the best-scoring candidate, chosen without noise
 	mutNoChildBound   = 2 // a child level's rows weigh one row each, however many its unit has: no bound on the children
 	mutOneChildNoise  = 3 // a child level's noise calibrated to one child (one row) instead of the unit's bound r
+	// mutSiblingUnbounded: every question that holds a sibling class is
+	// read without the unit's bound, every row weighing one row, as if a
+	// class, one value per parent row, had the sensitivity of one row;
+	// but below the unit level a unit owns many parent rows.
+	mutSiblingUnbounded = 4
 )
 
 // levelStats is what level i's privacy-unit release reads: eng, but for a
 // planted bug (tests only). r is the level's contribution bound.
 func levelStats(eng privacyunit.Stats, i int, r float64) privacyunit.Stats {
-	if i == 0 || (tablesMutation != mutNoChildBound && tablesMutation != mutOneChildNoise) {
+	switch {
+	case tablesMutation == mutSiblingUnbounded:
+		return mutStats{eng, tablesMutation, int64(r)}
+	case i == 0 || (tablesMutation != mutNoChildBound && tablesMutation != mutOneChildNoise):
 		return eng
 	}
 	return mutStats{eng, tablesMutation, int64(r)}
@@ -652,15 +661,25 @@ func levelStats(eng privacyunit.Stats, i int, r float64) privacyunit.Stats {
 // for the histogram with an unbounded bound (every row weighs min(grid,
 // ⌊2⁴⁰/n_u⌋) = grid, one row); mutOneChildNoise multiplies every weight by
 // r, which is the honest histogram measured with noise for one row instead
-// of r rows (privacyunit calibrates to grid·r), scaled by r.
+// of r rows (privacyunit calibrates to grid·r), scaled by r;
+// mutSiblingUnbounded asks every question that holds a sibling class
+// unbounded.
 type mutStats struct {
 	privacyunit.Stats
 	mut int
 	r   int64
 }
 
+// unbounded reports whether the planted bug reads cols without the bound.
+func (m mutStats) unbounded(cols []spec.ColumnRef) bool {
+	if m.mut == mutSiblingUnbounded {
+		return slices.ContainsFunc(cols, func(c spec.ColumnRef) bool { return strings.HasPrefix(c.Column, siblingName("")) })
+	}
+	return m.mut == mutNoChildBound
+}
+
 func (m mutStats) UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, key engine.UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]engine.Cell, []engine.UnitDegree, error) {
-	if m.mut == mutNoChildBound {
+	if m.unbounded(cols) {
 		bound = 1 << 40
 	}
 	cells, degs, err := m.Stats.UnitHistogram(ctx, h, key, cols, sizes, grid, bound)
@@ -673,7 +692,7 @@ func (m mutStats) UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, k
 }
 
 func (m mutStats) UnitMarginalL2(ctx context.Context, h *hypergraph.Hypergraph, key engine.UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]engine.Cell, error) {
-	if m.mut == mutNoChildBound {
+	if m.unbounded(cols) {
 		bound = 1 << 40
 	}
 	cells, err := m.Stats.UnitMarginalL2(ctx, h, key, cols, sizes, grid, bound)
@@ -858,7 +877,7 @@ func (r *tablesRun) run(ctx context.Context, src dp.Source, eng tablesStats) (*O
 		return nil, err
 	}
 	tableRows := map[string]any{}
-	atClip := map[string]any{}
+	atClip, childrenAtClip := map[string]any{}, map[string]any{}
 	for i, st := range r.synth {
 		tableRows[tree.tables[i].name] = st.rows
 		if i == 0 {
@@ -866,18 +885,46 @@ func (r *tablesRun) run(ctx context.Context, src dp.Source, eng tablesStats) (*O
 		}
 		// The share of the synthetic parents drawn in the edge's last
 		// (clipped) fan-out bin: the model's estimate (DP) of the parents
-		// the clip reaches.
+		// the clip reaches; and the share of the synthetic children under
+		// them, which stand for every child of those parents, the ones
+		// above the clip included.
+		//
+		// The share of the true children the clip cut, Σ_p max(0, n_p −
+		// τ) / Σ_p n_p, is not a function of what the release measures:
+		// the fan-out column holds every count at or above the clipped
+		// bin's low end in one bin, and the child level bounds each
+		// unit's rows to r, so no DP output sees how far above τ a parent
+		// goes. Estimating it costs budget, and under the unit neighbour
+		// relation one unit can move it from 0 to nearly 1 (a unit with
+		// 10,000 children above the clip among 2,000 that have one), so
+		// it needs its own per-unit bound too, which hides exactly the
+		// heavy units it is asked about. A sensitivity-1 count with σ =
+		// 10 would cost ρ = 0.005, a fifth of the whole release's ρ ≈
+		// 0.024 at ε = 1, δ = 10⁻⁶. Chosen: no budget; these two shares,
+		// post-processing of the drawn tables (docs/relational.md).
 		par := tree.tables[i].parent
 		pst, plv := r.synth[par], r.levels[par]
 		at := slices.IndexFunc(plv.cols, func(c levelCol) bool { return c.key == fanKey(tree.tables[i].name) })
+		clipped := make([]bool, pst.rows)
 		var n int64
 		for p := int64(0); p < pst.rows && at >= 0; p++ {
 			if int(pst.bins[p*int64(len(plv.cols))+int64(at)]) == r.clips[i] {
+				clipped[p] = true
 				n++
 			}
 		}
+		edge := tree.tables[par].name + "→" + tree.tables[i].name
 		if pst.rows > 0 {
-			atClip[tree.tables[par].name+"→"+tree.tables[i].name] = float64(n) / float64(pst.rows)
+			atClip[edge] = float64(n) / float64(pst.rows)
+		}
+		var kids int64
+		for _, p := range st.parent {
+			if clipped[p] {
+				kids++
+			}
+		}
+		if st.rows > 0 {
+			childrenAtClip[edge] = float64(kids) / float64(st.rows)
 		}
 	}
 	cells, counts, total, err := r.joinCells()
@@ -891,6 +938,7 @@ func (r *tablesRun) run(ctx context.Context, src dp.Source, eng tablesStats) (*O
 		"contribution_bound":           s.Release.Bound(),
 		"fanout_clips":                 clipParams,
 		"fanout_parents_at_clip":       atClip,
+		"fanout_children_at_clip":      childrenAtClip,
 		"level_dp_row_counts":          levelRows,
 		"synthetic_table_rows":         tableRows,
 		"fanout_clip_epsilon_per_edge": r.epsEdge,

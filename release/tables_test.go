@@ -3,9 +3,12 @@ package release
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -191,5 +194,101 @@ func TestTablesPublicKeys(t *testing.T) {
 	}
 	if keys < 10 {
 		t.Fatalf("customer: %d distinct nation keys among %d rows (25 nations, five a region)", keys, rows)
+	}
+}
+
+// TestTablesReportClip: the report's per-edge fan-out fields, recomputed
+// by DuckDB from the written tables. A two-table release (units with 0
+// to 11 o rows, ε = 4, seeded) reports the edge's clip τ, the share of
+// the u file's rows whose number of o rows lies in the clipped bin
+// [low, τ] (fanout_parents_at_clip), and the share of
+// the o rows under them (fanout_children_at_clip); no parent has more
+// than τ children. Two seeds, so that at least one draws parents at the
+// clip (checked: the shares are not all 0).
+func TestTablesReportClip(t *testing.T) {
+	dir := t.TempDir()
+	var u, o strings.Builder
+	u.WriteString("u_id\n")
+	o.WriteString("o_id,o_ref,o_cat\n")
+	oid := 0
+	for i := range 600 {
+		fmt.Fprintf(&u, "%d\n", i)
+		for k := range (i * 7) % 12 {
+			fmt.Fprintf(&o, "%d,%d,c%d\n", oid, i, (i+k)%2)
+			oid++
+		}
+	}
+	for name, body := range map[string]string{"u.csv": u.String(), "o.csv": o.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	y := `privacy: {epsilon: 4, delta: 1e-6, unit: u}
+tables:
+  - name: u
+    source: u.csv
+    primary_key: u_id
+    columns: {u_id: {type: key}}
+  - name: o
+    source: o.csv
+    primary_key: o_id
+    columns: {o_id: {type: key}, o_ref: {type: key}, o_cat: {type: categorical, values: [c0, c1]}}
+join: [o.o_ref = u.u_id]
+release: {columns: [o_cat], output: tables}
+`
+	s, err := spec.Parse([]byte(y), filepath.Join(dir, "synth.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nonzero int
+	for seed := range uint64(2) {
+		sum, err := Run(context.Background(), Options{Spec: s, OutDir: filepath.Join(dir, fmt.Sprint("out", seed)), Engine: "duckdb", Source: dp.NewSeededSource(seed + 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(sum.Report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Parameters struct {
+				Clips    map[string]int64   `json:"fanout_clips"`
+				Parents  map[string]float64 `json:"fanout_parents_at_clip"`
+				Children map[string]float64 `json:"fanout_children_at_clip"`
+			} `json:"parameters"`
+		}
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		const edge = "u→o"
+		tau, ok := rep.Parameters.Clips[edge]
+		j := slices.IndexFunc(fanoutLows[1:], func(l int64) bool { return l-1 == tau }) // fanoutClip(j) = τ
+		if !ok || j < 1 {
+			t.Fatalf("seed %d: clip %d of %s is no rung of the ladder (report %s)", seed, tau, edge, b)
+		}
+		low := fanoutLows[j]
+		db := openDuck(t)
+		uf := sqlString(filepath.Join(sum.Dir, layout.TablesDir, "u.parquet"))
+		of := sqlString(filepath.Join(sum.Dir, layout.TablesDir, "o.parquet"))
+		fan := fmt.Sprintf("SELECT u.u_id, count(o.o_ref) AS n FROM %s u LEFT JOIN %s o ON o.o_ref = u.u_id GROUP BY u.u_id", uf, of)
+		units := queryInt(t, db, "SELECT count(*) FROM "+uf)
+		kids := queryInt(t, db, "SELECT count(*) FROM "+of)
+		atClip := queryInt(t, db, fmt.Sprintf("SELECT count(*) FROM (%s) WHERE n >= %d", fan, low))
+		under := queryInt(t, db, fmt.Sprintf("SELECT coalesce(sum(n), 0) FROM (%s) WHERE n >= %d", fan, low))
+		above := queryInt(t, db, fmt.Sprintf("SELECT count(*) FROM (%s) WHERE n > %d", fan, tau))
+		if units == 0 || kids == 0 || above != 0 {
+			t.Fatalf("seed %d: %d units, %d o rows, %d units above the clip %d", seed, units, kids, above, tau)
+		}
+		wantP, wantC := float64(atClip)/float64(units), float64(under)/float64(kids)
+		if p, c := rep.Parameters.Parents[edge], rep.Parameters.Children[edge]; math.Abs(p-wantP) > 1e-12 || math.Abs(c-wantC) > 1e-12 {
+			t.Fatalf("seed %d (clip %d, bin from %d): parents at the clip %v, children %v; the files say %v and %v", seed, tau, low, p, c, wantP, wantC)
+		}
+		if under > 0 {
+			nonzero++
+		}
+		t.Logf("seed %d: clip %d (bin from %d): parents at the clip %.4f, children under them %.4f", seed, tau, low, wantP, wantC)
+	}
+	if nonzero == 0 {
+		t.Fatal("no seed drew a parent at the clip: the check is empty")
 	}
 }
