@@ -204,7 +204,8 @@ func resolveSynthetic(path string) (file, tablesDir string) {
 }
 
 // writeTablesText prints the tables release's sections: table marginals,
-// fan-outs and group queries, one row per table, edge and edge.
+// fan-outs, sibling agreement and group queries, one row per table, edge,
+// edge and column, and edge.
 func writeTablesText(tw *tabwriter.Writer, t *score.TablesScore, flatRows int64) {
 	note := ""
 	if flatRows != t.JoinRows {
@@ -220,6 +221,13 @@ func writeTablesText(tw *tabwriter.Writer, t *score.TablesScore, flatRows int64)
 	fmt.Fprintf(tw, "edge\ttrue mean\tmean\tTVD\n")
 	for _, f := range t.FanOuts {
 		fmt.Fprintf(tw, "%s→%s\t%.2f\t%.2f\t%.4f\n", f.Parent, f.Child, f.TrueMean, f.Mean, f.TVD)
+	}
+	if len(t.Siblings) > 0 {
+		fmt.Fprintf(tw, "\nsiblings: share of pairs of one parent's children whose column agrees (bins); random pairs: any two true children\n")
+		fmt.Fprintf(tw, "edge\tcolumn\ttrue\tsynthetic\trandom pairs\n")
+		for _, sb := range t.Siblings {
+			fmt.Fprintf(tw, "%s→%s\t%s\t%.3f\t%.3f\t%.3f\n", sb.Parent, sb.Child, sb.Column, sb.True, sb.Synthetic, sb.TrueRandom)
+		}
 	}
 	if g := t.Groups; g != nil {
 		fmt.Fprintf(tw, "\ngroup queries (%d, seed %d; error |true − synthetic·N/N̂| / max(true, N/100); %d with true answer 0)\n", g.Queries, g.Seed, g.ZeroTrue)

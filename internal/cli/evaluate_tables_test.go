@@ -50,7 +50,7 @@ func TestEvaluateTables(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &ev); err != nil {
 		t.Fatalf("%v\n%s", err, r.stdout)
 	}
-	if ev.Tables == nil || len(ev.Tables.Tables) != 3 || len(ev.Tables.FanOuts) != 2 || ev.Tables.Groups == nil {
+	if ev.Tables == nil || len(ev.Tables.Tables) != 3 || len(ev.Tables.FanOuts) != 2 || len(ev.Tables.Siblings) == 0 || ev.Tables.Groups == nil {
 		t.Fatalf("tables section %+v", ev.Tables)
 	}
 	if ev.Tables.JoinRows != ev.SyntheticRows {
@@ -67,7 +67,14 @@ func TestEvaluateTables(t *testing.T) {
 	if g := ev.Tables.Groups; g.Mean < 0.05 || g.Queries != score.DefaultGroupQueries {
 		t.Errorf("groups with random parents %+v", g)
 	}
-	for file, want := range map[string]string{"index.html": "Tables of the release", "summary.json": `"fan_outs"`} {
+	for _, sb := range ev.Tables.Siblings {
+		// Only orders moved: the line items keep their orders.
+		if sb.Child == "lineitem" && (sb.Synthetic != sb.True || sb.Pairs != sb.TruePairs) {
+			t.Errorf("siblings of untouched line items %+v", sb)
+		}
+	}
+	for _, c := range [][2]string{{"index.html", "Tables of the release"}, {"index.html", "random pairs"}, {"summary.json", `"fan_outs"`}, {"summary.json", `"siblings"`}} {
+		file, want := c[0], c[1]
 		b, err := os.ReadFile(filepath.Join(rep, file))
 		if err != nil {
 			t.Fatal(err)
@@ -84,6 +91,7 @@ func TestWriteTablesText(t *testing.T) {
 	sc := &score.TablesScore{
 		Tables:       []score.TableScore{{Table: "customer", TrueRows: 10, Rows: 9, Marginals: make([]score.MarginalTVD, 3), MeanTVD: 0.01, MaxTVD: 0.02, MeanUnifTV: 0.3}},
 		FanOuts:      []score.FanOutScore{{Parent: "customer", Child: "orders", TrueMean: 2, Mean: 2.5, TVD: 0.125}},
+		Siblings:     []score.SiblingScore{{Parent: "customer", Child: "orders", Column: "o_orderpriority", True: 0.375, Synthetic: 0.25, TrueRandom: 0.1875}},
 		Groups:       &score.GroupScore{Queries: 1000, Seed: 37, Mean: 0.25, Median: 0.0625, ZeroTrue: 300, Edges: []score.GroupEdgeScore{{Parent: "customer", Child: "orders", Queries: 1000, Mean: 0.25, Median: 0.0625}}},
 		JoinRows:     40,
 		TrueJoinRows: 42,
@@ -92,7 +100,7 @@ func TestWriteTablesText(t *testing.T) {
 		flat int64
 		want []string
 	}{
-		{40, []string{"join of the tables: 40 rows (true 42)\n", "customer  10", "0.0100", "customer→orders  2.00", "0.1250", "300 with true answer 0", "all              1000     0.2500", "0.2500", "0.0625"}},
+		{40, []string{"join of the tables: 40 rows (true 42)\n", "customer  10", "0.0100", "customer→orders  2.00", "0.1250", "customer→orders  o_orderpriority  0.375  0.250      0.188", "300 with true answer 0", "all              1000     0.2500", "0.2500", "0.0625"}},
 		{41, []string{"the flat file holds 41 rows: it is not the join of the tables"}},
 	} {
 		var b bytes.Buffer

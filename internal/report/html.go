@@ -167,6 +167,11 @@ figcaption { font-size: .85rem; max-width: 36rem; }
 <tr><th class="l">edge</th><th>true mean</th><th>mean</th><th>TVD</th></tr>
 {{range .FanOuts}}<tr><td class="l">{{.Parent}} → {{.Child}}</td><td>{{num .TrueMean}}</td><td>{{num .Mean}}</td><td>{{num .TVD}}</td></tr>
 {{end}}</table>
+{{if .Siblings}}<p class="note">Siblings: the share of pairs of one parent's children whose column falls in the same bin, in the true and the synthetic tables; random pairs: any two true children, what siblings score when they are no more alike than strangers.</p>
+<table>
+<tr><th class="l">edge</th><th class="l">column</th><th>true</th><th>synthetic</th><th>random pairs</th></tr>
+{{range .Siblings}}<tr><td class="l">{{.Parent}} → {{.Child}}</td><td class="l">{{.Column}}</td><td>{{num .True}}</td><td>{{num .Synthetic}}</td><td>{{num .TrueRandom}}</td></tr>
+{{end}}</table>{{end}}
 {{with .Groups}}<p class="note">{{.Queries}} group queries (seed {{.Seed}}; docs/relational-eval.md): parents with a fan-out in a range, an attribute in a set and at least k children satisfying a condition. Error |true − synthetic·N/N̂| / max(true, N/100); {{.ZeroTrue}} queries have a true answer of 0.</p>
 <table>
 <tr><th class="l">edge</th><th>queries</th><th>mean error</th><th>median error</th></tr>

@@ -88,14 +88,18 @@ func TestEvaluateTablesTPCH(t *testing.T) {
 	// before mid-1995): shuffling o_orderdate breaks the tie between an
 	// order and its line items (group queries 0.078). Orders per customer
 	// are not what random parents give (fan-out TVD 0.57, groups 0.26).
-	evaluateTables(t, evalCase{"tpch", "synth.yaml", "orders", 4, 0, 0.02, "orders", 0.1, 0.05})
+	// Two orders of one customer are no more alike than two random
+	// orders (TPC-H draws them independently): no sibling check.
+	evaluateTables(t, evalCase{"tpch", "synth.yaml", "orders", 4, 0, 0.02, "orders", 0.1, 0.05, false})
 }
 
 func TestEvaluateTablesRetail(t *testing.T) {
 	// Retail: quantity and unit price are tied in a line (2-way TVD 0.22
 	// once shuffled, groups 0.017); lines per invoice are very skewed
 	// (fan-out TVD 0.55, groups 1.10 with random parents).
-	evaluateTables(t, evalCase{"retail", "synth.yaml", "lines", 4, 0.05, 0.004, "lines", 0.1, 0.25})
+	// Two lines of one invoice share a quantity bin in 0.306 of pairs,
+	// two random lines in 0.150; random parents give 0.150.
+	evaluateTables(t, evalCase{"retail", "synth.yaml", "lines", 4, 0.05, 0.004, "lines", 0.1, 0.25, true})
 }
 
 type evalCase struct {
@@ -114,6 +118,10 @@ type evalCase struct {
 	reassign     string
 	minFanOut    float64
 	minGroupsRnd float64
+	// alike: reassign has a column on which true siblings agree at least
+	// minSiblingGap more often than random pairs; with random parents
+	// they must agree as random pairs do.
+	alike bool
 }
 
 func evaluateTables(t *testing.T, c evalCase) {
@@ -170,6 +178,14 @@ func evaluateTables(t *testing.T, c evalCase) {
 			t.Errorf("true copy: fan-out %s→%s TVD %v (true mean %v)", f.Parent, f.Child, f.TVD, f.TrueMean)
 		}
 	}
+	if len(zero.Siblings) == 0 {
+		t.Errorf("true copy: no sibling agreement scored")
+	}
+	for _, sb := range zero.Siblings {
+		if sb.Synthetic != sb.True || sb.Pairs != sb.TruePairs || sb.TruePairs == 0 {
+			t.Errorf("true copy: siblings %+v", sb)
+		}
+	}
 	if g := zero.Groups; g.Mean != 0 || g.Queries != score.DefaultGroupQueries || len(g.Edges) != len(tr.Edges) || g.ZeroTrue > g.Queries/2 {
 		t.Errorf("true copy: group queries %+v", g)
 	}
@@ -211,6 +227,124 @@ func evaluateTables(t *testing.T, c evalCase) {
 		if ts.MaxTVD > 1e-12 {
 			t.Errorf("reassigned: table %s marginals moved (max TVD %v)", ts.Table, ts.MaxTVD)
 		}
+	}
+	// Children given random parents are no more alike than random pairs
+	// of children: on a column where true siblings are clearly alike
+	// (True − TrueRandom ≥ minSiblingGap), the reassigned siblings'
+	// agreement lands within a quarter of that gap of TrueRandom.
+	alike := 0
+	for _, sb := range got.Siblings {
+		t.Logf("reassigned: siblings %s→%s %s: true %.3f, random pairs %.3f, reassigned %.3f", sb.Parent, sb.Child, sb.Column, sb.True, sb.TrueRandom, sb.Synthetic)
+		gap := sb.True - sb.TrueRandom
+		if sb.Child != c.reassign || gap < minSiblingGap {
+			continue
+		}
+		alike++
+		if math.Abs(sb.Synthetic-sb.TrueRandom) > gap/4 {
+			t.Errorf("reassigned %s: siblings alike on %s in %.3f of pairs, random pairs %.3f, true siblings %.3f", c.reassign, sb.Column, sb.Synthetic, sb.TrueRandom, sb.True)
+		}
+	}
+	if c.alike && alike == 0 {
+		t.Errorf("reassigned %s: no column whose true siblings are alike (gap ≥ %v): the check is empty", c.reassign, minSiblingGap)
+	}
+}
+
+// minSiblingGap is how much more often true siblings must agree than
+// random pairs for evaluateTables to check a column's sibling agreement.
+const minSiblingGap = 0.05
+
+// TestSiblingAgreementOracle: the sibling agreement of random small
+// tables (skewed parents, few bins) against a count over every pair of
+// child rows from the definition: pairs of distinct rows with the same
+// parent, and how many of them share the column's bin; and the random
+// pairs' share over every pair of distinct true child rows.
+func TestSiblingAgreementOracle(t *testing.T) {
+	s := loadSpec(t, "tpch", "synth.yaml")
+	tr, err := score.OwnershipTree(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := s.ReleaseSizes()
+	names := layout.ColumnNames(s)
+	rng := rand.New(rand.NewPCG(13, 14))
+	random := func() *score.Tables {
+		ts := &score.Tables{Tree: tr}
+		for _, name := range tr.Tables {
+			e := &score.Entities{Table: name, Cols: tr.Columns[name]}
+			edge, hasParent := tr.ParentEdge(name)
+			n := 5 + rng.IntN(30)
+			if hasParent {
+				n = 20 + rng.IntN(200)
+			}
+			for range n {
+				r := make([]int, len(e.Cols))
+				for j, p := range e.Cols {
+					r[j] = rng.IntN(min(sizes[p], 3))
+				}
+				e.Rows = append(e.Rows, r)
+				if hasParent {
+					np := len(ts.Get(edge.Parent).Rows)
+					e.Parent = append(e.Parent, min(rng.IntN(np), rng.IntN(np)))
+				}
+			}
+			ts.Tables = append(ts.Tables, e)
+		}
+		return ts
+	}
+	// brute counts, over every pair of distinct rows of child that
+	// siblings accepts, the pairs and those agreeing on column j.
+	brute := func(child *score.Entities, j int, siblings bool) (agree, pairs int64) {
+		for a := range child.Rows {
+			for b := a + 1; b < len(child.Rows); b++ {
+				if siblings && child.Parent[a] != child.Parent[b] {
+					continue
+				}
+				pairs++
+				if child.Rows[a][j] == child.Rows[b][j] {
+					agree++
+				}
+			}
+		}
+		return agree, pairs
+	}
+	ratio := func(a, b int64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return float64(a) / float64(b)
+	}
+	checked := 0
+	for trial := range 5 {
+		truth, syn := random(), random()
+		sc, err := score.ScoreTables(s, truth, syn, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		for _, e := range tr.Edges {
+			tc, sc2 := truth.Get(e.Child), syn.Get(e.Child)
+			for j, p := range tc.Cols {
+				got := sc.Siblings[k]
+				k++
+				ta, tp := brute(tc, j, true)
+				sa, sp := brute(sc2, j, true)
+				ra, rp := brute(tc, j, false)
+				want := score.SiblingScore{Parent: e.Parent, Child: e.Child, Column: names[p],
+					True: ratio(ta, tp), Synthetic: ratio(sa, sp), TruePairs: tp, Pairs: sp, TrueRandom: ratio(ra, rp)}
+				if got != want {
+					t.Fatalf("trial %d: %+v, want %+v", trial, got, want)
+				}
+				if tp > 0 && ta > 0 && ta < tp {
+					checked++
+				}
+			}
+		}
+		if k != len(sc.Siblings) {
+			t.Fatalf("trial %d: %d sibling scores, want %d", trial, len(sc.Siblings), k)
+		}
+	}
+	if checked < 10 {
+		t.Errorf("only %d sibling scores with some but not all pairs agreeing: the oracle checks little", checked)
 	}
 }
 
