@@ -756,8 +756,9 @@ func (r *tablesRun) Algorithm() string {
 	return "tables release: per-edge DP fan-out clips + one privacy-unit level (bounded path join, factored PMW) per table of the ownership tree, drawn top down"
 }
 
-// synthTable is one drawn table: every row's parent row and its level
-// column bins (row-major, len(level.cols) per row).
+// synthTable is one drawn table: every row's parent row and the bins of
+// its level's own columns (row-major, level.ownWidth() per row; a row's
+// context columns are its ancestors' own columns, read through parent).
 type synthTable struct {
 	rows   int64
 	parent []int32
@@ -908,7 +909,7 @@ func (r *tablesRun) run(ctx context.Context, src dp.Source, eng tablesStats) (*O
 		clipped := make([]bool, pst.rows)
 		var n int64
 		for p := int64(0); p < pst.rows && at >= 0; p++ {
-			if int(pst.bins[p*int64(len(plv.cols))+int64(at)]) == r.clips[i] {
+			if int(pst.bins[p*int64(plv.ownWidth())+int64(at-plv.nCtx)]) == r.clips[i] {
 				clipped[p] = true
 				n++
 			}
@@ -1002,7 +1003,7 @@ func (r *tablesRun) draw(ctx context.Context, rnd *rand.Rand, joints [][]float64
 		}
 		lv := r.levels[i]
 		nc, no := lv.cells()
-		width := len(lv.cols)
+		width := lv.ownWidth()
 		st := &synthTable{}
 		r.synth[i] = st
 		if i == 0 {
@@ -1025,30 +1026,32 @@ func (r *tablesRun) draw(ctx context.Context, rnd *rand.Rand, joints [][]float64
 		}
 		par := tree.tables[i].parent
 		plv, pst := r.levels[par], r.synth[par]
-		pw := len(plv.cols)
-		pos := map[string]int{}
-		for k, c := range plv.cols {
-			pos[c.key] = k
-		}
-		// Every context column is a column of the parent's level, but the
-		// coarse class of the parent's own edge, read off its fine bin.
-		src := make([]int, lv.nCtx)
-		coarse := make([][]int64, lv.nCtx)
+		pw := plv.ownWidth()
+		// Every context column is an own column of an ancestor's level
+		// (a coarse class read off the fine fan-out bin of its edge, kept
+		// by the edge's parent).
+		src := make([]ownRef, lv.nCtx)
 		for k := 0; k < lv.nCtx; k++ {
 			c := lv.cols[k]
-			at, ok := pos[c.key]
-			if !ok && c.class {
-				at, ok = pos[fanKey(tree.tables[c.fanChild].name)]
-				coarse[k] = classLows(r.clips[c.fanChild])
+			key := c.key
+			if c.class {
+				key = fanKey(tree.tables[c.fanChild].name)
+				src[k].coarse = classLows(r.clips[c.fanChild])
 			}
-			if !ok {
-				return fmt.Errorf("release: level of %s: context column %s is not in its parent's level", tree.tables[i].name, c.key)
+			src[k].table = -1
+			for a := par; a >= 0 && src[k].table < 0; a = tree.tables[a].parent {
+				if at := r.levels[a].ownAt(key); at >= 0 {
+					src[k].table, src[k].pos = a, at
+				}
 			}
-			src[k] = at
+			if src[k].table < 0 {
+				return fmt.Errorf("release: level of %s: context column %s is not an own column of an ancestor's level", tree.tables[i].name, c.key)
+			}
 		}
+		rowAt := make([]int64, len(tree.tables))
 		// 1. Every parent's fan-out: its drawn bin, spread over the bin's
 		// values by rounding, parents of one bin together.
-		fanAt := pos[fanKey(tree.tables[i].name)]
+		fanAt := plv.ownAt(fanKey(tree.tables[i].name))
 		j := r.clips[i]
 		byBin := make([][]int64, j+1)
 		for p := int64(0); p < pst.rows; p++ {
@@ -1083,18 +1086,22 @@ func (r *tablesRun) draw(ctx context.Context, rnd *rand.Rand, joints [][]float64
 			if n == 0 {
 				continue
 			}
-			prow := pst.bins[p*int64(pw) : (p+1)*int64(pw)]
+			for a, x := par, p; a >= 0; a = tree.tables[a].parent {
+				rowAt[a] = x
+				if tree.tables[a].parent >= 0 {
+					x = int64(r.synth[a].parent[x])
+				}
+			}
 			var c int64
 			for k := 0; k < lv.nCtx; k++ {
-				ctxBins[k] = prow[src[k]]
-				if coarse[k] != nil {
-					ctxBins[k] = classOf(coarse[k], int(ctxBins[k]))
+				sr := src[k]
+				ctxBins[k] = r.synth[sr.table].bins[rowAt[sr.table]*int64(r.levels[sr.table].ownWidth())+int64(sr.pos)]
+				if sr.coarse != nil {
+					ctxBins[k] = classOf(sr.coarse, int(ctxBins[k]))
 				}
 				c = c*int64(lv.cols[k].size) + int64(ctxBins[k])
 			}
 			for q := int64(1); q <= n; q++ {
-				row := int64(len(st.parent))
-				copy(st.bins[row*int64(width):], ctxBins)
 				st.parent = append(st.parent, int32(p))
 				st.seq = append(st.seq, int32(q))
 				cellOf = append(cellOf, int32(c))
@@ -1117,15 +1124,37 @@ func (r *tablesRun) draw(ctx context.Context, rnd *rand.Rand, joints [][]float64
 	return nil
 }
 
-// putOwn writes own cell y into a level row's own columns (mixed radix,
+// putOwn writes own cell y into a drawn row's own columns (mixed radix,
 // the last column least significant).
 func (lv *level) putOwn(row []int32, y int64) {
 	own := lv.cols[lv.nCtx:]
 	for k := len(own) - 1; k >= 0; k-- {
 		sz := int64(own[k].size)
-		row[lv.nCtx+k] = int32(y % sz)
+		row[k] = int32(y % sz)
 		y /= sz
 	}
+}
+
+// ownWidth is the number of own columns: the width of a drawn row.
+func (lv *level) ownWidth() int { return len(lv.cols) - lv.nCtx }
+
+// ownAt is the position of the own column key in a drawn row, −1 when
+// key is not an own column of the level.
+func (lv *level) ownAt(key string) int {
+	for k := lv.nCtx; k < len(lv.cols); k++ {
+		if lv.cols[k].key == key {
+			return k - lv.nCtx
+		}
+	}
+	return -1
+}
+
+// ownRef locates a context column of a level in a drawn ancestor table:
+// own column pos of table's drawn rows, coarsened by the class lows
+// coarse when non-nil.
+type ownRef struct {
+	table, pos int
+	coarse     []int64
 }
 
 // rounder splits the children of each context over the own cells by
@@ -1293,13 +1322,13 @@ func (r *tablesRun) joinCells() (cells, counts []int64, total int64, err error) 
 	part := make([][]int64, len(tree.tables))
 	for i := range tree.tables {
 		lv, syn := r.levels[i], r.synth[i]
-		w := len(lv.cols)
+		w := lv.ownWidth()
 		part[i] = make([]int64, syn.rows)
 		for row := int64(0); row < syn.rows; row++ {
 			var v int64
-			for k := lv.nCtx; k < w; k++ {
+			for k := lv.nCtx; k < len(lv.cols); k++ {
 				if f, ok := flat[lv.cols[k].key]; ok {
-					v += int64(syn.bins[row*int64(w)+int64(k)]) * strides[f]
+					v += int64(syn.bins[row*int64(w)+int64(k-lv.nCtx)]) * strides[f]
 				}
 			}
 			part[i][row] = v
@@ -1386,7 +1415,7 @@ func (r *tablesRun) joinCells() (cells, counts []int64, total int64, err error) 
 }
 
 // tableColumns returns, for table i, the released columns it owns: their
-// output names (as in the join file) and positions in its level.
+// output names (as in the join file) and positions in its drawn rows.
 func (r *tablesRun) tableColumns(i int) (names []string, cols []*spec.Column, at []int) {
 	p := r.plan
 	flat := map[string]int{}
@@ -1398,7 +1427,7 @@ func (r *tablesRun) tableColumns(i int) (names []string, cols []*spec.Column, at
 		if f, ok := flat[lv.cols[k].key]; ok {
 			names = append(names, p.Names[f])
 			cols = append(cols, p.Columns[f])
-			at = append(at, k)
+			at = append(at, k-lv.nCtx)
 		}
 	}
 	return names, cols, at

@@ -488,15 +488,18 @@ func tablesMech(s *spec.Spec, db *auditDB) audit.Mechanism[tablesOut] {
 		}
 		o := r.synth[1]
 		_, _, at := r.tableColumns(1)
-		w := int64(len(r.levels[1].cols))
-		class := slices.IndexFunc(r.levels[1].cols[:r.levels[1].nCtx], func(c levelCol) bool { return c.class })
+		w := int64(r.levels[1].ownWidth())
+		// The child's fan-out class: its parent's drawn fan-out bin, coarsened.
+		p0, w0 := r.synth[0], int64(r.levels[0].ownWidth())
+		fan := int64(r.levels[0].ownAt(fanKey(r.tree.tables[1].name)))
+		lows := classLows(r.clips[1])
 		var c0, one, c0One int64
 		for row := range o.rows {
 			in := o.bins[row*w+int64(at[0])] == 0
 			if in {
 				c0++
 			}
-			if o.bins[row*w+int64(class)] == 1 {
+			if classOf(lows, int(p0.bins[int64(o.parent[row])*w0+fan])) == 1 {
 				one++
 				if in {
 					c0One++

@@ -86,7 +86,7 @@ func (r *tablesRun) choosePublicKeys(ctx context.Context, src dp.Source, eng *en
 	r.public = make([][]*publicFK, len(r.tree.tables))
 	for i := range r.tree.tables {
 		lv, syn := r.levels[i], r.synth[i]
-		width := int64(len(lv.cols))
+		width := int64(lv.ownWidth())
 		for _, e := range r.publicFKs(i) {
 			mine, pub := e[0], e[1]
 			closure, edges := lookupClosure(s, pub.Table)
@@ -97,7 +97,7 @@ func (r *tablesRun) choosePublicKeys(ctx context.Context, src dp.Source, eng *en
 			for k, c := range lv.cols {
 				if c.fanChild < 0 && k >= lv.nCtx && slices.Contains(closure, c.ref.Table) {
 					refs = append(refs, c.ref)
-					at = append(at, int64(k))
+					at = append(at, int64(k-lv.nCtx))
 				}
 			}
 			byBins := map[string][]int{}

@@ -98,7 +98,7 @@ func (r *tablesRun) writeTable(ctx context.Context, i int, path string, files *p
 	}
 	schema := parquet.NewSchema(t.name, g)
 	syn := r.synth[i]
-	width := int64(len(r.levels[i].cols))
+	width := int64(r.levels[i].ownWidth())
 	fkPart := t.fk != "" && slices.Contains(t.pk, t.fk)
 	// fill[c] writes column c's values of rows lo … lo+len(dst)−1 into dst
 	// (leveled for the column's index in the schema).
