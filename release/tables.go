@@ -1053,20 +1053,18 @@ func (r *tablesRun) draw(ctx context.Context, rnd *rand.Rand, joints [][]float64
 		// values by rounding, parents of one bin together.
 		fanAt := plv.ownAt(fanKey(tree.tables[i].name))
 		j := r.clips[i]
-		byBin := make([][]int64, j+1)
-		for p := int64(0); p < pst.rows; p++ {
-			b := pst.bins[p*int64(pw)+int64(fanAt)]
-			byBin[b] = append(byBin[b], p)
+		binOf := make([]int32, pst.rows)
+		for p := range binOf {
+			binOf[p] = pst.bins[int64(p)*int64(pw)+int64(fanAt)]
 		}
-		fan := make([]int64, pst.rows)
+		byBin := groupBy(binOf, int64(j+1))
+		fan := binOf // reused: parent p's fan-out replaces its bin
 		var rows int64
-		for b, ps := range byBin {
+		for b := 0; b <= j; b++ {
+			ps := byBin.members(int64(b))
 			lo, hi := fanoutLows[b], fanoutClip(b)
-			if b == j {
-				hi = fanoutClip(j)
-			}
 			for k, v := range spread(rnd, hi-lo+1, int64(len(ps))) {
-				fan[ps[k]] = lo + int64(v)
+				fan[ps[k]] = int32(lo + int64(v))
 				rows += lo + int64(v)
 			}
 		}
@@ -1082,7 +1080,7 @@ func (r *tablesRun) draw(ctx context.Context, rnd *rand.Rand, joints [][]float64
 		cellOf := make([]int32, 0, rows)
 		ctxBins := make([]int32, lv.nCtx)
 		for p := int64(0); p < pst.rows; p++ {
-			n := fan[p]
+			n := int64(fan[p])
 			if n == 0 {
 				continue
 			}
