@@ -516,7 +516,7 @@ func tablesMech(s *spec.Spec, db *auditDB) audit.Mechanism[tablesOut] {
 		if len(r.synth) > 2 && r.synth[2].rows > 0 {
 			l := r.synth[2]
 			_, _, at := r.tableColumns(2)
-			w := int64(len(r.levels[2].cols))
+			w := int64(r.levels[2].ownWidth())
 			var d0 int64
 			for row := range l.rows {
 				if l.bins[row*w+int64(at[0])] == 0 {
