@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -18,15 +18,16 @@ import (
 	"github.com/synth-dp/synth/spec"
 )
 
-// The true counts of a set come from one aggregate over the table: every
-// row is mapped to its elementary cell — per dimension, how many of the
-// set's cuts (the distinct box ends on that axis) it passes — and the rows
-// are counted per occupied cell (GROUP BY the ranks, one scan). Each query
-// is then a box of ranks, summed over the cells by a kd-tree in Go. A row
-// lies in a query's box exactly when its ranks lie in the query's rank box,
-// so the counts are those of the query's own WHERE clause (the filtered
-// counts [filterCounts] computes, the oracle of the tests), at one scan
-// for the whole set instead of one aggregate per query.
+// The true counts of a set come from one scan of the table per block of
+// queries: every row is mapped to its elementary cell — per dimension, how
+// many of the boxes' distinct ends (cuts) it passes — and a row lies in a
+// query's box exactly when its ranks lie in the query's rank box, so the
+// counts are those of the query's own WHERE clause ([filterCounts], the
+// oracle of the tests). The engine computes what is cheap in SQL (ranks
+// over few cuts, whole-number offsets) and groups the rows by cell when
+// the grid is small; Go ranks the rest and adds each row (or cell) to the
+// queries holding it, found as the AND of per-axis bitsets of the queries
+// whose span holds its rank ([newPlan], [countBlock]).
 
 // axis holds one dimension's cuts: the distinct lower ends and the points
 // just above the upper ends of the boxes, in the order of [Bound], each a
@@ -54,13 +55,13 @@ func upper(hi Bound) Bound { return cut(Bound{V: hi.V, Tick: hi.Tick + 1}) }
 
 func finite(b Bound) bool { return !math.IsInf(b.V, 0) }
 
-// newAxes collects the cuts of every dimension.
-func newAxes(set *Set) []axis {
+// newAxes collects the cuts of every dimension of the boxes.
+func newAxes(set *Set, boxes []Box) []axis {
 	axes := make([]axis, len(set.Columns))
 	for d := range axes {
 		axes[d].col = set.cols[d]
 		var cuts []Bound
-		for _, b := range set.Boxes {
+		for _, b := range boxes {
 			if finite(b[d].Lo) {
 				cuts = append(cuts, cut(b[d].Lo))
 			}
@@ -102,32 +103,17 @@ func (a *axis) span(iv Interval) (lo, hi int32) {
 	return lo, hi
 }
 
-// fewCuts is the most cuts an ordered axis ranks by a CASE over them;
-// above it the axis's rank goes through its buckets (a variable for the
-// tests). A CASE over thousands of cuts runs far slower than the lookup.
+// fewCuts is the most cuts an ordered axis ranks by a CASE over them in
+// SQL; above it the values go to Go (a variable for the tests).
 var fewCuts = 64
 
-// rankSQL returns the rank of column x as SQL. Categorical and boolean
-// columns: a CASE over the declared values (the axis coordinate of a
-// value is its index in the domain; boolean false 0, true 1), consecutive
-// values of one rank sharing a WHEN; pre and view are empty.
-//
-// Ordered columns: a value v (a date as days since 1970-01-01) falls in
-// one of B buckets of [L, H], L and H the smallest and largest cut,
-// bucket(v) = min(⌊(clamp(v, L, H) − L)·S⌋, B − 1) with S = B/(H − L),
-// computed in SQL for the values (pre, the column name of the caller's
-// inner projection) and, by the same expression in the same engine, for
-// the cuts. Every step is monotone in v, so a cut in an earlier bucket
-// than v's is below v (passed) and one in a later bucket above it
-// (failed): rank(v) = base(bucket) + the cuts of v's bucket it passes, at
-// most M of them (the fullest bucket), each compared as the query
-// compares, v ≥ V or v > V against the same float64. An axis of at most
-// fewCuts cuts is ranked by a balanced CASE over them instead (no view). view is a SELECT of
-// one row per bucket (b, base, v1, t1, …, vM, tM; missing cuts +∞) that
-// the caller joins on b = pre as alias; rank reads alias's columns. NULL
-// gets K + 1.
-func (a *axis) rankSQL(ctx context.Context, db relational.DB, x, alias string) (pre, view, rank string, err error) {
-	px := "p." + x // the column in the caller's inner projection p
+// caseSQL returns the rank of the column px as SQL: for categorical and
+// boolean columns a CASE over the declared values (the axis coordinate of
+// a value is its index in the domain; boolean false 0, true 1),
+// consecutive values of one rank sharing a WHEN; for ordered columns of
+// at most fewCuts cuts a balanced CASE over the cuts, each the query's own
+// comparison. NULL gets K + 1.
+func (a *axis) caseSQL(px string) (string, error) {
 	k := len(a.cuts)
 	null := strconv.Itoa(k + 1)
 	switch a.col.Type {
@@ -151,10 +137,10 @@ func (a *axis) rankSQL(ctx context.Context, db relational.DB, x, alias string) (
 			i = j
 		}
 		b.WriteString(" ELSE " + null + " END")
-		return "", "", b.String(), nil
+		return b.String(), nil
 	case spec.Integer, spec.Numeric, spec.Date:
 	default:
-		return "", "", "", fmt.Errorf("%w: column %s of type %s is not a range axis", ErrNotBox, a.col.Name, a.col.Type)
+		return "", fmt.Errorf("%w: column %s of type %s is not a range axis", ErrNotBox, a.col.Name, a.col.Type)
 	}
 	if k <= fewCuts {
 		// Few cuts: a balanced CASE over them (⌈log₂(K + 1)⌉ comparisons
@@ -188,85 +174,47 @@ func (a *axis) rankSQL(ctx context.Context, db relational.DB, x, alias string) (
 			b.WriteString(" END")
 		}
 		tree(0, k)
-		return "", "", "CASE WHEN " + px + " IS NULL THEN " + null + " ELSE " + b.String() + " END", nil
+		return "CASE WHEN " + px + " IS NULL THEN " + null + " ELSE " + b.String() + " END", nil
 	}
-	value := func(x string) string {
-		if a.col.Type == spec.Date {
-			return "CAST(" + x + " - DATE '1970-01-01' AS DOUBLE PRECISION)"
-		}
-		return "CAST(" + x + " AS DOUBLE PRECISION)"
-	}
-	v := value(px)
-	lo, hi := a.cuts[0].V, a.cuts[k-1].V
-	buckets, scale := 1, 0.0
-	if hi > lo {
-		buckets = min(2*k, 1<<14)
-		if span := hi - lo; a.col.Type != spec.Numeric && span < float64(buckets) {
-			buckets = int(span) + 1 // whole numbers: one bucket each
-		}
-		scale = float64(buckets) / (hi - lo)
-	}
-	bucket := func(v string) string {
-		return fmt.Sprintf("LEAST(CAST(floor((LEAST(GREATEST(%s, %s), %s) - %s) * %s) AS BIGINT), %d)",
-			v, flt(lo), flt(hi), flt(lo), flt(scale), buckets-1)
-	}
-	// The cuts' buckets, by the same expression.
-	vals := make([]string, k)
-	for i, c := range a.cuts {
-		vals[i] = "(" + flt(c.V) + ")"
-	}
-	cb := make([]int64, 0, k)
-	err = db.Aggregate(ctx, "SELECT "+bucket("v")+" FROM (VALUES "+strings.Join(vals, ", ")+") AS c(v) ORDER BY v", nil,
-		func(r *sql.Rows) error {
-			var b int64
-			if err := r.Scan(&b); err != nil {
-				return err
-			}
-			cb = append(cb, b)
-			return nil
-		})
-	if err != nil {
-		return "", "", "", fmt.Errorf("rangeset: buckets of %s: %w", a.col.Name, err)
-	}
-	if len(cb) != k {
-		return "", "", "", fmt.Errorf("rangeset: buckets of %s: %d rows for %d cuts", a.col.Name, len(cb), k)
-	}
-	m, first := 0, make([]int, buckets+1)
-	for b, i := 0, 0; b < buckets; b++ {
-		first[b] = i
-		for i < k && cb[i] == int64(b) {
-			i++
-		}
-		m = max(m, i-first[b])
-	}
-	first[buckets] = k
-	rows := make([]string, buckets)
-	names := []string{"b", "base"}
-	for j := 1; j <= m; j++ {
-		names = append(names, "v"+strconv.Itoa(j), "t"+strconv.Itoa(j))
-	}
-	for b := range rows {
-		r := []string{strconv.Itoa(b), strconv.Itoa(first[b])}
-		for j := 0; j < m; j++ {
-			if i := first[b] + j; i < first[b+1] {
-				r = append(r, flt(a.cuts[i].V), strconv.Itoa(int(a.cuts[i].Tick)))
-			} else {
-				r = append(r, "CAST('inf' AS DOUBLE PRECISION)", "1")
-			}
-		}
-		rows[b] = "(" + strings.Join(r, ", ") + ")"
-	}
-	view = "SELECT * FROM (VALUES " + strings.Join(rows, ", ") + ") AS c(" + strings.Join(names, ", ") + ")"
-	terms := []string{alias + ".base"}
-	for j := 1; j <= m; j++ {
-		c, t := alias+".v"+strconv.Itoa(j), alias+".t"+strconv.Itoa(j)
-		terms = append(terms, fmt.Sprintf("CASE WHEN %s > %s OR %s = %s AND %s = 0 THEN 1 ELSE 0 END", v, c, v, c, t))
-	}
-	return bucket(value(x)), view, "CASE WHEN " + px + " IS NULL THEN " + null + " ELSE " + strings.Join(terms, " + ") + " END", nil
+	return "", fmt.Errorf("rangeset: %s has %d cuts, more than a CASE takes", a.col.Name, k)
 }
 
+// thresholds returns the cuts of an ordered axis as tests x ≥ W on the
+// value as the queries compare it, non-decreasing: a cut "x ≥ V" is W = V
+// and a cut "x > V" is W = the next float64 above V (no float64 lies
+// between them), or V + 1 on an integer-valued axis (integer and date
+// columns, whose ends [Parse] made whole numbers). integral reports
+// whether every W is a whole number below 2⁵³ in magnitude, to be compared
+// on the column's whole numbers.
+func (a *axis) thresholds() (w []float64, integral bool) {
+	w = make([]float64, len(a.cuts))
+	integral = a.col.Type == spec.Integer || a.col.Type == spec.Date
+	for i, c := range a.cuts {
+		switch {
+		case c.Tick <= 0:
+			w[i] = c.V
+		case integral && c.V == math.Trunc(c.V):
+			w[i] = c.V + 1
+		default:
+			w[i] = math.Nextafter(c.V, math.Inf(1))
+		}
+		integral = integral && w[i] == math.Trunc(w[i]) && math.Abs(w[i]) < 1<<53
+	}
+	return w, integral
+}
+
+// flt is f as a DOUBLE PRECISION literal: the shortest decimal that reads
+// back as f, parsed from a string (a numeric literal of 16 or more digits
+// is a DECIMAL whose cast to DOUBLE PRECISION can miss f by an ulp).
 func flt(f float64) string {
-	return "CAST(" + strconv.FormatFloat(f, 'g', -1, 64) + " AS DOUBLE PRECISION)"
+	t := strconv.FormatFloat(f, 'g', -1, 64)
+	switch {
+	case math.IsInf(f, 1):
+		t = "Infinity"
+	case math.IsInf(f, -1):
+		t = "-Infinity"
+	}
+	return "CAST('" + t + "' AS DOUBLE PRECISION)"
 }
 
 // rank is the number of cuts the axis coordinate v passes.
@@ -280,132 +228,381 @@ func (a *axis) rank(v float64) int32 {
 	return int32(i)
 }
 
-// cubeCounts counts the rows of every query of set: one aggregate of the
-// table's rows per elementary cell, then each query's box summed over the
-// occupied cells.
-// viewSeq numbers the lookup views of concurrent calls.
-var viewSeq atomic.Int64
+// Limits of the plan (variables for the tests).
+var (
+	// maxOffsets is the most whole numbers an integer-valued axis sends
+	// as its clamped offset (a digit of the cell code) rather than as a
+	// value.
+	maxOffsets = 1.0 * (1 << 16)
+	// maxBlock is the most queries counted in one scan: the per-rank
+	// query bitsets of a block take about 2·maxBlock²/8 bytes per axis
+	// (4 MiB).
+	maxBlock = 4096
+	// maxGrouped is the largest cell grid the engine groups by (one row
+	// per occupied cell); above it, or with an axis sent as values, every
+	// row is read as it is and counted in Go.
+	maxGrouped = 1.0 * (1 << 26)
+	// maxCode bounds each BIGINT code of packed digits.
+	maxCode int64 = 1 << 62
+)
 
-func cubeCounts(ctx context.Context, db relational.DB, set *Set) ([]int64, error) {
-	axes := newAxes(set)
+// How an axis reaches Go: its rank (a CASE in SQL), its value's whole-
+// number offset, or its value as DOUBLE PRECISION (with a NULL digit).
+const (
+	sendRank = iota
+	sendOffset
+	sendValue
+)
+
+// plan is the scan that counts one block of queries: per axis what the
+// engine sends and how Go turns it into the rank.
+type plan struct {
+	axes  []axis
+	send  []int
+	radix []int64   // the axis's digit in a code: [0, radix)
+	rank  [][]int32 // sendOffset: rank by digit (the last digit is NULL)
+	thr   [][]float64
+	value []int   // sendValue: the axis's column among the values
+	codes [][]int // the axes packed in each code column, most significant first
+	nvals int
+	text  string
+	group bool // one row per occupied cell with its count
+}
+
+// newPlan writes the scan of boxes over set's table.
+//
+// Every row is mapped to its elementary cell: per dimension its rank, how
+// many of the boxes' cuts it passes. The engine sends, per axis, either
+// the rank itself (categorical and boolean columns and ordered ones of at
+// most fewCuts cuts: a CASE over the cuts, each the query's own
+// comparison), or for an integer-valued axis (integer, date) of many cuts
+// whose thresholds ([axis.thresholds]) span at most maxOffsets whole
+// numbers the value's offset clamped to [W₁ − 1, W_K] (Go reads the rank
+// from a table: x ≥ W ⟺ ⌊x⌋ ≥ W for a whole W), or else the value as
+// DOUBLE PRECISION, as the queries compare a numeric column (Go counts
+// the thresholds W ≤ v by binary search; a NaN, which the engines order
+// above every number, passes them all). NULL has the rank K + 1. The
+// ranks and offsets (and a NULL digit per value) are packed in BIGINT
+// codes of mixed radix, each below maxCode (2⁶²).
+func newPlan(set *Set, boxes []Box) (*plan, error) {
+	axes := newAxes(set, boxes)
 	d := len(axes)
-	inner := make([]string, 0, 2*d)
-	sel := make([]string, d)
-	grp := make([]string, d)
-	var joins []string
-	seq := viewSeq.Add(1)
+	p := &plan{axes: axes, send: make([]int, d), radix: make([]int64, d), rank: make([][]int32, d),
+		thr: make([][]float64, d), value: make([]int, d)}
+	inner := make([]string, d)
+	digits := make([]string, d)
+	var vals []string
 	for i := range axes {
+		a := &axes[i]
 		x := col(set.Columns[i])
-		alias := "_synth_l" + strconv.Itoa(i)
-		pre, view, r, err := axes[i].rankSQL(ctx, db, x, alias)
-		if err != nil {
-			return nil, err
+		px := "p." + x // the column in the inner projection p
+		inner[i] = x
+		if a.col.Type == spec.Numeric {
+			// Compared with DOUBLE PRECISION values, a numeric column
+			// (DECIMAL in some Parquet files) is cast once here rather
+			// than at each comparison.
+			inner[i] = "CAST(" + x + " AS DOUBLE PRECISION) AS " + x
 		}
-		if axes[i].col.Type == spec.Numeric {
-			// Compared with DOUBLE PRECISION literals, a numeric column
-			// (DECIMAL in some Parquet files) is cast to DOUBLE PRECISION
-			// anyway: once here rather than at each comparison.
-			inner = append(inner, "CAST("+x+" AS DOUBLE PRECISION) AS "+x)
-		} else {
-			inner = append(inner, x)
-		}
-		if view != "" {
-			name := fmt.Sprintf("_synth_answer_rangeset_%d_%d", seq, i)
-			if err := db.CreateView(ctx, name, view); err != nil {
-				return nil, fmt.Errorf("rangeset: %w", err)
+		k := len(a.cuts)
+		ordered := a.col.Type == spec.Integer || a.col.Type == spec.Numeric || a.col.Type == spec.Date
+		if !ordered || k <= fewCuts {
+			r, err := a.caseSQL(px)
+			if err != nil {
+				return nil, err
 			}
-			defer db.DropView(context.WithoutCancel(ctx), name) //nolint:errcheck // a leftover view of the work schema holds no data
-			inner = append(inner, pre+" AS _synth_b"+strconv.Itoa(i))
-			joins = append(joins, " LEFT JOIN "+ident(name)+" AS "+alias+" ON "+alias+".b = p._synth_b"+strconv.Itoa(i))
+			p.send[i], p.radix[i], digits[i] = sendRank, int64(k+2), r
+			continue
 		}
-		sel[i] = "CAST(" + r + " AS BIGINT) AS _synth_r" + strconv.Itoa(i) // the cell index below is BIGINT arithmetic
-		grp[i] = "_synth_r" + strconv.Itoa(i)
+		w, integral := a.thresholds()
+		if lo, hi := w[0]-1, w[k-1]; integral && hi-lo < maxOffsets {
+			n := int64(hi - lo + 1) // offsets 0..n−1; n is NULL
+			v := "floor(" + px + ")"
+			if a.col.Type == spec.Date {
+				v = "(" + px + " - DATE '1970-01-01')"
+			}
+			digits[i] = fmt.Sprintf("CASE WHEN %s IS NULL THEN %d ELSE CAST(LEAST(GREATEST(%s, %d), %d) AS BIGINT) - %d END",
+				px, n, v, int64(lo), int64(hi), int64(lo))
+			ranks := make([]int32, n+1)
+			j := 0
+			for o := range n {
+				for j < k && w[j] <= lo+float64(o) {
+					j++
+				}
+				ranks[o] = int32(j)
+			}
+			ranks[n] = int32(k + 1)
+			p.send[i], p.radix[i], p.rank[i] = sendOffset, n+1, ranks
+			continue
+		}
+		v := px
+		if a.col.Type == spec.Date {
+			v = "CAST(" + px + " - DATE '1970-01-01' AS DOUBLE PRECISION)"
+		} else if a.col.Type == spec.Integer {
+			v = "CAST(" + px + " AS DOUBLE PRECISION)"
+		}
+		p.send[i], p.radix[i], p.thr[i], p.value[i] = sendValue, 2, w, len(vals)
+		digits[i] = "CASE WHEN " + px + " IS NULL THEN 1 ELSE 0 END"
+		vals = append(vals, "COALESCE("+v+", CAST(0 AS DOUBLE PRECISION))")
 	}
-	// When the grid of ranks (K + 2 per axis) has fewer than 2⁶² cells,
-	// one BIGINT cell index (mixed radix) is grouped instead of d ranks.
-	radix := make([]int64, d)
-	cells := int64(1)
+	p.nvals = len(vals)
+	// Pack the digits into codes below maxCode.
+	var exprs []string
+	grid, full := 1.0, int64(1)
 	for i := range axes {
-		radix[i] = int64(len(axes[i].cuts) + 2)
-		if cells > 0 && cells <= (1<<62)/radix[i] {
-			cells *= radix[i]
-		} else {
-			cells = 0
+		grid *= float64(p.radix[i])
+		if len(p.codes) == 0 || full > maxCode/p.radix[i] {
+			p.codes = append(p.codes, nil)
+			exprs = append(exprs, "")
+			full = 1
 		}
+		c := len(p.codes) - 1
+		if len(p.codes[c]) == 0 {
+			exprs[c] = "CAST(" + digits[i] + " AS BIGINT)"
+		} else {
+			exprs[c] = "(" + exprs[c] + ") * " + strconv.FormatInt(p.radix[i], 10) + " + CAST(" + digits[i] + " AS BIGINT)"
+		}
+		p.codes[c] = append(p.codes[c], i)
+		full *= p.radix[i]
 	}
-	from := " FROM (SELECT " + strings.Join(sel, ", ") + " FROM (SELECT " + strings.Join(inner, ", ") + " FROM " + ident(set.Table) +
-		") AS p" + strings.Join(joins, "") + ") AS c"
-	var text string
+	from := " FROM (SELECT " + strings.Join(inner, ", ") + " FROM " + ident(set.Table) + ") AS p"
+	p.group = p.nvals == 0 && grid <= maxGrouped
 	switch {
 	case d == 0:
-		text = "SELECT COUNT(*) FROM " + ident(set.Table)
-	case cells > 0:
-		id := grp[0]
-		for i := 1; i < d; i++ {
-			id = "(" + id + ") * " + strconv.FormatInt(radix[i], 10) + " + " + grp[i]
+		p.text = "SELECT COUNT(*) FROM " + ident(set.Table)
+		p.group = true
+	case p.group:
+		names := make([]string, len(exprs))
+		for c := range exprs {
+			names[c] = "_synth_c" + strconv.Itoa(c)
+			exprs[c] += " AS " + names[c]
 		}
-		text = "SELECT CAST(" + id + " AS BIGINT) AS _synth_cell, COUNT(*)" + from + " GROUP BY _synth_cell"
+		p.text = "SELECT " + strings.Join(names, ", ") + ", COUNT(*) FROM (SELECT " + strings.Join(exprs, ", ") + from +
+			") AS c GROUP BY " + strings.Join(names, ", ")
 	default:
-		text = "SELECT " + strings.Join(grp, ", ") + ", COUNT(*)" + from + " GROUP BY " + strings.Join(grp, ", ")
+		p.text = "SELECT " + strings.Join(append(exprs, vals...), ", ") + from
 	}
-	t := &kdTree{dims: d}
-	cols := d
-	if cells > 0 && d > 0 {
-		cols = 1
-	}
-	row := make([]int64, cols+1)
-	dest := make([]any, cols+1)
-	for i := range row {
-		dest[i] = &row[i]
-	}
-	err := db.Aggregate(ctx, text, nil, func(r *sql.Rows) error {
-		if err := r.Scan(dest...); err != nil {
-			return err
-		}
-		if cols == 1 && d > 0 {
-			at := len(t.pts)
-			t.pts = append(t.pts, make([]int32, d)...)
-			for i, c := d-1, row[0]; i >= 0; i-- {
-				t.pts[at+i] = int32(c % radix[i])
-				c /= radix[i]
+	return p, nil
+}
+
+// bitsets returns, per axis, the set of boxes whose span holds each rank:
+// rank r's bits at [r·words, (r+1)·words), box q at bit q.
+func (p *plan) bitsets(boxes []Box) (sets [][]uint64, words int) {
+	words = (len(boxes) + 63) / 64
+	sets = make([][]uint64, len(p.axes))
+	for i := range p.axes {
+		a := &p.axes[i]
+		ranks := len(a.cuts) + 2
+		// Sweep the ranks: box q joins at its lower rank and leaves after
+		// its upper one.
+		join := make([][]int32, ranks+1)
+		leave := make([][]int32, ranks+1)
+		for q, b := range boxes {
+			lo, hi := a.span(b[i])
+			if lo > hi {
+				continue
 			}
-		} else {
-			for i := 0; i < d; i++ {
-				t.pts = append(t.pts, int32(row[i]))
-			}
+			join[lo] = append(join[lo], int32(q))
+			leave[hi+1] = append(leave[hi+1], int32(q))
 		}
-		t.cnt = append(t.cnt, row[cols])
-		return nil
-	})
+		s := make([]uint64, ranks*words)
+		cur := make([]uint64, words)
+		for r := range ranks {
+			for _, q := range leave[r] {
+				cur[q/64] &^= 1 << (q % 64)
+			}
+			for _, q := range join[r] {
+				cur[q/64] |= 1 << (q % 64)
+			}
+			copy(s[r*words:], cur)
+		}
+		sets[i] = s
+	}
+	return sets, words
+}
+
+// batch holds rows of the scan: codes, values and, when grouped, counts.
+type batch struct {
+	n     int
+	codes []int64
+	vals  []float64
+	cnt   []int64
+}
+
+const batchRows = 4096
+
+// countBlock counts the rows in each of boxes (at most maxBlock): one
+// scan of the table, the rows' cells matched against the boxes in Go.
+func countBlock(ctx context.Context, db relational.DB, set *Set, boxes []Box) ([]int64, error) {
+	p, err := newPlan(set, boxes)
 	if err != nil {
-		return nil, fmt.Errorf("rangeset: counts: %w", err)
+		return nil, err
 	}
-	t.build()
-	// The queries in parallel: the tree is only read.
-	out := make([]int64, len(set.Boxes))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(out)/64))
-	var g errgroup.Group
+	out := make([]int64, len(boxes))
+	if len(p.axes) == 0 {
+		var n int64
+		if err := db.Aggregate(ctx, p.text, nil, func(r *sql.Rows) error { return r.Scan(&n) }); err != nil {
+			return nil, fmt.Errorf("rangeset: counts: %w", err)
+		}
+		for q := range out {
+			out[q] = n
+		}
+		return out, nil
+	}
+	sets, words := p.bitsets(boxes)
+	nc, nv := len(p.codes), p.nvals
+	workers := runtime.GOMAXPROCS(0)
+	full := make(chan *batch, 2*workers)
+	free := make(chan *batch, 3*workers)
+	for range cap(free) {
+		free <- &batch{codes: make([]int64, batchRows*nc), vals: make([]float64, batchRows*nv), cnt: make([]int64, batchRows)}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	sums := make([][]int64, workers)
 	for w := range workers {
 		g.Go(func() error {
-			lo, hi := make([]int32, d), make([]int32, d)
-			for q := w; q < len(out); q += workers {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				empty := false
-				for i := range axes {
-					lo[i], hi[i] = axes[i].span(set.Boxes[q][i])
-					empty = empty || lo[i] > hi[i]
-				}
-				if !empty {
-					out[q] = t.count(lo, hi)
-				}
+			acc := make([]int64, len(boxes))
+			sums[w] = acc
+			offs := make([]int, len(p.axes))
+			for b := range full {
+				p.add(b, sets, words, offs, acc)
+				free <- b
 			}
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	row := make([]int64, nc+1)
+	vals := make([]float64, nv)
+	dest := make([]any, 0, nc+nv+1)
+	for c := range nc {
+		dest = append(dest, &row[c])
+	}
+	for v := range nv {
+		dest = append(dest, &vals[v])
+	}
+	if p.group {
+		dest = append(dest, &row[nc])
+	}
+	var cur *batch
+	err = db.Aggregate(gctx, p.text, nil, func(r *sql.Rows) error {
+		if err := r.Scan(dest...); err != nil {
+			return err
+		}
+		if cur == nil {
+			select {
+			case cur = <-free:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+			cur.n = 0
+		}
+		copy(cur.codes[cur.n*nc:], row[:nc])
+		copy(cur.vals[cur.n*nv:], vals)
+		cur.cnt[cur.n] = row[nc]
+		cur.n++
+		if cur.n == batchRows {
+			full <- cur
+			cur = nil
+		}
+		return nil
+	})
+	if cur != nil && cur.n > 0 {
+		full <- cur
+	}
+	close(full)
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rangeset: counts: %w", err)
+	}
+	for _, acc := range sums {
+		for q, v := range acc {
+			out[q] += v
+		}
+	}
+	return out, nil
+}
+
+// add adds the rows of b to the counts acc of the boxes holding them:
+// each row's ranks from its codes and values, then the AND over the axes
+// of the bitsets of the boxes whose span holds the rank (offs: scratch,
+// one per axis).
+func (p *plan) add(b *batch, sets [][]uint64, words int, offs []int, acc []int64) {
+	nc, nv, d := len(p.codes), p.nvals, len(p.axes)
+	and := make([]uint64, words)
+	for j := range b.n {
+		for c, axes := range p.codes {
+			v := b.codes[j*nc+c]
+			for k := len(axes) - 1; k >= 0; k-- {
+				i := axes[k]
+				digit := v % p.radix[i]
+				v /= p.radix[i]
+				var r int
+				switch p.send[i] {
+				case sendRank:
+					r = int(digit)
+				case sendOffset:
+					r = int(p.rank[i][digit])
+				default:
+					r = len(p.thr[i]) + 1 // NULL
+					if digit == 0 {
+						r = rankOf(p.thr[i], b.vals[j*nv+p.value[i]])
+					}
+				}
+				offs[i] = r * words
+			}
+		}
+		n := int64(1)
+		if p.group {
+			n = b.cnt[j]
+		}
+		// The AND of the axes' bitsets, word by word in tight loops.
+		copy(and, sets[0][offs[0]:offs[0]+words])
+		for i := 1; i < d; i++ {
+			s := sets[i][offs[i] : offs[i]+words]
+			for wd := range and {
+				and[wd] &= s[wd]
+			}
+		}
+		for wd, x := range and {
+			for x != 0 {
+				acc[wd*64+bits.TrailingZeros64(x)] += n
+				x &= x - 1
+			}
+		}
+	}
+}
+
+// rankOf is the number of thresholds w (non-decreasing) at or below v,
+// the tests x ≥ W that v passes; a NaN passes them all, as in the
+// engines' order.
+func rankOf(w []float64, v float64) int {
+	if v != v {
+		return len(w)
+	}
+	lo, hi := 0, len(w)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if w[m] <= v {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// cubeCounts counts the rows of every query of set: one scan of the table
+// per block of maxBlock queries, each row matched in Go against the
+// block's boxes through its elementary cell ([newPlan]).
+func cubeCounts(ctx context.Context, db relational.DB, set *Set) ([]int64, error) {
+	out := make([]int64, 0, len(set.Boxes))
+	for start := 0; start < len(set.Boxes); start += maxBlock {
+		c, err := countBlock(ctx, db, set, set.Boxes[start:min(start+maxBlock, len(set.Boxes))])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c...)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package rangeset
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 
 // cubeInstance loads a small random table t (an integer, a numeric, a date,
 // a categorical and a boolean column, values on coarse grids so that query
-// ends often hit them, and a numeric y with values anywhere) and makes u, the same rows plus rows with NULLs, as
+// ends often hit them, and a numeric y with values anywhere) and makes u, the same rows plus rows with NULLs, NaNs and infinities, as
 // a view; one spec for each.
 func cubeInstance(t *testing.T, r *rand.Rand) (*engine.Engine, map[string]*spec.Spec) {
 	t.Helper()
@@ -64,7 +65,10 @@ func cubeInstance(t *testing.T, r *rand.Rand) (*engine.Engine, map[string]*spec.
 	if err := e.CreateView(ctx, "u", `SELECT i, x, d, c, f, y FROM t UNION ALL SELECT * FROM (VALUES
 	  (NULL, 0.5, DATE '2020-01-10', 'a', TRUE, 0.5), (3, NULL, DATE '2020-01-10', 'b', FALSE, 0.5), (3, 0.5, NULL, 'c', TRUE, 0.5),
 	  (3, 0.5, DATE '2020-01-10', NULL, TRUE, 0.5), (3, 0.5, DATE '2020-01-10', 'd', NULL, 0.5), (3, 0.5, DATE '2020-01-10', 'd', TRUE, NULL),
-	  (NULL, NULL, NULL, NULL, NULL, NULL)) AS n(i, x, d, c, f, y)`); err != nil {
+	  (NULL, NULL, NULL, NULL, NULL, NULL),
+	  (4, CAST('NaN' AS DOUBLE), DATE '2020-01-11', 'a', TRUE, CAST('NaN' AS DOUBLE)),
+	  (5, CAST('Infinity' AS DOUBLE), DATE '2020-01-12', 'b', TRUE, CAST('-Infinity' AS DOUBLE)),
+	  (6, CAST('-Infinity' AS DOUBLE), DATE '2020-01-13', 'c', FALSE, CAST('Infinity' AS DOUBLE))) AS n(i, x, d, c, f, y)`); err != nil {
 		t.Fatal(err)
 	}
 	return e, specs
@@ -145,7 +149,7 @@ func TestCubeCountsEqualFilterCounts(t *testing.T) {
 		}
 		if n == 1500 {
 			grid := 1.0
-			for _, a := range newAxes(set) {
+			for _, a := range newAxes(set, set.Boxes) {
 				grid *= float64(len(a.cuts) + 2)
 			}
 			if grid <= 1<<31 {
@@ -156,17 +160,33 @@ func TestCubeCountsEqualFilterCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Both rank forms: a CASE over the cuts (few cuts) and buckets.
-		for _, few := range []int{0, 64} {
-			fewCuts = few
+		// Every form of the plan: ranks by a CASE over the cuts (few
+		// cuts), offsets and values sent to Go, the rows grouped by the
+		// engine or not, digits packed in one code or one each, the
+		// queries in one block or several.
+		for _, c := range []struct {
+			few            int
+			offsets, group float64
+			code           int64
+			block          int
+		}{
+			{64, 1 << 16, 1 << 26, 1 << 62, 4096},
+			{0, 1 << 16, 1 << 26, 1 << 62, 4096},
+			{0, 0, 1 << 26, 1 << 62, 4096},
+			{0, 1 << 16, 0, 1 << 62, 4096},
+			{64, 1 << 16, 1 << 62, 1 << 62, 4096},
+			{64, 1 << 16, 1 << 26, 1, 7},
+			{0, 1 << 16, 1 << 62, 300, 100},
+		} {
+			fewCuts, maxOffsets, maxGrouped, maxCode, maxBlock = c.few, c.offsets, c.group, c.code, c.block
 			got, err := cubeCounts(ctx, e, set)
-			fewCuts = 64
+			fewCuts, maxOffsets, maxGrouped, maxCode, maxBlock = 64, 1<<16, 1<<26, 1<<62, 4096
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := range want {
 				if got[i] != want[i] {
-					t.Errorf("fewCuts %d: %s: cell grid %d, filter %d", few, texts[i], got[i], want[i])
+					t.Errorf("plan %+v: %s: cell grid %d, filter %d", c, texts[i], got[i], want[i])
 				}
 			}
 		}
@@ -178,58 +198,27 @@ func TestCubeCountsEqualFilterCounts(t *testing.T) {
 	}
 }
 
-// TestKDTreeBruteForce checks kdTree.count against a scan of the points on
-// random point sets and boxes.
-func TestKDTreeBruteForce(t *testing.T) {
+// TestRankOf checks the binary search against a count of the thresholds
+// passed, NaN and infinities included.
+func TestRankOf(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for rep := range 50 {
-		d := 1 + rep%5
-		n := r.IntN(300)
-		side := int32(1 + r.IntN(12))
-		tr := &kdTree{dims: d}
-		seen := map[string]bool{}
-		for len(tr.cnt) < n {
-			p := make([]int32, d)
-			for k := range p {
-				p[k] = r.Int32N(side)
-			}
-			if key := fmt.Sprint(p); !seen[key] {
-				seen[key] = true
-				tr.pts = append(tr.pts, p...)
-				tr.cnt = append(tr.cnt, 1+r.Int64N(5))
-			}
-			if len(seen) == int(pow(side, d)) {
-				break
-			}
+	vals := []float64{math.Inf(-1), -1, -0.5, 0, 0.25, 1, math.Inf(1), math.NaN()}
+	for range 200 {
+		w := make([]float64, 1+r.IntN(6))
+		for i := range w {
+			w[i] = vals[r.IntN(len(vals)-1)] // no NaN threshold
 		}
-		pts, cnt := slices.Clone(tr.pts), slices.Clone(tr.cnt)
-		tr.build()
-		for range 40 {
-			lo, hi := make([]int32, d), make([]int32, d)
-			for k := range lo {
-				lo[k], hi[k] = r.Int32N(side+2)-1, r.Int32N(side+2)-1
-			}
-			var want int64
-		pt:
-			for i := range cnt {
-				for k := range d {
-					if v := pts[i*d+k]; v < lo[k] || v > hi[k] {
-						continue pt
-					}
+		slices.Sort(w)
+		for _, v := range vals {
+			want := 0
+			for _, x := range w {
+				if v >= x || v != v {
+					want++
 				}
-				want += cnt[i]
 			}
-			if got := tr.count(lo, hi); got != want {
-				t.Fatalf("dims %d, %d points, box %v–%v: %d, brute force %d", d, len(cnt), lo, hi, got, want)
+			if got := rankOf(w, v); got != want {
+				t.Fatalf("rankOf(%v, %v) = %d, want %d", w, v, got, want)
 			}
 		}
 	}
-}
-
-func pow(b int32, e int) int64 {
-	p := int64(1)
-	for range e {
-		p *= int64(b)
-	}
-	return p
 }
