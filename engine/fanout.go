@@ -252,11 +252,22 @@ func (e *Engine) rebuild(ctx context.Context, table, sel, sub, on, what string) 
 	if strings.Contains(strings.ToUpper(kind), "VIEW") {
 		drop = "DROP VIEW "
 	}
+	cascade := ""
+	if _, pg := d.(postgres); pg {
+		// PostgreSQL keeps views bound to the relation they read and
+		// refuses to drop it under them ("cannot drop table customer
+		// because other objects depend on it": the fold view of customer ⋈
+		// nation ⋈ region). They go with it, as replaceTable and
+		// replaceView drop theirs: the caller folds again after the
+		// rebuild (AddFanout and AddMode say so), which builds them anew
+		// on the new table.
+		cascade = " CASCADE"
+	}
 	tmp := d.ident(ReservedPrefix + "fan_" + table)
 	stmts := []string{
 		"DROP TABLE IF EXISTS " + tmp,
 		"CREATE TABLE " + tmp + " AS SELECT p.*, " + sel + " FROM " + d.ident(table) + " AS p LEFT JOIN " + sub + " AS f ON " + on,
-		drop + d.ident(table),
+		drop + d.ident(table) + cascade,
 		"ALTER TABLE " + tmp + " RENAME TO " + d.ident(table),
 	}
 	for _, q := range stmts {

@@ -17,18 +17,23 @@ import (
 	"github.com/synth-dp/synth/dp"
 	"github.com/synth-dp/synth/engine"
 	"github.com/synth-dp/synth/internal/tpchgen"
+	"github.com/synth-dp/synth/output/layout"
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
 )
 
 // TestReleaseSamePostgresDuckDB runs seeded releases of the TPC-H examples
 // (join-as-one on the three-table chain, the uniformized two-table
-// partition, the folded public lookups) on TPC-H-shaped data, of the
-// hierarchical example, and of a spec of nullable columns holding NULLs
-// ([nullableRelease]), on embedded DuckDB and on PostgreSQL
-// (SYNTH_TEST_POSTGRES), and checks that both write exactly the same rows
-// in the same order with the same DP row count and Δ̃: the engines return
-// the same statistics, so the mechanisms draw the same noise.
+// partition, the folded public lookups, and the tables release of the
+// chain and of the folded lookups with sibling classes: the fan-out
+// clips, the child counts, AddFanout and AddMode in the engine's SQL) on
+// TPC-H-shaped data, of the hierarchical example, and of a spec of
+// nullable columns holding NULLs ([nullableRelease]), on embedded DuckDB
+// and on PostgreSQL (SYNTH_TEST_POSTGRES), and checks that both write
+// exactly the same rows in the same order with the same DP row count and
+// Δ̃ (and, for a tables release, the same rows in every table file): the
+// engines return the same statistics, so the mechanisms draw the same
+// noise.
 func TestReleaseSamePostgresDuckDB(t *testing.T) {
 	url := os.Getenv("SYNTH_TEST_POSTGRES")
 	if url == "" {
@@ -70,15 +75,23 @@ func releaseSame(t *testing.T, url, name string) {
 	for _, tc := range []struct {
 		spec, data string
 		seed       uint64
+		// tables: release.output tables, with release.sibling_classes
+		// when siblings.
+		tables, siblings bool
 	}{
-		{"../examples/tpch/synth.yaml", data, 42},
-		{"../examples/tpch/orders_lineitem.yaml", data, 42},
-		{"../examples/tpch/nation.yaml", data, 42},
-		{"../examples/hier/synth.yaml", "", 0},
-		{"nullable", "", 42},      // nullableRelease's spec, tuple-level
-		{"nullable unit", "", 42}, // and with privacy.unit: customer
+		{"../examples/tpch/synth.yaml", data, 42, false, false},
+		{"../examples/tpch/orders_lineitem.yaml", data, 42, false, false},
+		{"../examples/tpch/nation.yaml", data, 42, false, false},
+		{"../examples/tpch/synth.yaml", data, 42, true, false},
+		{"../examples/tpch/nation.yaml", data, 42, true, true},
+		{"../examples/hier/synth.yaml", "", 0, false, false},
+		{"nullable", "", 42, false, false},      // nullableRelease's spec, tuple-level
+		{"nullable unit", "", 42, false, false}, // and with privacy.unit: customer
 	} {
 		name := filepath.Base(filepath.Dir(tc.spec)) + "/" + filepath.Base(tc.spec)
+		if tc.tables {
+			name += fmt.Sprintf(" tables (sibling classes %v)", tc.siblings)
+		}
 		if strings.HasPrefix(tc.spec, "nullable") {
 			name = tc.spec
 			tc.spec = nullableRelease(t, tc.spec == "nullable unit")
@@ -93,7 +106,11 @@ func releaseSame(t *testing.T, url, name string) {
 					s.Tables[i].Source = filepath.Join(tc.data, s.Tables[i].Name+".csv")
 				}
 			}
+			if tc.tables {
+				s.Release.Output, s.Release.SiblingClasses = spec.OutputTables, tc.siblings
+			}
 			var rows [2][]string
+			var tables [2]map[string][]string // table file → its rows
 			var sums [2]*release.Summary
 			run := func(k int, eng string, seed uint64) {
 				out := filepath.Join(t.TempDir(), "out")
@@ -104,6 +121,17 @@ func releaseSame(t *testing.T, url, name string) {
 				}
 				sums[k] = sum
 				rows[k] = parquetRows(t, sum.Parquet)
+				files, err := filepath.Glob(filepath.Join(sum.Dir, layout.TablesDir, "*.parquet"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.tables != (len(files) > 0) {
+					t.Fatalf("engine %d: release.output tables %v, but %d table files", k, tc.tables, len(files))
+				}
+				tables[k] = map[string][]string{}
+				for _, f := range files {
+					tables[k][filepath.Base(f)] = parquetRows(t, f)
+				}
 			}
 			seed := tc.seed
 			if seed == 0 {
@@ -131,6 +159,14 @@ func releaseSame(t *testing.T, url, name string) {
 					}
 				}
 				t.Fatalf("DuckDB wrote %d rows, %s %d", len(rows[0]), name, len(rows[1]))
+			}
+			if len(tables[0]) != len(tables[1]) {
+				t.Fatalf("DuckDB wrote %d table files, %s %d", len(tables[0]), name, len(tables[1]))
+			}
+			for f, want := range tables[0] {
+				if got := tables[1][f]; !slices.Equal(got, want) || len(want) == 0 {
+					t.Fatalf("table file %s: DuckDB wrote %d rows, %s %d (or different rows)", f, len(want), name, len(got))
+				}
 			}
 			nulls := 0
 			for _, r := range rows[0] {
