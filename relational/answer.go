@@ -102,6 +102,10 @@ type Result struct {
 	// SJA's radius r̃ (an ℓ2 norm of one unit's contribution vector); nil
 	// for mechanisms that truncate nothing.
 	Threshold *float64 `json:"threshold"`
+	// ShapeClip is the clipped mechanism's second clip on two answers or
+	// more (total and shape): r·B, the most one unit's terms add to the
+	// measured shape (Threshold is then the total's clip); nil otherwise.
+	ShapeClip *float64 `json:"shape_clip,omitempty"`
 	// Epsilon and Delta are the share of the budget spent on this answer.
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta"`

@@ -33,9 +33,11 @@ const ClipMechanism = "clipped Laplace"
 type clipMutation int
 
 const (
-	clipMutNone     clipMutation = iota
-	clipMutTrueClip              // C is the best score's rung, chosen without noise
-	clipMutRowNoise              // the noise is scaled to one row, not to C
+	clipMutNone      clipMutation = iota
+	clipMutTrueClip               // C is the best score's rung, chosen without noise
+	clipMutRowNoise               // the noise is scaled to one row, not to C
+	clipMutTrueShape              // the shape's clip r is the best score's rung, chosen without noise
+	clipMutTotalEps               // the total is noised at the whole ε, not at its share
 )
 
 // clipJob is one answer of the clipped mechanism: a query, one of its
@@ -170,16 +172,23 @@ func answerClipped(ctx context.Context, db DB, src dp.Source, s *spec.Spec, quer
 	if err != nil {
 		return nil, err
 	}
-	if err := root.Charge("clip C (exponential mechanism over a public ladder)", dp.Budget{Epsilon: epsQ},
-		fmt.Sprintf("score −#{units whose contributions (in rows, each term over its public bound) exceed C_j} − j/ε_Q over C_j ∈ {⌈2^(j/2)⌉} ≤ %v; "+
-			"deleting a unit changes the count by at most 1 and the penalty not at all: sensitivity 1 (dp.ExponentialGrid, exact)", top),
-		map[string]any{"candidates": len(ladder), "share": ClipQuantileShare}); err != nil {
-		return nil, err
-	}
-	if err := root.Charge("clipped sums + discrete Laplace", dp.Budget{Epsilon: epsN},
-		"each unit's vector over the answers clipped to L1 norm C: deleting a unit removes its clipped vector and changes no other; "+
-			"discrete Laplace of scale C/ε_N per answer is ε_N-DP (L1 sensitivity C); C is a DP output, so the two compose", nil); err != nil {
-		return nil, err
+	shape := len(jobs) >= 2
+	if shape {
+		if err := chargeShape(root, len(ladder), top, eps); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := root.Charge("clip C (exponential mechanism over a public ladder)", dp.Budget{Epsilon: epsQ},
+			fmt.Sprintf("score −#{units whose contributions (in rows, each term over its public bound) exceed C_j} − j/ε_Q over C_j ∈ {⌈2^(j/2)⌉} ≤ %v; "+
+				"deleting a unit changes the count by at most 1 and the penalty not at all: sensitivity 1 (dp.ExponentialGrid, exact)", top),
+			map[string]any{"candidates": len(ladder), "share": ClipQuantileShare}); err != nil {
+			return nil, err
+		}
+		if err := root.Charge("clipped sums + discrete Laplace", dp.Budget{Epsilon: epsN},
+			"each unit's vector over the answers clipped to L1 norm C: deleting a unit removes its clipped vector and changes no other; "+
+				"discrete Laplace of scale C/ε_N per answer is ε_N-DP (L1 sensitivity C); C is a DP output, so the two compose", nil); err != nil {
+			return nil, err
+		}
 	}
 
 	// Every unit's contributions, per answer, in steps of h·B_k. Units are
@@ -214,6 +223,13 @@ func answerClipped(ctx context.Context, db DB, src dp.Source, s *spec.Spec, quer
 		if err != nil {
 			return nil, &QueryError{Query: j.q.Text, Err: err}
 		}
+	}
+	if shape {
+		out, err := runShape(src, vecs, len(jobs), ladder, eps, opt.clipMutation)
+		if err != nil {
+			return nil, err
+		}
+		return shapeResults(out, jobs, unit, eps, root), nil
 	}
 	clip, noisy, b, err := runClip(src, vecs, len(jobs), ladder, epsQ, epsN, opt.clipMutation)
 	if err != nil {

@@ -316,14 +316,6 @@ const (
 	kindClip
 )
 
-// clipMaxAnswers is the most answers the clipped Laplace mechanism takes
-// by default when multi-query SJA could run (δ > 0): a unit's L1 norm over
-// d answers is at most √d times its L2 norm, against SJA's Gaussian factor
-// √(2 ln(1.25/δ)) ≈ 5.3 at δ = 10⁻⁶; measured on the TPC-H and Retail
-// workload marginals (docs/answers.md), the 1-way marginals (2 to 13
-// cells) mostly went to clip and the 2-way ones (20 to 494) to SJA.
-const clipMaxAnswers = 10
-
 // answerPlan is the mechanism of a run, chosen from public inputs only
 // (the spec, the parsed queries, the flags and the build) before any data
 // is read.
@@ -377,16 +369,12 @@ func planAnswer(s *spec.Spec, qs []*relational.Query, units []string, budget dp.
 		return clip
 	}
 	clipErr := relational.CheckClip(s, qs, units)
-	if clipErr == nil && d >= 2 && (d <= clipMaxAnswers || !(budget.Delta > 0)) {
-		why := fmt.Sprintf("%d ≤ %d answers", d, clipMaxAnswers)
-		if !(budget.Delta > 0) {
-			why = "δ = 0 (multi-query SJA needs δ > 0; R2T would run once per answer at ε/" + strconv.Itoa(d) + ")"
-		}
-		clip.reason = fmt.Sprintf("%d answers under privacy unit %s, %s: clipped Laplace — %.0f%% of ε chooses a clip C near the largest units' contributions "+
-			"(exponential mechanism over the ladder ⌈2^(j/2)⌉ ≤ %s rows per unit), each unit's contributions to all the answers are clipped to C together (L1), "+
-			"and each answer gets discrete Laplace noise of scale C/ε_N (pure ε-DP). With few answers a unit's L1 norm is at most √d times its L2 norm, "+
-			"less than the Gaussian's factor multi-query SJA pays; measured better up to about %d answers (docs/answers.md); --mechanism multi or r2t for the others",
-			d, unit, why, 100*relational.ClipQuantileShare, strconv.FormatFloat(o.gs, 'f', -1, 64), clipMaxAnswers)
+	if clipErr == nil && d >= 2 {
+		clip.reason = fmt.Sprintf("%d answers under privacy unit %s: clipped Laplace, total and shape — the answers' total is measured with a clip C near the largest units' contributions "+
+			"and their shape (each answer's share) with a clip r at the %.0f%% quantile of the units' contributions (both chosen by exponential mechanisms over the ladder ⌈2^(j/2)⌉ ≤ %s rows per unit), "+
+			"each answer being its share of the shape times the total (pure ε-DP). At r nearly every unit weighs the same in the shape, so its noise is that of r, not of C: "+
+			"measured better than multi-query SJA's L2 clipping and than one clip for all answers on every workload marginal of docs/answers.md; --mechanism multi or r2t for the others",
+			d, unit, 100*relational.ShapeQuantile(budget.Epsilon), strconv.FormatFloat(o.gs, 'f', -1, 64))
 		return clip
 	}
 	if clipErr == nil && d == 1 {
@@ -408,9 +396,6 @@ func planAnswer(s *spec.Spec, qs []*relational.Query, units []string, budget dp.
 	}
 	mult.reason = fmt.Sprintf("%d answers under privacy unit %s: multi-query SJA (Dong–Sun–Yi) answers them together with one truncation radius and one noise vector at the whole (ε, δ), "+
 		"where R2T would run %d times at ε/%d each (--mechanism r2t for that)", d, unit, d, d)
-	if clipErr == nil {
-		mult.reason += fmt.Sprintf("; above %d answers its L2 clipping beat the clipped Laplace mechanism's L1 clipping on the workload marginals measured in docs/answers.md (--mechanism clip for that)", clipMaxAnswers)
-	}
 	return mult
 }
 
@@ -527,8 +512,18 @@ func answerWith(ctx context.Context, eng *engine.Engine, src dp.Source, s *spec.
 		if err != nil || o.raw {
 			return res, err
 		}
-		// Post-processing of the DP values only (docs/answers.md).
-		return relational.PostProcess(qs, res), nil
+		// Post-processing of the DP values only (docs/answers.md). The
+		// ledger holds the mechanism's values (answer_k) and, for every
+		// answer the post-processing changed, the value printed
+		// (answer_k_post_processed): both DP outputs, the second a function
+		// of the first.
+		res = relational.PostProcess(qs, res)
+		for k, r := range res {
+			if r.PostProcessing != "" {
+				ledger.Publish(fmt.Sprintf("answer_%d_post_processed", k), float64(r.Value))
+			}
+		}
+		return res, nil
 	}
 	return relational.Answer(ctx, eng, src, s, qs, relational.Options{
 		Budget: budget, Units: units, GS: o.gs, Base: o.base, Noise: relational.Noise(o.noise),

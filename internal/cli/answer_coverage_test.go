@@ -99,6 +99,31 @@ func (o *shipModeOracle) clippedL1(k int, c float64) float64 {
 	return float64(s) * relational.ClipStep
 }
 
+// shapeRatio is the clipped mechanism's R_k on two answers or more
+// (total and shape, relational.runShape), in rows: S_k(r)·T_C/ΣS(r), with
+// S(r) the clipped sums at the shape's clip r (clippedL1) and T_C =
+// Σ_c min(‖v_c‖₁, C) the total at its clip C, in exact steps.
+func (o *shipModeOracle) shapeRatio(k int, c, r float64) float64 {
+	per := int64(1 / relational.ClipStep)
+	cs := int64(c) * per
+	total := int64(0)
+	for _, v := range o.per {
+		n := int64(0)
+		for _, x := range v {
+			n += x * per
+		}
+		total += min(n, cs)
+	}
+	var sum float64
+	for j := range o.modes {
+		sum += o.clippedL1(j, r)
+	}
+	if sum == 0 {
+		return 0
+	}
+	return o.clippedL1(k, r) * float64(total) * relational.ClipStep / sum
+}
+
 func readCSV(t *testing.T, path string, cols ...string) [][]string {
 	t.Helper()
 	f, err := os.Open(path)
@@ -208,7 +233,8 @@ func binomTail(n, k int, p float64) float64 {
 //   - LOWER 95% ≤ the true count (truncation bias included);
 //   - |value − Q_τ| ≤ NOISE ±95%, Q_τ the truncated count at the published
 //     threshold (R2T: Σ_c min(ψ_c, τ); multi-query SJA: the clipped sum at
-//     r̃), computed by the oracle;
+//     r̃; the clipped mechanism's total and shape: S_k(r)·T_C/ΣS(r) at its
+//     two clips), computed by the oracle;
 //   - value ≥ 0.
 //
 // Each miss has probability ≤ 0.05 given the earlier ones (the noise of
@@ -258,18 +284,24 @@ func TestAnswerBoundsCoverTPCH(t *testing.T) {
 		}
 		runsR2T, runsClip = runsMulti, runsMulti
 	}
-	asFloat := func(f func(int, float64) int64) func(int, float64) float64 {
-		return func(k int, th float64) float64 { return float64(f(k, th)) }
+	asFloat := func(f func(int, float64) int64) func(int, relational.Result) float64 {
+		return func(k int, r relational.Result) float64 { return float64(f(k, *r.Threshold)) }
+	}
+	shape := func(k int, r relational.Result) float64 {
+		if r.ShapeClip == nil {
+			t.Fatalf("answer %+v of the total-and-shape mechanism lacks its shape clip", r)
+		}
+		return oracle.shapeRatio(k, *r.Threshold, *r.ShapeClip)
 	}
 	for _, tc := range []struct {
 		mech      string
 		kind      answerKind
 		runs      int
-		reference func(k int, threshold float64) float64
+		reference func(k int, r relational.Result) float64
 	}{
 		{mechMulti, kindMulti, runsMulti, asFloat(oracle.clipped)},
 		{mechR2T, kindR2T, runsR2T, asFloat(oracle.truncated)},
-		{mechAuto, kindClip, runsClip, oracle.clippedL1},
+		{mechAuto, kindClip, runsClip, shape},
 	} {
 		t.Run(tc.mech, func(t *testing.T) {
 			o := &answerOptions{gs: relational.DefaultGS, base: 2, noise: string(relational.NoiseLaplace), mech: tc.mech}
@@ -314,7 +346,7 @@ func TestAnswerBoundsCoverTPCH(t *testing.T) {
 					if r.RawValue != nil {
 						raw = max(*r.RawValue, 0)
 					}
-					if math.Abs(float64(raw)-tc.reference(k, *r.Threshold)) > *r.NoiseBound95 {
+					if math.Abs(float64(raw)-tc.reference(k, r)) > *r.NoiseBound95 {
 						noiseMiss++
 					}
 					if math.Abs(float64(raw-truth)) > *r.NoiseBound95 {

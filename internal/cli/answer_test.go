@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,6 +45,10 @@ type answerDoc struct {
 		Neighbours string  `json:"neighbours"`
 		Privacy    string  `json:"privacy"`
 		Spends     []any   `json:"spends"`
+		Outputs    []struct {
+			Name  string  `json:"name"`
+			Value float64 `json:"value"`
+		} `json:"outputs"`
 	} `json:"privacy"`
 }
 
@@ -223,12 +228,12 @@ func TestSplitQueries(t *testing.T) {
 }
 
 // TestAnswerMechanismChoice checks which mechanism answer runs and that
-// the output says which and why: under a privacy unit, several answers
-// (groups or queries) up to 10, one answer, or any number at δ = 0, default
-// to the clipped Laplace mechanism (one spend, split between the clip and
-// the noise), more than 10 at δ > 0 to multi-query SJA (one spend of the
-// whole budget), --mechanism r2t keeps one R2T run per answer, and no unit
-// means the residual-sensitivity mechanism.
+// the output says which and why: under a privacy unit, one answer or
+// several (groups or queries, any number, any δ) default to the clipped
+// Laplace mechanism (one spend: for several, the total and the shape),
+// --mechanism multi runs multi-query SJA (one spend of the whole budget),
+// --mechanism r2t keeps one R2T run per answer, and no unit means the
+// residual-sensitivity mechanism.
 func TestAnswerMechanismChoice(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -239,9 +244,11 @@ func TestAnswerMechanismChoice(t *testing.T) {
 		wantReason []string
 	}{
 		{"group by under the spec's unit", []string{"--query", answerShipModes},
-			"clipped Laplace", "clipped Laplace", 1, []string{"7 answers under privacy unit customer", "7 ≤ 10 answers", "--mechanism multi"}},
+			"clipped Laplace", "clipped Laplace", 1, []string{"7 answers under privacy unit customer", "total and shape", "--mechanism multi"}},
 		{"more than 10 answers", []string{"--query", answerShipSegments},
-			"multi-query SJA", "multi-query SJA", 1, []string{"35 answers under privacy unit customer", "--mechanism r2t", "--mechanism clip"}},
+			"clipped Laplace", "clipped Laplace", 1, []string{"35 answers under privacy unit customer", "--mechanism multi or r2t"}},
+		{"--mechanism multi", []string{"--mechanism", "multi", "--query", answerShipSegments},
+			"multi-query SJA", "multi-query SJA", 1, []string{"--mechanism multi"}},
 		{"two queries under --unit", []string{"--unit", "customer", "--query", answerQ3, "--query", "SELECT COUNT(*) FROM customer WHERE c_mktsegment = 'BUILDING'"},
 			"clipped Laplace", "clipped Laplace", 1, []string{"2 answers"}},
 		{"--mechanism r2t", []string{"--mechanism", "r2t", "--query", answerShipModes},
@@ -253,7 +260,7 @@ func TestAnswerMechanismChoice(t *testing.T) {
 		{"--mechanism clip", []string{"--mechanism", "clip", "--query", answerShipModes},
 			"clipped Laplace", "clipped Laplace", 1, []string{"--mechanism clip"}},
 		{"δ = 0", []string{"--delta", "0", "--query", answerShipModes},
-			"clipped Laplace", "clipped Laplace", 1, []string{"δ = 0", "multi-query SJA"}},
+			"clipped Laplace", "clipped Laplace", 1, []string{"total and shape"}},
 		{"δ = 0, --mechanism r2t", []string{"--delta", "0", "--mechanism", "r2t", "--query", answerShipModes},
 			"R2T", "R2T", 7, []string{"--mechanism r2t"}},
 		{"--multi", []string{"--multi", "--query", answerQ3},
@@ -353,5 +360,41 @@ func TestAnswerBooleanLiteral(t *testing.T) {
 		if len(d.Answers) != 1 || d.Answers[0].Value == nil {
 			t.Fatalf("cancelled = %s: answers %+v", v, d.Answers)
 		}
+	}
+}
+
+// TestAnswerLedgerPrinted checks that the privacy report of a
+// post-processed run lists, beside the mechanism's values (answer_k), the
+// value printed for every answer the post-processing changed
+// (answer_k_post_processed), and nothing printed that the ledger lacks.
+func TestAnswerLedgerPrinted(t *testing.T) {
+	d := decodeAnswers(t, mustRun(t, "answer", "--config", answerSpec, "--query", answerShipSegments, "--format", "json", "--seed", "3", "-q").stdout)
+	outs := map[string]float64{}
+	for _, o := range d.Privacy.Outputs {
+		outs[o.Name] = o.Value
+	}
+	changed := 0
+	for k, a := range d.Answers {
+		v, err := a.Value.Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, ok := outs[fmt.Sprintf("answer_%d", k)]
+		if !ok {
+			t.Fatalf("the ledger lacks answer_%d: %v", k, outs)
+		}
+		post, isPost := outs[fmt.Sprintf("answer_%d_post_processed", k)]
+		switch {
+		case isPost:
+			changed++
+			if post != float64(v) {
+				t.Errorf("answer %d printed %d, ledger's post-processed value %v", k, v, post)
+			}
+		case raw != float64(v):
+			t.Errorf("answer %d printed %d, ledger's value %v and no post-processed one", k, v, raw)
+		}
+	}
+	if changed == 0 {
+		t.Errorf("no answer was post-processed at seed 3: the test shows nothing")
 	}
 }
