@@ -57,9 +57,10 @@ const (
 type measureMutation int
 
 const (
-	measureMutNone       measureMutation = iota
-	measureMutTotalNoEps                 // the total's noise at the measure's whole ε, not its share
-	measureMutNoUnitClip                 // under a unit: the units' contributions not clipped to C
+	measureMutNone         measureMutation = iota
+	measureMutTotalNoEps                   // the total's noise at the measure's whole ε, not its share
+	measureMutNoUnitClip                   // under a unit: the units' contributions not clipped to C
+	measureMutTrueAtomClip                 // under a unit: the atoms' clip at the true best quantile score
 )
 
 // atoms groups the cells of a grid of the given sizes by the set of
@@ -156,6 +157,11 @@ type measure struct {
 	unit bool
 	epsQ float64
 	clip int64
+	// epsR chooses the atoms' own clip (a non-negative measure under a
+	// unit; 0 otherwise), and atomNoise is the atoms' noise scale in the
+	// measure's units at the total's scale (a DP output).
+	epsR      float64
+	atomNoise float64
 	// After run (DP outputs): the measured total and atom sums, in the
 	// measure's units, and the atoms' sums after they are made to add up
 	// to the total (post-processing).
@@ -279,6 +285,11 @@ func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec
 		if s.Privacy.Unit != "" {
 			m.unit = true
 			m.epsQ, m.epsT, m.epsA, m.epsPMW = MeasureUnitClipShare*m.eps, MeasureUnitTotalShare*m.eps, MeasureUnitAtomShare*m.eps, 0
+			if m.u.Bound(true) == 0 {
+				m.epsR = MeasureUnitAtomClipShare * m.eps
+			} else {
+				m.epsA += MeasureUnitAtomClipShare * m.eps
+			}
 			// The largest noise any row clip could call for (a unit of
 			// 2²⁰ rows, each at the domain's largest |value|) must be
 			// within the exact sampler: checked now, before any data.

@@ -26,17 +26,18 @@ func unitVecs(n int, sum int64) [][]unitAtom {
 }
 
 // The audits' shares of a measure's ε = 1: the clip 0.1, the total 0.3,
-// the atoms 0.6. The total alone is then (0.1 + 0.3)-DP and the atoms
-// alone (0.1 + 0.6)-DP.
+// the atoms' clip 0.1, the atoms 0.5. The total alone is then
+// (0.1 + 0.3)-DP and the atoms alone (0.1 + 0.5)-DP (they are clipped at
+// their own clip, not at C).
 const (
-	auditUnitQ, auditUnitT, auditUnitA = 0.1, 0.3, 0.6
+	auditUnitQ, auditUnitT, auditUnitR, auditUnitA = 0.1, 0.3, 0.1, 0.5
 )
 
 // unitAuditMech runs measureUnitDirect on vecs and returns the published
 // total, or the first atom's sum.
 func unitAuditMech(vecs [][]unitAtom, ladder []int64, mut measureMutation, atom bool) audit.Mechanism[float64] {
 	return func(src dp.Source) float64 {
-		_, total, atoms, err := measureUnitDirect(src, vecs, 2, ladder, auditUnitQ, auditUnitT, auditUnitA, 1, mut)
+		_, _, total, atoms, err := measureUnitDirect(src, vecs, 2, ladder, auditUnitQ, auditUnitT, auditUnitR, auditUnitA, 1, mut)
 		if err != nil {
 			panic(err)
 		}
@@ -44,6 +45,39 @@ func unitAuditMech(vecs [][]unitAtom, ladder []int64, mut measureMutation, atom 
 			return float64(atoms[0])
 		}
 		return float64(total)
+	}
+}
+
+// atomClipAuditMech returns the atoms' clip that measureUnitDirect chose.
+func atomClipAuditMech(vecs [][]unitAtom, ladder []int64, mut measureMutation) audit.Mechanism[float64] {
+	return func(src dp.Source) float64 {
+		_, r, _, _, err := measureUnitDirect(src, vecs, 2, ladder, auditUnitQ, auditUnitT, auditUnitR, auditUnitA, 1, mut)
+		if err != nil {
+			panic(err)
+		}
+		return float64(r)
+	}
+}
+
+// TestAuditMeasureUnitAtomClip audits the atoms' clip on a pair that tips
+// its best quantile score (a = 1: −|19·below − above|): one unit of 16
+// and 19 of 32 on the ladder 8, 16, 32 score −20, 0, −380 (best r = 16);
+// the 19 alone −19, −19, −361 (best r = 8). As shipped its choice must be
+// ε_R = 0.1-DP; with the clip taken at the true best score (the planted
+// bug) the audit must prove that claim false.
+func TestAuditMeasureUnitAtomClip(t *testing.T) {
+	d := append(unitVecs(1, 16), unitVecs(19, 32)...)
+	dp2 := unitVecs(19, 32)
+	ladder := []int64{8, 16, 32}
+	res := audit.MustRunScalar(t, atomClipAuditMech(d, ladder, measureMutNone), atomClipAuditMech(dp2, ladder, measureMutNone), 20_000, 0)
+	t.Logf("atoms' clip: ε ≥ %.3f (event %s)", res.EpsilonLowerBound, res.Event)
+	if res.EpsilonLowerBound > auditUnitR {
+		t.Errorf("atoms' clip: empirical ε lower bound %v > claimed %v", res.EpsilonLowerBound, auditUnitR)
+	}
+	res = audit.MustRunScalar(t, atomClipAuditMech(d, ladder, measureMutTrueAtomClip), atomClipAuditMech(dp2, ladder, measureMutTrueAtomClip), 3_000, 0)
+	t.Logf("atoms' clip at the true quantile: ε ≥ %.3f (event %s)", res.EpsilonLowerBound, res.Event)
+	if !(res.EpsilonLowerBound > auditUnitR) {
+		t.Errorf("atoms' clip at the true quantile not caught: ε lower bound %v ≤ %v", res.EpsilonLowerBound, auditUnitR)
 	}
 }
 
@@ -63,7 +97,7 @@ var unitAuditPairs = []struct {
 
 // TestAuditMeasureUnit audits the measure's mechanism under a unit as
 // shipped: on each pair the total must be (ε_Q + ε_T) = 0.4-DP and the
-// first atom (ε_Q + ε_A) = 0.7-DP; each bound holds with confidence
+// first atom (ε_R + ε_A) = 0.6-DP; each bound holds with confidence
 // 1 − 10⁻⁶.
 func TestAuditMeasureUnit(t *testing.T) {
 	runs := 20_000
@@ -74,7 +108,7 @@ func TestAuditMeasureUnit(t *testing.T) {
 		for _, c := range []struct {
 			atom  bool
 			claim float64
-		}{{false, auditUnitQ + auditUnitT}, {true, auditUnitQ + auditUnitA}} {
+		}{{false, auditUnitQ + auditUnitT}, {true, auditUnitR + auditUnitA}} {
 			res := audit.MustRunScalar(t, unitAuditMech(p.d, p.ladder, measureMutNone, c.atom), unitAuditMech(p.dp, p.ladder, measureMutNone, c.atom), runs, 0)
 			t.Logf("%s (atom %v): ε ≥ %.3f (event %s)", p.name, c.atom, res.EpsilonLowerBound, res.Event)
 			if res.EpsilonLowerBound > c.claim {
@@ -127,7 +161,7 @@ func TestMeasureUnitDirectOracle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		clip, total, atoms, err := measureUnitDirect(dp.NewSeededSource(uint64(c)), vecs, nA, ladder, 1, 1e3, 1e3, 1, measureMutNone)
+		clip, _, total, atoms, err := measureUnitDirect(dp.NewSeededSource(uint64(c)), vecs, nA, ladder, 1, 1e3, 0, 1e3, 1, measureMutNone)
 		if err != nil {
 			t.Fatal(err)
 		}
