@@ -253,7 +253,8 @@ func (e *Engine) rebuild(ctx context.Context, table, sel, sub, on, what string) 
 		drop = "DROP VIEW "
 	}
 	cascade := ""
-	if _, pg := d.(postgres); pg {
+	switch d.(type) {
+	case postgres, shardedPostgres:
 		// PostgreSQL keeps views bound to the relation they read and
 		// refuses to drop it under them ("cannot drop table customer
 		// because other objects depend on it": the fold view of customer ⋈
