@@ -242,8 +242,8 @@ var (
 	// per occupied cell); above it, or with an axis sent as values, every
 	// row is read as it is and counted in Go.
 	maxGrouped = 1.0 * (1 << 26)
-	// maxCode bounds each BIGINT code of packed digits.
-	maxCode int64 = 1 << 62
+	// maxCodeBits bounds the bits of each BIGINT code of packed digits.
+	maxCodeBits uint = 62
 )
 
 // How an axis reaches Go: its rank (a CASE in SQL), its value's whole-
@@ -259,11 +259,12 @@ const (
 type plan struct {
 	axes  []axis
 	send  []int
-	radix []int64   // the axis's digit in a code: [0, radix)
+	radix []int64   // the axis's digit: [0, radix)
+	width []uint    // the digit's bits in its code
 	rank  [][]int32 // sendOffset: rank by digit (the last digit is NULL)
-	thr   [][]float64
-	value []int   // sendValue: the axis's column among the values
-	codes [][]int // the axes packed in each code column, most significant first
+	thr   []*ranker // sendValue
+	value []int     // sendValue: the axis's column among the values
+	codes [][]int   // the axes packed in each code column, most significant first
 	nvals int
 	text  string
 	group bool // one row per occupied cell with its count
@@ -280,15 +281,15 @@ type plan struct {
 // numbers the value's offset clamped to [W₁ − 1, W_K] (Go reads the rank
 // from a table: x ≥ W ⟺ ⌊x⌋ ≥ W for a whole W), or else the value as
 // DOUBLE PRECISION, as the queries compare a numeric column (Go counts
-// the thresholds W ≤ v by binary search; a NaN, which the engines order
+// the thresholds W ≤ v, [ranker]; a NaN, which the engines order
 // above every number, passes them all). NULL has the rank K + 1. The
 // ranks and offsets (and a NULL digit per value) are packed in BIGINT
-// codes of mixed radix, each below maxCode (2⁶²).
+// codes, each digit in its own bits, at most maxCodeBits (62) a code.
 func newPlan(set *Set, boxes []Box) (*plan, error) {
 	axes := newAxes(set, boxes)
 	d := len(axes)
-	p := &plan{axes: axes, send: make([]int, d), radix: make([]int64, d), rank: make([][]int32, d),
-		thr: make([][]float64, d), value: make([]int, d)}
+	p := &plan{axes: axes, send: make([]int, d), radix: make([]int64, d), width: make([]uint, d), rank: make([][]int32, d),
+		thr: make([]*ranker, d), value: make([]int, d)}
 	inner := make([]string, d)
 	digits := make([]string, d)
 	var vals []string
@@ -340,29 +341,30 @@ func newPlan(set *Set, boxes []Box) (*plan, error) {
 		} else if a.col.Type == spec.Integer {
 			v = "CAST(" + px + " AS DOUBLE PRECISION)"
 		}
-		p.send[i], p.radix[i], p.thr[i], p.value[i] = sendValue, 2, w, len(vals)
+		p.send[i], p.radix[i], p.thr[i], p.value[i] = sendValue, 2, newRanker(w), len(vals)
 		digits[i] = "CASE WHEN " + px + " IS NULL THEN 1 ELSE 0 END"
 		vals = append(vals, "COALESCE("+v+", CAST(0 AS DOUBLE PRECISION))")
 	}
 	p.nvals = len(vals)
-	// Pack the digits into codes below maxCode.
+	// Pack the digits into codes of at most maxCodeBits bits.
 	var exprs []string
-	grid, full := 1.0, int64(1)
+	grid, used := 1.0, uint(0)
 	for i := range axes {
 		grid *= float64(p.radix[i])
-		if len(p.codes) == 0 || full > maxCode/p.radix[i] {
+		p.width[i] = uint(bits.Len64(uint64(p.radix[i] - 1)))
+		if len(p.codes) == 0 || used+p.width[i] > maxCodeBits {
 			p.codes = append(p.codes, nil)
 			exprs = append(exprs, "")
-			full = 1
+			used = 0
 		}
 		c := len(p.codes) - 1
 		if len(p.codes[c]) == 0 {
 			exprs[c] = "CAST(" + digits[i] + " AS BIGINT)"
 		} else {
-			exprs[c] = "(" + exprs[c] + ") * " + strconv.FormatInt(p.radix[i], 10) + " + CAST(" + digits[i] + " AS BIGINT)"
+			exprs[c] = "(" + exprs[c] + ") * " + strconv.FormatInt(1<<p.width[i], 10) + " + CAST(" + digits[i] + " AS BIGINT)"
 		}
 		p.codes[c] = append(p.codes[c], i)
-		full *= p.radix[i]
+		used += p.width[i]
 	}
 	from := " FROM (SELECT " + strings.Join(inner, ", ") + " FROM " + ident(set.Table) + ") AS p"
 	p.group = p.nvals == 0 && grid <= maxGrouped
@@ -535,8 +537,8 @@ func (p *plan) add(b *batch, sets [][]uint64, words int, offs []int, acc []int64
 			v := b.codes[j*nc+c]
 			for k := len(axes) - 1; k >= 0; k-- {
 				i := axes[k]
-				digit := v % p.radix[i]
-				v /= p.radix[i]
+				digit := v & (1<<p.width[i] - 1)
+				v >>= p.width[i]
 				var r int
 				switch p.send[i] {
 				case sendRank:
@@ -544,9 +546,9 @@ func (p *plan) add(b *batch, sets [][]uint64, words int, offs []int, acc []int64
 				case sendOffset:
 					r = int(p.rank[i][digit])
 				default:
-					r = len(p.thr[i]) + 1 // NULL
+					r = len(p.thr[i].w) + 1 // NULL
 					if digit == 0 {
-						r = rankOf(p.thr[i], b.vals[j*nv+p.value[i]])
+						r = p.thr[i].rank(b.vals[j*nv+p.value[i]])
 					}
 				}
 				offs[i] = r * words
@@ -573,17 +575,53 @@ func (p *plan) add(b *batch, sets [][]uint64, words int, offs []int, acc []int64
 	}
 }
 
-// rankOf is the number of thresholds w (non-decreasing) at or below v,
-// the tests x ≥ W that v passes; a NaN passes them all, as in the
-// engines' order.
-func rankOf(w []float64, v float64) int {
-	if v != v {
-		return len(w)
+// ranker counts the thresholds w (non-decreasing, K ≥ 1) at or below a
+// value v, the tests x ≥ W that v passes; a NaN passes them all, as in
+// the engines' order. The values are first put in one of B buckets of
+// [w₁, w_K] by the monotone map min(⌊(max(v, w₁) − w₁)·S⌋, B − 1) (IEEE
+// subtraction and multiplication by S > 0 round monotonically), so a
+// threshold in an earlier bucket than v's is passed and one in a later
+// bucket is not; only v's bucket is searched.
+type ranker struct {
+	w         []float64
+	lo, scale float64
+	first     []int32 // bucket b's thresholds: w[first[b]:first[b+1]]
+}
+
+func newRanker(w []float64) *ranker {
+	r := &ranker{w: w, lo: w[0]}
+	buckets := 1
+	if span := w[len(w)-1] - w[0]; span > 0 && !math.IsInf(span, 0) {
+		buckets = min(2*len(w), 1<<16)
+		r.scale = float64(buckets) / span
 	}
-	lo, hi := 0, len(w)
+	r.first = make([]int32, buckets+1)
+	for _, x := range w {
+		r.first[r.bucket(x)+1]++
+	}
+	for b := range buckets {
+		r.first[b+1] += r.first[b]
+	}
+	return r
+}
+
+func (r *ranker) bucket(v float64) int {
+	f := (max(v, r.lo) - r.lo) * r.scale
+	if !(f < float64(len(r.first)-1)) { // NaN, +Inf or past the last bucket
+		return len(r.first) - 2
+	}
+	return int(f)
+}
+
+func (r *ranker) rank(v float64) int {
+	if v != v {
+		return len(r.w)
+	}
+	b := r.bucket(v)
+	lo, hi := int(r.first[b]), int(r.first[b+1])
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if w[m] <= v {
+		if r.w[m] <= v {
 			lo = m + 1
 		} else {
 			hi = m

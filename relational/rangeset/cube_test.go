@@ -167,20 +167,20 @@ func TestCubeCountsEqualFilterCounts(t *testing.T) {
 		for _, c := range []struct {
 			few            int
 			offsets, group float64
-			code           int64
+			code           uint
 			block          int
 		}{
-			{64, 1 << 16, 1 << 26, 1 << 62, 4096},
-			{0, 1 << 16, 1 << 26, 1 << 62, 4096},
-			{0, 0, 1 << 26, 1 << 62, 4096},
-			{0, 1 << 16, 0, 1 << 62, 4096},
-			{64, 1 << 16, 1 << 62, 1 << 62, 4096},
+			{64, 1 << 16, 1 << 26, 62, 4096},
+			{0, 1 << 16, 1 << 26, 62, 4096},
+			{0, 0, 1 << 26, 62, 4096},
+			{0, 1 << 16, 0, 62, 4096},
+			{64, 1 << 16, 1 << 62, 62, 4096},
 			{64, 1 << 16, 1 << 26, 1, 7},
-			{0, 1 << 16, 1 << 62, 300, 100},
+			{0, 1 << 16, 1 << 62, 9, 100},
 		} {
-			fewCuts, maxOffsets, maxGrouped, maxCode, maxBlock = c.few, c.offsets, c.group, c.code, c.block
+			fewCuts, maxOffsets, maxGrouped, maxCodeBits, maxBlock = c.few, c.offsets, c.group, c.code, c.block
 			got, err := cubeCounts(ctx, e, set)
-			fewCuts, maxOffsets, maxGrouped, maxCode, maxBlock = 64, 1<<16, 1<<26, 1<<62, 4096
+			fewCuts, maxOffsets, maxGrouped, maxCodeBits, maxBlock = 64, 1<<16, 1<<26, 62, 4096
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,9 +198,9 @@ func TestCubeCountsEqualFilterCounts(t *testing.T) {
 	}
 }
 
-// TestRankOf checks the binary search against a count of the thresholds
+// TestRanker checks the bucketed search against a count of the thresholds
 // passed, NaN and infinities included.
-func TestRankOf(t *testing.T) {
+func TestRanker(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	vals := []float64{math.Inf(-1), -1, -0.5, 0, 0.25, 1, math.Inf(1), math.NaN()}
 	for range 200 {
@@ -216,8 +216,38 @@ func TestRankOf(t *testing.T) {
 					want++
 				}
 			}
-			if got := rankOf(w, v); got != want {
-				t.Fatalf("rankOf(%v, %v) = %d, want %d", w, v, got, want)
+			if got := newRanker(w).rank(v); got != want {
+				t.Fatalf("rank(%v, %v) = %d, want %d", w, v, got, want)
+			}
+		}
+	}
+	// Many thresholds, with repeats, and values on, next to and between them.
+	for range 200 {
+		w := make([]float64, 1+r.IntN(300))
+		scale := math.Pow(10, float64(r.IntN(12)-6))
+		for i := range w {
+			w[i] = math.Round(r.NormFloat64()*100) * scale
+		}
+		slices.Sort(w)
+		rk := newRanker(w)
+		for range 100 {
+			v := w[r.IntN(len(w))]
+			switch r.IntN(4) {
+			case 0:
+				v = math.Nextafter(v, math.Inf(-1))
+			case 1:
+				v = math.Nextafter(v, math.Inf(1))
+			case 2:
+				v = r.NormFloat64() * 150 * scale
+			}
+			want := 0
+			for _, x := range w {
+				if v >= x {
+					want++
+				}
+			}
+			if got := rk.rank(v); got != want {
+				t.Fatalf("%d thresholds in [%g, %g]: rank(%v) = %d, want %d", len(w), w[0], w[len(w)-1], v, got, want)
 			}
 		}
 	}
