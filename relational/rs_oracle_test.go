@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -232,7 +233,10 @@ func bruteRS(rels []*oracleRel, beta float64, kMax int) (float64, bool) {
 // TestRSSelectionsOracle checks RS^β of the selected sub-instance (views
 // with the WHERE predicates, T_E through the engine, residual's search)
 // against the definition evaluated by brute force on 240 random small
-// instances with random selections and random public relations.
+// instances with random selections and random public relations. The
+// default run checks the first 120 of the fixed sequence (each instance
+// costs some 30 ms of CPU, nearly all in DuckDB's queries);
+// SYNTH_SLOW_AUDITS (.ci/run) checks all 240 as before.
 func TestRSSelectionsOracle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -243,8 +247,12 @@ func TestRSSelectionsOracle(t *testing.T) {
 	defer e.Close()
 	rng := rand.New(rand.NewPCG(14, 1))
 	const beta = 0.3 // cut-off (p−1)/(1−e^{−β}) < 8 for p ≤ 3; the oracle goes to 40
+	n := 120
+	if os.Getenv("SYNTH_SLOW_AUDITS") != "" {
+		n = 240
+	}
 	checked := 0
-	for inst := 0; inst < 240; inst++ {
+	for inst := 0; inst < n; inst++ {
 		m := 3
 		if inst%4 == 0 {
 			m = 2
@@ -305,7 +313,7 @@ func TestRSSelectionsOracle(t *testing.T) {
 		}
 		checked++
 	}
-	if checked < 200 {
+	if checked < n {
 		t.Fatalf("only %d instances checked", checked)
 	}
 }
