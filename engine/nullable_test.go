@@ -21,8 +21,8 @@ import (
 
 // nullFuzzEnv sets the number of random instances (pairs of tables)
 // TestNullableFuzz loads (default: 200, 400 tables, when a PostgreSQL
-// server or SYNTH_SLOW_AUDITS is there, as in CI; 60 otherwise, 20 with
-// -short).
+// server or SYNTH_SLOW_AUDITS is there, as in CI; 50 otherwise, two loads
+// of nullBatch, 20 with -short).
 const nullFuzzEnv = "SYNTH_NULL_FUZZ_N"
 
 // nullBatch is the number of instances one load of TestNullableFuzz reads
@@ -310,7 +310,7 @@ func normalValue(v any) string {
 //     counts with NULL cells);
 //   - the same rows, value for value, as DuckDB.
 func TestNullableFuzz(t *testing.T) {
-	n := 60
+	n := 50
 	if os.Getenv("SYNTH_SLOW_AUDITS") != "" || os.Getenv(postgresEnv) != "" {
 		n = 200
 	}

@@ -219,9 +219,10 @@ func statisticsOracle(t *testing.T, e *Engine) {
 	seed := stattest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	ctx := context.Background()
-	// The default run checks 60 random instances (a fresh seed each run,
-	// logged on failure); SYNTH_SLOW_AUDITS (.ci/run) checks 200 as before.
-	n := 60
+	// The default run checks 40 random instances (a fresh seed each run,
+	// logged on failure; as many as -short); SYNTH_SLOW_AUDITS (.ci/run)
+	// checks 200 as before.
+	n := 40
 	if os.Getenv("SYNTH_SLOW_AUDITS") != "" {
 		n = 200
 	}
