@@ -78,8 +78,8 @@ func rangeTexts(n int, coarse bool, seed uint64) []string {
 }
 
 // BenchmarkRangeSet times the true counts of 2,000 5-D range counts on
-// TPC-H lineitem read in place from Parquet (one grouped scan and the
-// kd-tree, [cubeCounts]) against plain DuckDB queries over the same table:
+// TPC-H lineitem read in place from Parquet (one scan and the cells
+// matched by bitsets in Go, [cubeCounts]) against plain DuckDB queries over the same table:
 // the count of one of the ranges (plain; the scan skips what the filter
 // excludes) and one pass reading the five columns (pass: the maximum of
 // each). Each iteration runs them all,
