@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -238,20 +239,15 @@ var (
 	// query bitsets of a block take about 2·maxBlock²/8 bytes per axis
 	// (4 MiB).
 	maxBlock = 4096
-	// maxGrouped is the largest cell grid the engine groups by (one row
-	// per occupied cell); above it, or with an axis sent as values, every
-	// row is read as it is and counted in Go.
-	maxGrouped = 1.0 * (1 << 26)
 	// maxCodeBits bounds the bits of each BIGINT code of packed digits.
 	maxCodeBits uint = 62
 )
 
-// How an axis reaches Go: its rank (a CASE in SQL), its value's whole-
-// number offset, or its value as DOUBLE PRECISION (with a NULL digit).
+// How an axis reaches Go: its rank (by a CASE or a lookup in SQL) or its
+// value's whole-number offset.
 const (
 	sendRank = iota
 	sendOffset
-	sendValue
 )
 
 // plan is the scan that counts one block of queries: per axis what the
@@ -262,37 +258,46 @@ type plan struct {
 	radix []int64   // the axis's digit: [0, radix)
 	width []uint    // the digit's bits in its code
 	rank  [][]int32 // sendOffset: rank by digit (the last digit is NULL)
-	thr   []*ranker // sendValue
-	value []int     // sendValue: the axis's column among the values
 	codes [][]int   // the axes packed in each code column, most significant first
-	nvals int
 	text  string
-	group bool // one row per occupied cell with its count
+	views []string // the lookup views, dropped by drop
 }
 
-// newPlan writes the scan of boxes over set's table.
-//
-// Every row is mapped to its elementary cell: per dimension its rank, how
-// many of the boxes' cuts it passes. The engine sends, per axis, either
-// the rank itself (categorical and boolean columns and ordered ones of at
-// most fewCuts cuts: a CASE over the cuts, each the query's own
-// comparison), or for an integer-valued axis (integer, date) of many cuts
-// whose thresholds ([axis.thresholds]) span at most maxOffsets whole
-// numbers the value's offset clamped to [W₁ − 1, W_K] (Go reads the rank
-// from a table: x ≥ W ⟺ ⌊x⌋ ≥ W for a whole W), or else the value as
-// DOUBLE PRECISION, as the queries compare a numeric column (Go counts
-// the thresholds W ≤ v, [ranker]; a NaN, which the engines order
-// above every number, passes them all). NULL has the rank K + 1. The
-// ranks and offsets (and a NULL digit per value) are packed in BIGINT
-// codes, each digit in its own bits, at most maxCodeBits (62) a code.
-func newPlan(set *Set, boxes []Box) (*plan, error) {
+// drop drops the plan's views.
+func (p *plan) drop(ctx context.Context, db relational.DB) {
+	for _, v := range p.views {
+		db.DropView(context.WithoutCancel(ctx), v) //nolint:errcheck // a leftover view of the work schema holds no data
+	}
+}
+
+// newPlan writes the aggregate that counts the rows of set's table per
+// elementary cell of boxes: every row is mapped to its cell — per
+// dimension its rank, how many of the boxes' cuts it passes — and the
+// rows are counted per occupied cell, one result row per cell (the
+// private data is read through an aggregate whose size is bounded by the
+// public grid of the boxes, DESIGN.md §1). The engine computes, per axis,
+// either the rank itself — categorical and boolean columns and ordered
+// ones of at most fewCuts cuts by a CASE over the cuts, each the query's
+// own comparison; other ordered columns by a lookup ([axis.lookupSQL]) —
+// or, for an integer-valued axis (integer, date) of many cuts whose
+// thresholds ([axis.thresholds]) span at most maxOffsets whole numbers,
+// the value's offset clamped to [W₁ − 1, W_K] (Go reads the rank from a
+// table: x ≥ W ⟺ ⌊x⌋ ≥ W for a whole W). NULL has the rank K + 1. The
+// digits are packed in BIGINT codes, each digit in its own bits, at most
+// maxCodeBits (62) a code.
+func newPlan(ctx context.Context, db relational.DB, set *Set, boxes []Box) (_ *plan, err error) {
 	axes := newAxes(set, boxes)
 	d := len(axes)
-	p := &plan{axes: axes, send: make([]int, d), radix: make([]int64, d), width: make([]uint, d), rank: make([][]int32, d),
-		thr: make([]*ranker, d), value: make([]int, d)}
+	p := &plan{axes: axes, send: make([]int, d), radix: make([]int64, d), width: make([]uint, d), rank: make([][]int32, d)}
+	defer func() {
+		if err != nil {
+			p.drop(ctx, db)
+		}
+	}()
 	inner := make([]string, d)
 	digits := make([]string, d)
-	var vals []string
+	var joins []string
+	seq := viewSeq.Add(1)
 	for i := range axes {
 		a := &axes[i]
 		x := col(set.Columns[i])
@@ -335,22 +340,24 @@ func newPlan(set *Set, boxes []Box) (*plan, error) {
 			p.send[i], p.radix[i], p.rank[i] = sendOffset, n+1, ranks
 			continue
 		}
-		v := px
-		if a.col.Type == spec.Date {
-			v = "CAST(" + px + " - DATE '1970-01-01' AS DOUBLE PRECISION)"
-		} else if a.col.Type == spec.Integer {
-			v = "CAST(" + px + " AS DOUBLE PRECISION)"
+		alias := "_synth_l" + strconv.Itoa(i)
+		pre, view, r, err := a.lookupSQL(ctx, db, x, px, alias, w)
+		if err != nil {
+			return nil, err
 		}
-		p.send[i], p.radix[i], p.thr[i], p.value[i] = sendValue, 2, newRanker(w), len(vals)
-		digits[i] = "CASE WHEN " + px + " IS NULL THEN 1 ELSE 0 END"
-		vals = append(vals, "COALESCE("+v+", CAST(0 AS DOUBLE PRECISION))")
+		name := fmt.Sprintf("_synth_answer_rangeset_%d_%d", seq, i)
+		if err := db.CreateView(ctx, name, view); err != nil {
+			return nil, fmt.Errorf("rangeset: %w", err)
+		}
+		p.views = append(p.views, name)
+		inner = append(inner, pre+" AS _synth_b"+strconv.Itoa(i))
+		joins = append(joins, " LEFT JOIN "+ident(name)+" AS "+alias+" ON "+alias+".b = p._synth_b"+strconv.Itoa(i))
+		p.send[i], p.radix[i], digits[i] = sendRank, int64(k+2), r
 	}
-	p.nvals = len(vals)
 	// Pack the digits into codes of at most maxCodeBits bits.
 	var exprs []string
-	grid, used := 1.0, uint(0)
+	used := uint(0)
 	for i := range axes {
-		grid *= float64(p.radix[i])
 		p.width[i] = uint(bits.Len64(uint64(p.radix[i] - 1)))
 		if len(p.codes) == 0 || used+p.width[i] > maxCodeBits {
 			p.codes = append(p.codes, nil)
@@ -366,23 +373,18 @@ func newPlan(set *Set, boxes []Box) (*plan, error) {
 		p.codes[c] = append(p.codes[c], i)
 		used += p.width[i]
 	}
-	from := " FROM (SELECT " + strings.Join(inner, ", ") + " FROM " + ident(set.Table) + ") AS p"
-	p.group = p.nvals == 0 && grid <= maxGrouped
-	switch {
-	case d == 0:
+	from := " FROM (SELECT " + strings.Join(inner, ", ") + " FROM " + ident(set.Table) + ") AS p" + strings.Join(joins, "")
+	if d == 0 {
 		p.text = "SELECT COUNT(*) FROM " + ident(set.Table)
-		p.group = true
-	case p.group:
-		names := make([]string, len(exprs))
-		for c := range exprs {
-			names[c] = "_synth_c" + strconv.Itoa(c)
-			exprs[c] += " AS " + names[c]
-		}
-		p.text = "SELECT " + strings.Join(names, ", ") + ", COUNT(*) FROM (SELECT " + strings.Join(exprs, ", ") + from +
-			") AS c GROUP BY " + strings.Join(names, ", ")
-	default:
-		p.text = "SELECT " + strings.Join(append(exprs, vals...), ", ") + from
+		return p, nil
 	}
+	names := make([]string, len(exprs))
+	for c := range exprs {
+		names[c] = "_synth_c" + strconv.Itoa(c)
+		exprs[c] += " AS " + names[c]
+	}
+	p.text = "SELECT " + strings.Join(names, ", ") + ", COUNT(*) FROM (SELECT " + strings.Join(exprs, ", ") + from +
+		") AS c GROUP BY " + strings.Join(names, ", ")
 	return p, nil
 }
 
@@ -422,11 +424,10 @@ func (p *plan) bitsets(boxes []Box) (sets [][]uint64, words int) {
 	return sets, words
 }
 
-// batch holds rows of the scan: codes, values and, when grouped, counts.
+// batch holds rows of the aggregate: the cells' codes and counts.
 type batch struct {
 	n     int
 	codes []int64
-	vals  []float64
 	cnt   []int64
 }
 
@@ -435,10 +436,11 @@ const batchRows = 4096
 // countBlock counts the rows in each of boxes (at most maxBlock): one
 // scan of the table, the rows' cells matched against the boxes in Go.
 func countBlock(ctx context.Context, db relational.DB, set *Set, boxes []Box) ([]int64, error) {
-	p, err := newPlan(set, boxes)
+	p, err := newPlan(ctx, db, set, boxes)
 	if err != nil {
 		return nil, err
 	}
+	defer p.drop(ctx, db)
 	out := make([]int64, len(boxes))
 	if len(p.axes) == 0 {
 		var n int64
@@ -451,12 +453,12 @@ func countBlock(ctx context.Context, db relational.DB, set *Set, boxes []Box) ([
 		return out, nil
 	}
 	sets, words := p.bitsets(boxes)
-	nc, nv := len(p.codes), p.nvals
+	nc := len(p.codes)
 	workers := runtime.GOMAXPROCS(0)
 	full := make(chan *batch, 2*workers)
 	free := make(chan *batch, 3*workers)
 	for range cap(free) {
-		free <- &batch{codes: make([]int64, batchRows*nc), vals: make([]float64, batchRows*nv), cnt: make([]int64, batchRows)}
+		free <- &batch{codes: make([]int64, batchRows*nc), cnt: make([]int64, batchRows)}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	sums := make([][]int64, workers)
@@ -473,16 +475,9 @@ func countBlock(ctx context.Context, db relational.DB, set *Set, boxes []Box) ([
 		})
 	}
 	row := make([]int64, nc+1)
-	vals := make([]float64, nv)
-	dest := make([]any, 0, nc+nv+1)
-	for c := range nc {
-		dest = append(dest, &row[c])
-	}
-	for v := range nv {
-		dest = append(dest, &vals[v])
-	}
-	if p.group {
-		dest = append(dest, &row[nc])
+	dest := make([]any, nc+1)
+	for c := range dest {
+		dest[c] = &row[c]
 	}
 	var cur *batch
 	err = db.Aggregate(gctx, p.text, nil, func(r *sql.Rows) error {
@@ -498,7 +493,6 @@ func countBlock(ctx context.Context, db relational.DB, set *Set, boxes []Box) ([
 			cur.n = 0
 		}
 		copy(cur.codes[cur.n*nc:], row[:nc])
-		copy(cur.vals[cur.n*nv:], vals)
 		cur.cnt[cur.n] = row[nc]
 		cur.n++
 		if cur.n == batchRows {
@@ -530,7 +524,7 @@ func countBlock(ctx context.Context, db relational.DB, set *Set, boxes []Box) ([
 // of the bitsets of the boxes whose span holds the rank (offs: scratch,
 // one per axis).
 func (p *plan) add(b *batch, sets [][]uint64, words int, offs []int, acc []int64) {
-	nc, nv, d := len(p.codes), p.nvals, len(p.axes)
+	nc, d := len(p.codes), len(p.axes)
 	and := make([]uint64, words)
 	for j := range b.n {
 		for c, axes := range p.codes {
@@ -540,24 +534,15 @@ func (p *plan) add(b *batch, sets [][]uint64, words int, offs []int, acc []int64
 				digit := v & (1<<p.width[i] - 1)
 				v >>= p.width[i]
 				var r int
-				switch p.send[i] {
-				case sendRank:
-					r = int(digit)
-				case sendOffset:
+				if p.send[i] == sendOffset {
 					r = int(p.rank[i][digit])
-				default:
-					r = len(p.thr[i].w) + 1 // NULL
-					if digit == 0 {
-						r = p.thr[i].rank(b.vals[j*nv+p.value[i]])
-					}
+				} else {
+					r = int(digit)
 				}
 				offs[i] = r * words
 			}
 		}
-		n := int64(1)
-		if p.group {
-			n = b.cnt[j]
-		}
+		n := b.cnt[j]
 		// The AND of the axes' bitsets, word by word in tight loops.
 		copy(and, sets[0][offs[0]:offs[0]+words])
 		for i := 1; i < d; i++ {
@@ -575,60 +560,105 @@ func (p *plan) add(b *batch, sets [][]uint64, words int, offs []int, acc []int64
 	}
 }
 
-// ranker counts the thresholds w (non-decreasing, K ≥ 1) at or below a
-// value v, the tests x ≥ W that v passes; a NaN passes them all, as in
-// the engines' order. The values are first put in one of B buckets of
-// [w₁, w_K] by the monotone map min(⌊(max(v, w₁) − w₁)·S⌋, B − 1) (IEEE
-// subtraction and multiplication by S > 0 round monotonically), so a
-// threshold in an earlier bucket than v's is passed and one in a later
-// bucket is not; only v's bucket is searched.
-type ranker struct {
-	w         []float64
-	lo, scale float64
-	first     []int32 // bucket b's thresholds: w[first[b]:first[b+1]]
-}
-
-func newRanker(w []float64) *ranker {
-	r := &ranker{w: w, lo: w[0]}
-	buckets := 1
-	if span := w[len(w)-1] - w[0]; span > 0 && !math.IsInf(span, 0) {
-		buckets = min(2*len(w), 1<<16)
-		r.scale = float64(buckets) / span
+// lookupSQL ranks an ordered axis of many cuts, the cuts as the tests
+// x ≥ W of thresholds w ([axis.thresholds]), through view, a SELECT of one
+// row per bucket that the caller joins on b = pre (computed from the
+// column x in the caller's inner projection) as alias; rank is the rank
+// of the column px.
+//
+// The value v is compared as a DOUBLE PRECISION (as the queries compare a
+// numeric column; a date as days since 1970-01-01); it falls in one of B
+// buckets of [L, H], L and H the smallest and largest W, bucket(v) =
+// min(⌊(clamp(v, L, H) − L)·S⌋, B − 1) with S = B/(H − L), computed in
+// SQL for the values and, by the same expression in the same engine, for
+// the thresholds. Every step is monotone in v, so a threshold in an
+// earlier bucket than v's is passed and one in a later bucket is not:
+// rank(v) = base(bucket) + the thresholds W of v's bucket with v ≥ W, at
+// most M of them (the fullest bucket; missing ones NaN, which only a NaN
+// passes: DuckDB and PostgreSQL order NaN above every number). A NaN
+// passes every cut, as it passes every query's x ≥ V and x > V: its rank
+// is capped at K. NULL gets K + 1.
+func (a *axis) lookupSQL(ctx context.Context, db relational.DB, x, px, alias string, w []float64) (pre, view, rank string, err error) {
+	k := len(w)
+	value := func(x string) string {
+		if a.col.Type == spec.Date {
+			return "CAST(" + x + " - DATE '1970-01-01' AS DOUBLE PRECISION)"
+		}
+		return "CAST(" + x + " AS DOUBLE PRECISION)"
 	}
-	r.first = make([]int32, buckets+1)
-	for _, x := range w {
-		r.first[r.bucket(x)+1]++
+	lo, hi := w[0], w[k-1]
+	buckets, scale := 1, 0.0
+	if hi > lo && !math.IsInf(hi-lo, 0) {
+		buckets = min(2*k, 1<<14)
+		scale = float64(buckets) / (hi - lo)
 	}
-	for b := range buckets {
-		r.first[b+1] += r.first[b]
+	bucket := func(v string) string {
+		return fmt.Sprintf("LEAST(CAST(floor((LEAST(GREATEST(%s, %s), %s) - %s) * %s) AS BIGINT), %d)",
+			v, flt(lo), flt(hi), flt(lo), flt(scale), buckets-1)
 	}
-	return r
-}
-
-func (r *ranker) bucket(v float64) int {
-	f := (max(v, r.lo) - r.lo) * r.scale
-	if !(f < float64(len(r.first)-1)) { // NaN, +Inf or past the last bucket
-		return len(r.first) - 2
+	// The thresholds' buckets, by the same expression.
+	vals := make([]string, k)
+	for i, c := range w {
+		vals[i] = "(" + strconv.Itoa(i) + ", " + flt(c) + ")"
 	}
-	return int(f)
-}
-
-func (r *ranker) rank(v float64) int {
-	if v != v {
-		return len(r.w)
+	cb := make([]int64, k)
+	err = db.Aggregate(ctx, "SELECT i, "+bucket("v")+" FROM (VALUES "+strings.Join(vals, ", ")+") AS c(i, v)", nil,
+		func(r *sql.Rows) error {
+			var i, b int64
+			if err := r.Scan(&i, &b); err != nil {
+				return err
+			}
+			if i < 0 || i >= int64(k) {
+				return fmt.Errorf("threshold %d of %d", i, k)
+			}
+			cb[i] = b
+			return nil
+		})
+	if err != nil {
+		return "", "", "", fmt.Errorf("rangeset: buckets of %s: %w", a.col.Name, err)
 	}
-	b := r.bucket(v)
-	lo, hi := int(r.first[b]), int(r.first[b+1])
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if r.w[m] <= v {
-			lo = m + 1
-		} else {
-			hi = m
+	for i, b := range cb { // monotone, in range: what the ranks rest on
+		if b < 0 || b >= int64(buckets) || i > 0 && b < cb[i-1] {
+			return "", "", "", fmt.Errorf("rangeset: buckets of %s: threshold %d in bucket %d of %d", a.col.Name, i, b, buckets)
 		}
 	}
-	return lo
+	m, first := 0, make([]int, buckets+1)
+	for b, i := 0, 0; b < buckets; b++ {
+		first[b] = i
+		for i < k && cb[i] == int64(b) {
+			i++
+		}
+		m = max(m, i-first[b])
+	}
+	first[buckets] = k
+	rows := make([]string, buckets)
+	names := []string{"b", "base"}
+	for j := 1; j <= m; j++ {
+		names = append(names, "w"+strconv.Itoa(j))
+	}
+	for b := range rows {
+		r := []string{strconv.Itoa(b), strconv.Itoa(first[b])}
+		for j := 0; j < m; j++ {
+			if i := first[b] + j; i < first[b+1] {
+				r = append(r, flt(w[i]))
+			} else {
+				r = append(r, flt(math.NaN()))
+			}
+		}
+		rows[b] = "(" + strings.Join(r, ", ") + ")"
+	}
+	view = "SELECT * FROM (VALUES " + strings.Join(rows, ", ") + ") AS c(" + strings.Join(names, ", ") + ")"
+	v := value(px)
+	terms := []string{alias + ".base"}
+	for j := 1; j <= m; j++ {
+		terms = append(terms, fmt.Sprintf("CASE WHEN %s >= %s.w%d THEN 1 ELSE 0 END", v, alias, j))
+	}
+	return bucket(value(x)), view, "CASE WHEN " + px + " IS NULL THEN " + strconv.Itoa(k+1) +
+		" ELSE LEAST(" + strings.Join(terms, " + ") + ", " + strconv.Itoa(k) + ") END", nil
 }
+
+// viewSeq numbers the lookup views of concurrent calls.
+var viewSeq atomic.Int64
 
 // cubeCounts counts the rows of every query of set: one scan of the table
 // per block of maxBlock queries, each row matched in Go against the

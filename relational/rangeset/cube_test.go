@@ -3,11 +3,9 @@ package rangeset
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,26 +159,24 @@ func TestCubeCountsEqualFilterCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Every form of the plan: ranks by a CASE over the cuts (few
-		// cuts), offsets and values sent to Go, the rows grouped by the
-		// engine or not, digits packed in one code or one each, the
-		// queries in one block or several.
+		// cuts), offsets read in Go, ranks by a lookup, digits packed in
+		// one code or one each, the queries in one block or several.
 		for _, c := range []struct {
-			few            int
-			offsets, group float64
-			code           uint
-			block          int
+			few     int
+			offsets float64
+			code    uint
+			block   int
 		}{
-			{64, 1 << 16, 1 << 26, 62, 4096},
-			{0, 1 << 16, 1 << 26, 62, 4096},
-			{0, 0, 1 << 26, 62, 4096},
-			{0, 1 << 16, 0, 62, 4096},
-			{64, 1 << 16, 1 << 62, 62, 4096},
-			{64, 1 << 16, 1 << 26, 1, 7},
-			{0, 1 << 16, 1 << 62, 9, 100},
+			{64, 1 << 16, 62, 4096},
+			{0, 1 << 16, 62, 4096},
+			{0, 0, 62, 4096},
+			{64, 1 << 16, 1, 7},
+			{0, 1 << 16, 9, 100},
+			{0, 0, 9, 4096},
 		} {
-			fewCuts, maxOffsets, maxGrouped, maxCodeBits, maxBlock = c.few, c.offsets, c.group, c.code, c.block
+			fewCuts, maxOffsets, maxCodeBits, maxBlock = c.few, c.offsets, c.code, c.block
 			got, err := cubeCounts(ctx, e, set)
-			fewCuts, maxOffsets, maxGrouped, maxCodeBits, maxBlock = 64, 1<<16, 1<<26, 62, 4096
+			fewCuts, maxOffsets, maxCodeBits, maxBlock = 64, 1<<16, 62, 4096
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,60 +191,5 @@ func TestCubeCountsEqualFilterCounts(t *testing.T) {
 			total += v
 		}
 		t.Logf("%s, %d queries over %d columns: total count %d", table, n, len(set.Columns), total)
-	}
-}
-
-// TestRanker checks the bucketed search against a count of the thresholds
-// passed, NaN and infinities included.
-func TestRanker(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	vals := []float64{math.Inf(-1), -1, -0.5, 0, 0.25, 1, math.Inf(1), math.NaN()}
-	for range 200 {
-		w := make([]float64, 1+r.IntN(6))
-		for i := range w {
-			w[i] = vals[r.IntN(len(vals)-1)] // no NaN threshold
-		}
-		slices.Sort(w)
-		for _, v := range vals {
-			want := 0
-			for _, x := range w {
-				if v >= x || v != v {
-					want++
-				}
-			}
-			if got := newRanker(w).rank(v); got != want {
-				t.Fatalf("rank(%v, %v) = %d, want %d", w, v, got, want)
-			}
-		}
-	}
-	// Many thresholds, with repeats, and values on, next to and between them.
-	for range 200 {
-		w := make([]float64, 1+r.IntN(300))
-		scale := math.Pow(10, float64(r.IntN(12)-6))
-		for i := range w {
-			w[i] = math.Round(r.NormFloat64()*100) * scale
-		}
-		slices.Sort(w)
-		rk := newRanker(w)
-		for range 100 {
-			v := w[r.IntN(len(w))]
-			switch r.IntN(4) {
-			case 0:
-				v = math.Nextafter(v, math.Inf(-1))
-			case 1:
-				v = math.Nextafter(v, math.Inf(1))
-			case 2:
-				v = r.NormFloat64() * 150 * scale
-			}
-			want := 0
-			for _, x := range w {
-				if v >= x {
-					want++
-				}
-			}
-			if got := rk.rank(v); got != want {
-				t.Fatalf("%d thresholds in [%g, %g]: rank(%v) = %d, want %d", len(w), w[0], w[len(w)-1], v, got, want)
-			}
-		}
 	}
 }
