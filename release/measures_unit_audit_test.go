@@ -294,7 +294,7 @@ func TestShrinkAtoms(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	var rawSE, fitSE float64
 	for range 300 {
-		m := &measure{u: u, unit: true, nAtoms: 8, atomOf: []int{0, 1, 2, 3, 4, 5, 6, 7}, clip: 200, epsA: 0.1, totalDP: 80_000,
+		m := &measure{u: u, unit: true, nAtoms: 8, atomOf: []int{0, 1, 2, 3, 4, 5, 6, 7}, clip: 200, epsA: 0.1, atomNoise: 2000, totalDP: 80_000,
 			rows: []int64{50, 50, 50, 50, 50, 50, 50, 50}}
 		m.atomsDP = make([]float64, 8)
 		for a := range m.atomsDP {
