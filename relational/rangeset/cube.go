@@ -19,16 +19,15 @@ import (
 	"github.com/synth-dp/synth/spec"
 )
 
-// The true counts of a set come from one scan of the table per block of
-// queries: every row is mapped to its elementary cell — per dimension, how
-// many of the boxes' distinct ends (cuts) it passes — and a row lies in a
-// query's box exactly when its ranks lie in the query's rank box, so the
-// counts are those of the query's own WHERE clause ([filterCounts], the
-// oracle of the tests). The engine computes what is cheap in SQL (ranks
-// over few cuts, whole-number offsets) and groups the rows by cell when
-// the grid is small; Go ranks the rest and adds each row (or cell) to the
-// queries holding it, found as the AND of per-axis bitsets of the queries
-// whose span holds its rank ([newPlan], [countBlock]).
+// The true counts of a set come from one aggregate over the table per
+// block of queries: every row is mapped to its elementary cell — per
+// dimension, how many of the boxes' distinct ends (cuts) it passes — and a
+// row lies in a query's box exactly when its ranks lie in the query's rank
+// box, so the counts are those of the query's own WHERE clause
+// ([filterCounts], the oracle of the tests). The engine ranks every column
+// and counts the rows per occupied cell ([newPlan]); Go adds each cell's
+// count to the queries holding it, found as the AND of per-axis bitsets of
+// the queries ([countBlock]).
 
 // axis holds one dimension's cuts: the distinct lower ends and the points
 // just above the upper ends of the boxes, in the order of [Bound], each a

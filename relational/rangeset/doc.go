@@ -29,18 +29,18 @@
 //
 // # Counting
 //
-// The true counts come from one scan of the table per block of up to 4,096
-// queries: every row is mapped to its elementary cell (per column, how many
-// of the block's distinct box ends it passes) and added to the queries
-// whose box holds the cell, found as the AND of per-column bitsets of the
-// queries (one bitset per rank). The engine computes the ranks that are
-// cheap in SQL (a CASE over a few ends, or a whole-number offset) and
-// groups the rows by cell when the grid is small; Go ranks the rest from
-// the values by binary search. The comparisons are those of the queries'
-// own WHERE clauses, so the counts are theirs exactly (a test compares
-// them with one FILTER aggregate per query). The cost is one scan plus,
-// per row sent (one per occupied cell when grouped), |Q|/64 word ANDs per
-// column.
+// The true counts come from one aggregate over the table per block of up
+// to 4,096 queries: every row is mapped to its elementary cell (per
+// column, how many of the block's distinct box ends it passes, computed in
+// SQL by a CASE over a few ends, a whole-number offset, or a lookup of the
+// ends' buckets) and the rows are counted per occupied cell; Go adds each
+// cell's count to the queries whose box holds it, found as the AND of
+// per-column bitsets of the queries (one bitset per rank). The comparisons
+// are those of the queries' own WHERE clauses, so the counts are theirs
+// exactly (a test compares them with one FILTER aggregate per query). The
+// cost is one scan plus, per occupied cell, |Q|/64 word ANDs per column:
+// few cells when the ranges' ends sit on a coarse grid, up to one per row
+// when they cut every column finely.
 //
 // # Guarantee
 //
