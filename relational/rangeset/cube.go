@@ -104,7 +104,7 @@ func (a *axis) span(iv Interval) (lo, hi int32) {
 }
 
 // fewCuts is the most cuts an ordered axis ranks by a CASE over them in
-// SQL; above it the values go to Go (a variable for the tests).
+// SQL; above it by an offset or a lookup (a variable for the tests).
 var fewCuts = 64
 
 // caseSQL returns the rank of the column px as SQL: for categorical and
@@ -232,7 +232,7 @@ func (a *axis) rank(v float64) int32 {
 var (
 	// maxOffsets is the most whole numbers an integer-valued axis sends
 	// as its clamped offset (a digit of the cell code) rather than as a
-	// value.
+	// rank looked up in SQL.
 	maxOffsets = 1.0 * (1 << 16)
 	// maxBlock is the most queries counted in one scan: the per-rank
 	// query bitsets of a block take about 2·maxBlock²/8 bytes per axis
@@ -518,8 +518,8 @@ func countBlock(ctx context.Context, db relational.DB, set *Set, boxes []Box) ([
 	return out, nil
 }
 
-// add adds the rows of b to the counts acc of the boxes holding them:
-// each row's ranks from its codes and values, then the AND over the axes
+// add adds the cells of b to the counts acc of the boxes holding them:
+// each cell's ranks from its codes, then the AND over the axes
 // of the bitsets of the boxes whose span holds the rank (offs: scratch,
 // one per axis).
 func (p *plan) add(b *batch, sets [][]uint64, words int, offs []int, acc []int64) {
