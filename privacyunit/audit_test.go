@@ -507,11 +507,11 @@ func TestAuditPrivacyUnitAutoBound(t *testing.T) {
 // clip C is large: 200 units of 64 rows (in c1), and X of 64 rows (in c0),
 // so the clip's exponential mechanism picks C ≥ 64 (C = 45 would leave
 // all 200 units above it) and the clipped count moves by 64 with X. The
-// count's share of ε is about 50/(2·200) = 0.125 (countShareFor: 200 units
-// at ε = 2), so ε_N ≈ 0.55·(0.25 − 0.04) ≈ 0.12 and the honest count's
-// discrete Laplace noise has scale C/ε_N ≥ 500; the
-// planted bug that scales it to one row (1/ε_N ≈ 9) puts the counts of D
-// and D′ 64 apart under noise of 9: the event rows ≤ 12,820 then has
+// count's share of ε is about 50/(2·150) = 0.17 (countShareFor: 200 units
+// less two noise scales of 25 at ε = 2), so ε_N ≈ 0.55·(0.33 − 0.04) ≈ 0.16
+// and the honest count's discrete Laplace noise has scale C/ε_N ≥ 400; the
+// planted bug that scales it to one row (1/ε_N ≈ 6) puts the counts of D
+// and D′ 64 apart under noise of 6: the event rows ≤ 12,820 then has
 // probability ≈ 0.004 on D against ≈ 0.9 on D′, a bound near 4 at 3,000
 // runs a side against the claim 2. (Every audit pair of the older tests
 // had C ≤ 2, where the two scales hardly differ.) The unit count drawn

@@ -84,7 +84,7 @@ const DefaultCountShare = 0.1
 const UnitCountShare = 0.02
 
 // MaxCountShare is the largest share of ε the row count takes: with few
-// units (ε·n̂ below countShareUnits/DefaultCountShare).
+// units (see countShareFor).
 const MaxCountShare = 0.5
 
 // countShareUnits is K of the row count's share max(DefaultCountShare,
@@ -99,21 +99,41 @@ const MaxCountShare = 0.5
 // (docs/small-data.md). Simulated on the units' row counts of that join
 // (exponential mechanism as shipped, 300 draws a share), the mean
 // rows/true at ε = 1 was 0.06 / 0.11 / 0.31 / 0.99 at the shares 0.1 /
-// 0.2 / 0.3 / 0.5, and at ε = 4 0.78 / 0.97 at 0.1 / 0.2. K = 50 leaves
-// every join of 500 units or more at DefaultCountShare from ε = 1 up (and
-// of 1,000 from ε = 0.5: TPC-H SF 0.01 and the Retail example), and gives
-// 100 units MaxCountShare at ε ≤ 1 and 0.125 at ε = 4. Public: a function
-// of ε and of the DP unit count.
+// 0.2 / 0.3 / 0.5, and at ε = 4 0.78 / 0.97 at 0.1 / 0.2. K = 50, read against
+// n̂ less two of its noise scales (unitsMargin), leaves every join of 600
+// units or more at DefaultCountShare from ε = 1 up (TPC-H SF 0.01 and the
+// Retail example, 1,000 and 1,103 units; at ε = 0.5 they get about 0.125
+// and 0.11), and gives 100 units MaxCountShare at ε ≤ 1 and about 0.17
+// at ε = 4. Public: a function of ε and of the DP unit count.
 const countShareUnits = 50
 
+// unitsMargin is how many noise scales of the DP unit count the share
+// rule subtracts from it: the rule reads n̂ − unitsMargin/ε_U, a lower
+// bound on the units that fails with probability e^{−2}/2 ≈ 7%. The unit
+// count's noise (scale 1/ε_U = 50/ε) is as large as the count itself
+// where the rule matters: with n̂ itself, Retail with 100 customers at
+// ε = 1 drew n̂ between 9 and 397 over 20 seeds, and each n̂ above 200
+// cut the row count's share below 0.25, where the clip's exponential
+// mechanism draws C ≤ 3 (rows/true 0.03–0.06, 3 of those 20 runs).
+// Erring low costs the marginals a larger share; erring high costs the
+// file its size. At ε = 1 a join of 1,000 units keeps DefaultCountShare
+// (n̂ − 100 ≥ 500 but with probability e^{−8}).
+const unitsMargin = 2
+
 // FullShareUnits is ε times the number of units from which the row count
-// keeps DefaultCountShare: countShareUnits/DefaultCountShare.
-func FullShareUnits() int { return int(math.Round(countShareUnits / DefaultCountShare)) }
+// keeps DefaultCountShare (but for the unit count's noise):
+// countShareUnits/DefaultCountShare + unitsMargin/UnitCountShare.
+func FullShareUnits() int {
+	return int(math.Round(countShareUnits/DefaultCountShare + unitsMargin/UnitCountShare))
+}
 
 // countShareFor is the row count's share of ε given the DP unit count n̂
-// (a DP output, so the share is public once drawn).
-func countShareFor(eps float64, units int64) float64 {
-	return min(MaxCountShare, max(DefaultCountShare, countShareUnits/(eps*float64(max(units, 1)))))
+// drawn at ε_U (a DP output, so the share is public once drawn):
+// max(DefaultCountShare, min(MaxCountShare, countShareUnits/(ε·n_low)))
+// with n_low = n̂ − unitsMargin/ε_U (see unitsMargin).
+func countShareFor(eps, epsU float64, units int64) float64 {
+	low := float64(units) - unitsMargin/epsU
+	return min(MaxCountShare, max(DefaultCountShare, countShareUnits/(eps*max(low, 1))))
 }
 
 // countQuantileShare is the part of the count's ε that chooses the clip C.
@@ -513,7 +533,7 @@ func (p *Plan) chooseCountShare(src dp.Source, degs []engine.UnitDegree) error {
 	}
 	units = max(units, 0)
 	p.units = units
-	p.setCountShare(countShareFor(p.cfg.Epsilon, units))
+	p.setCountShare(countShareFor(p.cfg.Epsilon, p.epsU, units))
 	p.pmwCfg.Epsilon = p.pmwConfig().Epsilon
 	p.rootL.Publish("unit_count", float64(units))
 	p.rootL.Publish("row_count_share_permille", math.Round(p.share*1000))

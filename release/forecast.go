@@ -43,6 +43,12 @@ type SignalForecast struct {
 	// SigmaMin is the lowest per-cell noise a marginal can reach: the whole
 	// rounds' budget spent on it.
 	SigmaMin float64
+	// SigmaFewRows, on the factored model, is a 1-way marginal's noise
+	// when the run finds few rows against Sigma (n̂ < pmw.PoolRatio·Sigma,
+	// a DP decision): every 1-way is measured again at
+	// pmw.FewRowsRemeasure of the rounds' budget, and the two combine.
+	// 0 on the dense model.
+	SigmaFewRows float64
 	// Basis says in words what the forecast is computed from.
 	Basis string
 	// Marginals are the marginals the release may measure: every 1-way
@@ -258,6 +264,11 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 		return &SignalForecast{Reason: reason}, err
 	}
 	f := &SignalForecast{Known: known, Sensitivity: 1, Sigma: n.scale(n.unit), SigmaMin: n.scale(n.total - n.init)}
+	if p.Factored && n.gauss {
+		// d 1-ways measured together at φ·R: σ₁ = scale(φR)·√d each.
+		s1 := n.scale(pmw.FewRowsRemeasure*(n.total-n.init)) * math.Sqrt(float64(n.d))
+		f.SigmaFewRows = 1 / math.Sqrt(1/(f.Sigma*f.Sigma)+1/(s1*s1))
+	}
 	if known && p.Method.Name() == spec.PrivacyUnit {
 		f.Sensitivity = p.Spec.Release.Bound()
 	}

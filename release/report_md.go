@@ -322,6 +322,7 @@ var outputMeaning = map[string]string{
 	"pmw_rows":         "rows written: an unbiased DP estimate of the join size, unless pmw_rows_floored is 1",
 	"pmw_rows_floored": "1 when the join-size estimate was below its own noise level and the row count was raised to that public level (then biased upwards)",
 	"pmw_rounds":       "number of PMW rounds run (chosen from DP outputs only)",
+	"pmw_few_rows":     "1 when the factored model's first 1-way measurements held few rows against their noise (below 8σ): their noise-dominated cells were pooled and every 1-way marginal measured again from the rounds' budget",
 	"pmw_eps0":         "ε₀ per PMW step, from the rounds and the budget",
 	"numerical_n_hat":  "n̂ of a measure's numerical run: noisy number of universe elements (tuples × set bits on a reduced universe)",
 	"numerical_alpha":  "α̃ of a measure's numerical run: noisy max error of its counting queries, which sets the truncation thresholds",
