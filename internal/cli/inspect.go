@@ -248,6 +248,9 @@ func runInspect(ctx context.Context, g *globalOptions, o *inspectOptions) error 
 	rep.NonPrivate.Warnings = append(rep.NonPrivate.Warnings, engine.KeyTypeWarnings(s, types)...)
 	rep.Forecast = forecast
 	rep.NonPrivate.Signal = buildCustodianSignal(s, forecast, rep.NonPrivate)
+	if rep.NonPrivate.Count, err = buildCustodianCount(ctx, s, f, eng, forecast); err != nil {
+		return err
+	}
 	if o.format == "json" {
 		return writeJSON(g.stdout, rep)
 	}
@@ -479,6 +482,7 @@ func writeCustodianText(tw io.Writer, c *custodianReport) {
 		fmt.Fprintf(tw, "NON-PRIVATE warning:\t%s\n", w)
 	}
 	writeCustodianSignal(tw, c.Signal)
+	writeCustodianCount(tw, c.Count)
 }
 
 // pmwModel says which PMW model a release of s would use and why (the

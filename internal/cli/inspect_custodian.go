@@ -40,6 +40,9 @@ type custodianReport struct {
 	Orphans []orphanCount `json:"orphans,omitempty"`
 	// Signal holds the public signal forecast against the true sizes.
 	Signal *custodianSignal `json:"signal_forecast,omitempty"`
+	// Count forecasts a privacy-unit release's row count and its
+	// marginals' regime on the true per-unit rows.
+	Count *custodianCount `json:"row_count_forecast,omitempty"`
 }
 
 // unitKeyCheck is one privacy-unit key check: OK, or one offending value

@@ -39,10 +39,13 @@ type signalForecast struct {
 	// SigmaRows is the per-cell noise of one measurement, in rows (per
 	// unit of Δ̃ when not Known); SigmaMinRows the least any marginal can
 	// reach.
-	SigmaRows    float64            `json:"noise_per_cell_rows"`
-	SigmaMinRows float64            `json:"noise_per_cell_rows_best"`
-	Marginals    []marginalForecast `json:"marginals"`
-	Suggestions  []string           `json:"suggestions"`
+	SigmaRows    float64 `json:"noise_per_cell_rows"`
+	SigmaMinRows float64 `json:"noise_per_cell_rows_best"`
+	// SigmaFewRowsRows is a 1-way marginal's noise when the run finds few
+	// rows (its 1-ways measured twice; 0 on the dense model).
+	SigmaFewRowsRows float64            `json:"one_way_noise_per_cell_rows_few_rows,omitempty"`
+	Marginals        []marginalForecast `json:"marginals"`
+	Suggestions      []string           `json:"suggestions"`
 	// Reason says why nothing is forecast.
 	Reason string `json:"reason,omitempty"`
 }
@@ -74,7 +77,7 @@ func buildForecast(p *release.Plan) (*signalForecast, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &signalForecast{Basis: f.Basis, Known: f.Known, SigmaRows: f.Sigma, SigmaMinRows: f.SigmaMin,
+	out := &signalForecast{Basis: f.Basis, Known: f.Known, SigmaRows: f.Sigma, SigmaMinRows: f.SigmaMin, SigmaFewRowsRows: f.SigmaFewRows,
 		Marginals: []marginalForecast{}, Suggestions: []string{}, Reason: f.Reason}
 	if len(f.Marginals) == 0 {
 		return out, nil
