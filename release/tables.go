@@ -1315,42 +1315,54 @@ func (r *tablesRun) joinCells() (cells, counts []int64, total int64, err error) 
 	for k, ref := range p.Spec.Release.Columns {
 		flat[releasedKey(ref)] = k
 	}
-	// part[i][row] is table i's row's share of the join cell (the sum of
-	// its own released columns' bins × strides).
-	part := make([][]int64, len(tree.tables))
+	// A row's share of the join cell is the sum of its own released
+	// columns' bins × strides: own[i] lists table i's (position in a
+	// drawn row, stride) pairs. part[i][row] holds the shares of the
+	// tables with children (a leaf's, the most rows, are computed where
+	// they are read: 8 bytes a line item at SF 10 is half a gigabyte).
+	type posStride struct{ pos, stride int64 }
+	own := make([][]posStride, len(tree.tables))
 	for i := range tree.tables {
-		lv, syn := r.levels[i], r.synth[i]
-		w := lv.ownWidth()
-		part[i] = make([]int64, syn.rows)
-		for row := int64(0); row < syn.rows; row++ {
-			var v int64
-			for k := lv.nCtx; k < len(lv.cols); k++ {
-				if f, ok := flat[lv.cols[k].key]; ok {
-					v += int64(syn.bins[row*int64(w)+int64(k-lv.nCtx)]) * strides[f]
-				}
+		lv := r.levels[i]
+		for k := lv.nCtx; k < len(lv.cols); k++ {
+			if f, ok := flat[lv.cols[k].key]; ok {
+				own[i] = append(own[i], posStride{int64(k - lv.nCtx), strides[f]})
 			}
-			part[i][row] = v
 		}
 	}
-	// children[i][row] lists, per child table, the child rows.
-	// A child table's rows are grouped by parent, in parent order: first[c]
-	// holds each parent row's first child row (a prefix sum).
-	first := make([][]int64, len(tree.tables))
-	for i := 1; i < len(tree.tables); i++ {
-		par := tree.tables[i].parent
-		f := make([]int64, r.synth[par].rows+1)
-		for _, pr := range r.synth[i].parent {
-			f[pr+1]++
+	share := func(i int, row int64) int64 {
+		w := int64(r.levels[i].ownWidth())
+		b := r.synth[i].bins[row*w : (row+1)*w]
+		var v int64
+		for _, ps := range own[i] {
+			v += int64(b[ps.pos]) * ps.stride
 		}
-		for k := 1; k < len(f); k++ {
-			f[k] += f[k-1]
+		return v
+	}
+	part := make([][]int64, len(tree.tables))
+	for i, t := range tree.tables {
+		if len(t.children) == 0 {
+			continue
 		}
-		first[i] = f
+		part[i] = make([]int64, r.synth[i].rows)
+		for row := range part[i] {
+			part[i][row] = share(i, int64(row))
+		}
+	}
+	partAt := func(i int, row int64) int64 {
+		if part[i] != nil {
+			return part[i][row]
+		}
+		return share(i, row)
 	}
 	acc := map[int64]int64{}
+	// first[c] holds each parent row's first row of child table c (a
+	// prefix sum: a child table's rows are grouped by parent, in parent
+	// order), for trees that are not a chain.
+	first := make([][]int64, len(tree.tables))
 	var sub func(i int, row int64) []int64
 	sub = func(i int, row int64) []int64 {
-		out := []int64{part[i][row]}
+		out := []int64{partAt(i, row)}
 		for _, c := range tree.tables[i].children {
 			var union []int64
 			for cr := first[c][row]; cr < first[c][row+1]; cr++ {
@@ -1382,7 +1394,7 @@ func (r *tablesRun) joinCells() (cells, counts []int64, total int64, err error) 
 		for row := int64(0); row < r.synth[leaf].rows; row++ {
 			c := int64(0)
 			for i, x := leaf, row; ; {
-				c += part[i][x]
+				c += partAt(i, x)
 				par := tree.tables[i].parent
 				if par < 0 {
 					break
@@ -1393,6 +1405,16 @@ func (r *tablesRun) joinCells() (cells, counts []int64, total int64, err error) 
 			total++
 		}
 	} else {
+		for i := 1; i < len(tree.tables); i++ {
+			f := make([]int64, r.synth[tree.tables[i].parent].rows+1)
+			for _, pr := range r.synth[i].parent {
+				f[pr+1]++
+			}
+			for k := 1; k < len(f); k++ {
+				f[k] += f[k-1]
+			}
+			first[i] = f
+		}
 		for u := int64(0); u < r.synth[0].rows; u++ {
 			for _, c := range sub(0, u) {
 				acc[c]++
