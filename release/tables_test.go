@@ -347,7 +347,9 @@ release: {columns: [u_cat, a_cat, b_cat], output: tables}
 		t.Fatal(err)
 	}
 	db := openDuck(t)
-	f := func(table string) string { return sqlString(filepath.Join(sum.Dir, layout.TablesDir, table+".parquet")) }
+	f := func(table string) string {
+		return sqlString(filepath.Join(sum.Dir, layout.TablesDir, table+".parquet"))
+	}
 	for _, tb := range []string{"u", "a", "b"} {
 		if n := queryInt(t, db, "SELECT count(*) FROM "+f(tb)); n == 0 {
 			t.Fatalf("table %s is empty", tb)
