@@ -219,10 +219,12 @@ func runShape(src dp.Source, vecs [][]clipEntry, d int, ladder []int64, eps floa
 	return out, nil
 }
 
-// shapeValues returns, in steps, each answer's value V_k = Ŝ⁺_k·T̂⁺/ΣŜ⁺
-// (x⁺ = max(x, 0); T̂⁺/d each when every Ŝ⁺ is 0) and the half-width of a
-// 95% interval of its noise around R_k = S_k·T_C/ΣS (the same ratio
-// without noise; 0 when ΣS = 0), from DP outputs and public scales only.
+// shapeValues returns, in steps, each answer's value V_k = P_k·T̂⁺/ΣP
+// (x⁺ = max(x, 0); P the shape projected onto {x ≥ 0, Σx = ΣŜ⁺ of the
+// raw sum}, [simplexProject]; T̂⁺/d each when P is 0), the half-width of
+// a 95% interval of its noise around R_k = S_k·T_C/ΣS (the same ratio
+// without noise; 0 when ΣS = 0), and the factor T̂⁺/ΣP that brings the
+// shape to the total's scale — from DP outputs and public scales only.
 //
 // Proof: on the event E that |N_k| ≤ s₁ = ⌈b_S·ln 50⌉ (probability of the
 // complement < 0.02: P[|N| > s] < e^{−s/b} for the discrete Laplace), |N_T|
@@ -234,12 +236,22 @@ func runShape(src dp.Source, vecs [][]clipEntry, d int, ladder []int64, eps floa
 // lo = S_lo·T_lo/ΣS_hi and hi = min(T_hi, S_hi·T_hi/max(ΣS_lo, S_hi)) (the
 // interval ends clamped at 0), and |V_k − R_k| ≤ max(V_k − lo, hi − V_k).
 // P[E] ≥ 0.95.
-func shapeValues(o shapeOut) (vals, noise []float64) {
+func shapeValues(o shapeOut) (vals, noise []float64, factor float64) {
 	d := len(o.shape)
-	var sumPos, sumRaw float64
-	for _, x := range o.shape {
-		sumPos += math.Max(float64(x), 0)
-		sumRaw += float64(x)
+	var sumRaw float64
+	raw := make([]float64, d)
+	for k, x := range o.shape {
+		raw[k] = float64(x)
+		sumRaw += raw[k]
+	}
+	// The shape made non-negative with its own total (the Euclidean
+	// projection onto {x ≥ 0, Σx = ΣŜ⁺}): a cell that holds only noise
+	// goes to 0 instead of keeping its positive draw, so the answers of a
+	// sparse table (most cells empty) are not spread over its empty cells.
+	shape := simplexProject(raw, math.Max(sumRaw, 0))
+	var sumPos float64
+	for _, x := range shape {
+		sumPos += x
 	}
 	tPos := math.Max(float64(o.total), 0)
 	bS, bT := o.shapeScale, o.totalScale
@@ -249,10 +261,13 @@ func shapeValues(o shapeOut) (vals, noise []float64) {
 	tLo, tHi := math.Max(float64(o.total)-s2, 0), math.Max(float64(o.total)+s2, 0)
 	sumLo, sumHi := math.Max(sumRaw-s3, 0), math.Max(sumRaw+s3, 0)
 	vals, noise = make([]float64, d), make([]float64, d)
+	if sumPos > 0 {
+		factor = tPos / sumPos
+	}
 	for k, x := range o.shape {
 		v := tPos / float64(d)
 		if sumPos > 0 {
-			v = math.Max(float64(x), 0) * tPos / sumPos
+			v = shape[k] * tPos / sumPos
 		}
 		sLo, sHi := math.Max(float64(x)-s1, 0), math.Max(float64(x)+s1, 0)
 		lo := 0.0
@@ -265,7 +280,7 @@ func shapeValues(o shapeOut) (vals, noise []float64) {
 		}
 		vals[k], noise[k] = v, math.Max(v-lo, hi-v)
 	}
-	return vals, noise
+	return vals, noise, factor
 }
 
 // shapeResults turns runShape's outputs into the answers (see
@@ -278,15 +293,7 @@ func shapeValues(o shapeOut) (vals, noise []float64) {
 // unit's terms): a true lower bound on the answer, loose by the shape's
 // clipping. Threshold is C·B_k, ShapeClip r·B_k.
 func shapeResults(o shapeOut, jobs []clipJob, unit string, eps float64, root *dp.Ledger) []Result {
-	vals, noise := shapeValues(o)
-	var sumPos float64
-	for _, x := range o.shape {
-		sumPos += math.Max(float64(x), 0)
-	}
-	factor := 0.0
-	if sumPos > 0 {
-		factor = math.Max(float64(o.total), 0) / sumPos
-	}
+	vals, noise, factor := shapeValues(o)
 	one := math.Ceil(o.shapeScale * math.Log(10))
 	out := make([]Result, len(jobs))
 	for k, j := range jobs {

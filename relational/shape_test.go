@@ -90,7 +90,7 @@ func TestShapeValuesInterval(t *testing.T) {
 			for k, x := range c.shape {
 				o.shape[k] = x + lapS.Sample(src)
 			}
-			vals, noise := shapeValues(o)
+			vals, noise, _ := shapeValues(o)
 			var vs float64
 			for k := range vals {
 				vs += vals[k]
