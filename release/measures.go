@@ -291,14 +291,20 @@ func planMeasures(s *spec.Spec, folding *hypergraph.Folding, names []string, dec
 				m.epsA += MeasureUnitAtomClipShare * m.eps
 			}
 			// The largest noise any row clip could call for (a unit of
-			// 2²⁰ rows, each at the domain's largest |value|) must be
-			// within the exact sampler: checked now, before any data.
-			top, err := unitLadder(1<<20, max(m.u.Bound(true), m.u.Bound(false)))
+			// 2²⁰ rows, or of privacy.max_unit_rows when declared — the
+			// ladder's anchor then — each at the domain's largest |value|)
+			// must be within the exact sampler: checked now, before any
+			// data.
+			anchor := int64(1 << 20)
+			if s.Privacy.MaxUnitRows > 0 {
+				anchor = s.Privacy.MaxUnitRows
+			}
+			top, err := unitLadder(anchor, max(m.u.Bound(true), m.u.Bound(false)))
 			if err == nil {
 				_, err = dp.NewDiscreteLaplace(dp.NoiseScale(float64(top[len(top)-1]), min(m.epsT, m.epsA)))
 			}
 			if err != nil {
-				return nil, fmt.Errorf("release: %w: release.measures: %s under privacy.unit: %w (declare a narrower domain or a larger ε)", spec.ErrInvalid, r, err)
+				return nil, fmt.Errorf("release: %w: release.measures: %s under privacy.unit: %w (declare a narrower domain, privacy.max_unit_rows, or a larger ε)", spec.ErrInvalid, r, err)
 			}
 		}
 		mp.ms = append(mp.ms, m)

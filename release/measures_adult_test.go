@@ -144,7 +144,18 @@ func TestReleaseMeasureAdult(t *testing.T) {
 		}
 		runs = n
 	}
-	s := releasetest.LoadSpec(t, filepath.Join("..", "examples", "adult", "measures.yaml"))
+	specPath := filepath.Join("..", "examples", "adult", "measures.yaml")
+	if v := os.Getenv("SYNTH_MEASURE_ADULT_SPEC"); v != "" {
+		specPath = v // e.g. ../testdata/adult/issue38_measures.yaml, the issue's shape
+	}
+	s := releasetest.LoadSpec(t, specPath)
+	if v := os.Getenv("SYNTH_MEASURE_ADULT_SHARE"); v != "" {
+		share, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			t.Fatalf("SYNTH_MEASURE_ADULT_SHARE=%q", v)
+		}
+		s.Release.MeasuresShare = share
+	}
 	epsM := s.Privacy.Epsilon * s.Release.MeasuresShare
 	edges := []int64{17, 20, 25, 30, 35, 40, 50, 65, 91}
 	edu := s.Column(spec.ColumnRef{Table: "adult", Column: "education"}).Values
