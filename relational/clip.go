@@ -93,7 +93,9 @@ func clipQuery(s *spec.Spec, q *Query, units []string) (float64, spec.ColumnRef,
 }
 
 // answerClipped answers every (query, group) of queries with one clipped
-// Laplace mechanism under one privacy unit (pure ε-DP, δ unused):
+// Laplace mechanism under one privacy unit (pure ε-DP, δ unused). Two
+// answers or more are measured as a total and a shape ([runShape],
+// [shapeResults]); one answer as follows:
 //
 //  1. Each unit u's contribution to answer k is v_{u,k} = Σ of the query's
 //     terms over u's join results, in whole steps of h·B_k (h =

@@ -85,15 +85,17 @@ Privacy:
 Choice of mechanism (said in the output, with the reason): without a unit,
 the residual-sensitivity mechanism. With a unit, when every query's join
 results belong to one unit (of one unit table) and its summand is
-non-negative, d answers (GROUP BY groups of all queries together) get the
-clipped Laplace mechanism (--mechanism clip) when d ≤ 10 or δ = 0: part
-of ε (30%) chooses a clip C from the public ladder ⌈2^(j/2)⌉ ≤ GS by the
-exponential mechanism (near the largest units' contributions), each
-unit's contributions to all the answers are clipped to C together (L1),
-and every answer gets discrete Laplace noise of scale C/ε_N: pure ε-DP,
-error about C/ε. More than 10 answers with δ > 0 get multi-query SJA
-(below), whose L2 clipping won there (docs/answers.md measures all of them
-against the unit release). Otherwise one answer gets R2T and several get
+non-negative, the answers (GROUP BY groups of all queries together) get
+the clipped Laplace mechanism (--mechanism clip): for one answer, part of
+ε (30%) chooses a clip C from the public ladder ⌈2^(j/2)⌉ ≤ GS by the
+exponential mechanism (near the largest units' contributions) and the
+answer gets discrete Laplace noise of scale C/ε_N: pure ε-DP, error about
+C/ε. For two answers or more it measures their total with such a clip and
+their shape (each answer's share) with a second clip r at a low quantile
+of the units' contributions (every unit's contributions to all the answers
+clipped together, L1), and answers each as its share times the total:
+pure ε-DP, the shape's noise that of r (docs/answers.md measures it
+against the unit release and multi-query SJA). Otherwise one answer gets R2T and several get
 multi-query SJA when δ > 0, R2T per answer when δ = 0; --mechanism r2t
 keeps one R2T run per answer, --mechanism multi (or --multi) asks for
 multi-query SJA. --gs (or the spec's privacy.max_unit_rows) is the public
