@@ -61,6 +61,7 @@ const (
 	measureMutTotalNoEps                   // the total's noise at the measure's whole ε, not its share
 	measureMutNoUnitClip                   // under a unit: the units' contributions not clipped to C
 	measureMutTrueAtomClip                 // under a unit: the atoms' clip at the true best quantile score
+	measureMutTrueClip                     // under a unit: the clip C at the true best score
 )
 
 // atoms groups the cells of a grid of the given sizes by the set of

@@ -155,7 +155,16 @@ func measureUnitDirect(src dp.Source, vecs [][]unitAtom, nAtoms int, ladder []in
 		}
 		return float64(n)
 	}, MeasureUnitClipPenalty/epsQ)
-	ci := dp.ExponentialGrid(src, scores, epsQ, 1, 0)
+	ci := 0
+	if mut == measureMutTrueClip {
+		for j, sc := range scores {
+			if sc > scores[ci] {
+				ci = j
+			}
+		}
+	} else {
+		ci = dp.ExponentialGrid(src, scores, epsQ, 1, 0)
+	}
 	clip = ladder[ci]
 	// clipped returns the units' vectors clipped to L1 norm c, summed per
 	// atom: x_{u,a} = sign(v)·⌊|v_{u,a}|·c/‖v_u‖₁⌋ when ‖v_u‖₁ > c.

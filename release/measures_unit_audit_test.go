@@ -59,6 +59,37 @@ func atomClipAuditMech(vecs [][]unitAtom, ladder []int64, mut measureMutation) a
 	}
 }
 
+// clipAuditMeasureMech returns the clip C that measureUnitDirect chose.
+func clipAuditMeasureMech(vecs [][]unitAtom, ladder []int64, mut measureMutation) audit.Mechanism[float64] {
+	return func(src dp.Source) float64 {
+		c, _, _, _, err := measureUnitDirect(src, vecs, 2, ladder, auditUnitQ, auditUnitT, auditUnitR, auditUnitA, 1, mut)
+		if err != nil {
+			panic(err)
+		}
+		return float64(c)
+	}
+}
+
+// TestAuditMeasureUnitClip audits the measure's clip C on a pair that tips
+// its best score (−above − j·κ/ε_Q, κ/ε_Q = 20 here): 21 units of 64 on
+// the ladder 32, 64 score −21 and −20 (best C = 64); 20 units score −20
+// and −20 (the first, C = 32, is the best). As shipped its choice must be
+// ε_Q = 0.1-DP; with C taken at the true best score (the planted bug) the
+// audit must prove that claim false.
+func TestAuditMeasureUnitClip(t *testing.T) {
+	d, dp2, ladder := unitVecs(21, 64), unitVecs(20, 64), []int64{32, 64}
+	res := audit.MustRunScalar(t, clipAuditMeasureMech(d, ladder, measureMutNone), clipAuditMeasureMech(dp2, ladder, measureMutNone), 20_000, 0)
+	t.Logf("clip: ε ≥ %.3f (event %s)", res.EpsilonLowerBound, res.Event)
+	if res.EpsilonLowerBound > auditUnitQ {
+		t.Errorf("clip: empirical ε lower bound %v > claimed %v", res.EpsilonLowerBound, auditUnitQ)
+	}
+	res = audit.MustRunScalar(t, clipAuditMeasureMech(d, ladder, measureMutTrueClip), clipAuditMeasureMech(dp2, ladder, measureMutTrueClip), 3_000, 0)
+	t.Logf("clip at the true best score: ε ≥ %.3f (event %s)", res.EpsilonLowerBound, res.Event)
+	if !(res.EpsilonLowerBound > auditUnitQ) {
+		t.Errorf("clip at the true best score not caught: ε lower bound %v ≤ %v", res.EpsilonLowerBound, auditUnitQ)
+	}
+}
+
 // TestAuditMeasureUnitAtomClip audits the atoms' clip on a pair that tips
 // its best quantile score (a = 1: −|19·below − above|): one unit of 16
 // and 19 of 32 on the ladder 8, 16, 32 score −20, 0, −380 (best r = 16);
