@@ -132,11 +132,6 @@ func TestTablesNullable(t *testing.T) {
 			oid++
 		}
 	}
-	for name, body := range map[string]string{"u.csv": u.String(), "o.csv": o.String()} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	y := `privacy: {epsilon: 4, delta: 1e-6, unit: u}
 tables:
   - name: u
@@ -150,14 +145,7 @@ tables:
 join: [o.o_ref = u.u_id]
 release: {columns: [o_cat], output: tables}
 `
-	s, err := spec.Parse([]byte(y), filepath.Join(dir, "synth.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := Run(context.Background(), Options{Spec: s, OutDir: filepath.Join(dir, "out"), Engine: "duckdb", Source: dp.NewSeededSource(3)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := releaseFiles(t, dir, map[string]string{"u.csv": u.String(), "o.csv": o.String()}, y, dp.NewSeededSource(3))
 	db := openDuck(t)
 	of := sqlString(filepath.Join(sum.Dir, layout.TablesDir, "o.parquet"))
 	nulls := queryInt(t, db, "SELECT count(*) FROM "+of+" WHERE o_cat IS NULL")
@@ -316,11 +304,6 @@ func TestTablesBranching(t *testing.T) {
 			bid++
 		}
 	}
-	for name, body := range map[string]string{"u.csv": u.String(), "a.csv": a.String(), "b.csv": b.String()} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	y := `privacy: {epsilon: 4, delta: 1e-6, unit: u}
 tables:
   - name: u
@@ -338,14 +321,7 @@ tables:
 join: [a.a_ref = u.u_id, b.b_ref = u.u_id]
 release: {columns: [u_cat, a_cat, b_cat], output: tables}
 `
-	s, err := spec.Parse([]byte(y), filepath.Join(dir, "synth.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := Run(context.Background(), Options{Spec: s, OutDir: filepath.Join(dir, "out"), Engine: "duckdb", Source: dp.NewSource()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := releaseFiles(t, dir, map[string]string{"u.csv": u.String(), "a.csv": a.String(), "b.csv": b.String()}, y, dp.NewSource())
 	db := openDuck(t)
 	f := func(table string) string {
 		return sqlString(filepath.Join(sum.Dir, layout.TablesDir, table+".parquet"))
@@ -366,4 +342,24 @@ release: {columns: [u_cat, a_cat, b_cat], output: tables}
 	if rows := queryInt(t, db, "SELECT count(*) FROM ("+join+")"); rows != sum.Rows || rows == 0 {
 		t.Fatalf("the join of the tables has %d rows, the join file %d", rows, sum.Rows)
 	}
+}
+
+// releaseFiles writes files (name → body) into dir and runs a release of
+// the spec y, read as dir/synth.yaml, into dir/out on DuckDB with src.
+func releaseFiles(t *testing.T, dir string, files map[string]string, y string, src dp.Source) *Summary {
+	t.Helper()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := spec.Parse([]byte(y), filepath.Join(dir, "synth.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), Options{Spec: s, OutDir: filepath.Join(dir, "out"), Engine: "duckdb", Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }
