@@ -48,7 +48,28 @@ func ClipScores(ladder []int64, above func(c int64) float64, lambda float64) []f
 // 1). trueArgmax (a planted bug for the audits, never set in production)
 // returns the best score's index instead, with no noise.
 func ChooseClip(src Source, ladder []int64, above func(c int64) float64, eps float64, trueArgmax bool) int {
-	scores := ClipScores(ladder, above, 1/eps)
+	return chooseClip(src, ladder, above, eps, false, trueArgmax)
+}
+
+// ChooseClipMonotone is [ChooseClip] by the monotone exponential mechanism
+// ([ExponentialGridMonotone]) with penalty λ = 1/(2·eps): eps-DP under the
+// unit neighbour relation, and distributed as ChooseClip at 2·eps (the
+// same weights, e^{−1/2} a step on the plateau above every unit). The
+// scores qualify: deleting a unit lowers above(C_j) by one or leaves it
+// for every j at once (above counts units, and no other unit's rows
+// change), so every score rises by 0 or 1 and none falls; each is an
+// integer count less a public penalty, computed by monotone float
+// operations.
+func ChooseClipMonotone(src Source, ladder []int64, above func(c int64) float64, eps float64, trueArgmax bool) int {
+	return chooseClip(src, ladder, above, eps, true, trueArgmax)
+}
+
+func chooseClip(src Source, ladder []int64, above func(c int64) float64, eps float64, monotone, trueArgmax bool) int {
+	lambda := 1 / eps
+	if monotone {
+		lambda /= 2
+	}
+	scores := ClipScores(ladder, above, lambda)
 	if trueArgmax {
 		best := 0
 		for j, s := range scores {
@@ -57,6 +78,9 @@ func ChooseClip(src Source, ladder []int64, above func(c int64) float64, eps flo
 			}
 		}
 		return best
+	}
+	if monotone {
+		return ExponentialGridMonotone(src, scores, eps, 1)
 	}
 	return ExponentialGrid(src, scores, eps, 1, 0)
 }

@@ -205,3 +205,28 @@ func expGridSelect(src Source, scores []float64, grid float64, p uint64, s uint)
 		}
 	}
 }
+
+// ExponentialGridMonotone is [ExponentialGrid] for monotone scores: it
+// returns index i with probability proportional to exp(ε′·k_i/K) (twice
+// ExponentialGrid's rate; k_i, K and ε′ ≤ ε as there, with errBound 0).
+//
+// # Guarantee
+//
+// ε-DP when, for every pair of neighbours D ⊃ D′, the computed scores all
+// move the same way: 0 ≤ s_i(D′) − s_i(D) ≤ sens for every i (or all ≤ 0),
+// computed by operations monotone in the data (integer counts, or float
+// operations of a count with public values: rounding to nearest is
+// monotone, so no float error can reverse a move). Proof (McSherry–Talwar
+// 2007, the monotone case): flooring keeps the moves one-signed, 0 ≤
+// k′_i − k_i ≤ ⌊sens/γ⌋ + 1 ≤ K; with w_i = e^{ε′k_i/K},
+// P′(i)/P(i) = e^{ε′(k′_i−k_i)/K} · Σ_j w_j / Σ_j w_j·e^{ε′(k′_j−k_j)/K},
+// the first factor in [1, e^{ε′}] and the second in [e^{−ε′}, 1], so the
+// ratio is within e^{±ε′}. The ordinary mechanism's factor 2 pays for
+// scores that may move both ways between the same neighbours; a score
+// like −#{units above C_j} (deleting a unit lowers every count or leaves
+// it) cannot. The sampling is ExponentialGrid's, exact. Not ε-bounded-range
+// at this rate, so the ε²/8-zCDP remark of ExponentialGrid does not carry
+// over: use it in pure-ε compositions.
+func ExponentialGridMonotone(src Source, scores []float64, eps, sens float64) int {
+	return ExponentialGrid(src, scores, 2*eps, sens, 0)
+}

@@ -39,7 +39,7 @@ const (
 	auditLight = 1000 // units of one row in c1
 	auditHeavy = 1000 // rows of unit X in the heavy pair, all in c0
 	auditBound = 16   // r: X weighs 16 rows in all
-	auditTip   = 13   // units of two rows in the tipping pair: λ = 1/ε_Q = 1/(0.45·(0.1 − 0.02)·2) = 13.9 (the unit count takes 0.02 of the count's 0.1)
+	auditTip   = 6    // units of two rows in the tipping pair: λ = 1/(2ε_Q) = 1/(2·0.45·(0.1 − 0.02)·2) = 6.94 (the unit count takes 0.02 of the count's 0.1)
 )
 
 // memStats serves the statistics of a two-cell instance: per unit, its

@@ -39,7 +39,7 @@ type CountForecast struct {
 // the DP unit count's noise (discrete Laplace of scale 1/ε_U, within 30
 // scales), the share countShareFor draws from it, the clip's exponential
 // mechanism at ε_Q over the public ladder (exactly its probabilities,
-// exp(ε_Q·score/2)), and the sum's noise at ε_N taken as continuous
+// exp(ε_Q·score), the monotone mechanism), and the sum's noise at ε_N taken as continuous
 // Laplace of scale C/ε_N (the floor at the unit count and the clamp at 0
 // left out: they only raise counts near 0).
 func ForecastCount(eps float64, degs []engine.UnitDegree) CountForecast {
@@ -120,17 +120,17 @@ func ForecastCount(eps float64, degs []engine.UnitDegree) CountForecast {
 
 // clipProbabilities are the clip's exponential-mechanism probabilities
 // over the ladder when the count gets epsC (its ε_Q = countQuantileShare
-// of it): ∝ exp(ε_Q·score/2), score −above − j/ε_Q (dp.ClipScores).
+// of it): ∝ exp(ε_Q·score), score −above − j/(2ε_Q) (dp.ChooseClipMonotone).
 func clipProbabilities(epsC float64, above []float64) []float64 {
 	epsQ := countQuantileShare * epsC
 	out := make([]float64, len(above))
 	if !(epsQ > 0) {
 		return out
 	}
-	lambda := 1 / epsQ
+	lambda := 1 / (2 * epsQ)
 	top := math.Inf(-1)
 	for j, a := range above {
-		out[j] = epsQ * (-a - lambda*float64(j)) / 2
+		out[j] = epsQ * (-a - lambda*float64(j))
 		top = max(top, out[j])
 	}
 	var z float64

@@ -200,11 +200,22 @@ func TestInspectSignalForecastTPCH(t *testing.T) {
 			t.Errorf("ε = 0.05: %s: %s", m.Marginal, m.Verdict)
 		}
 	}
+	// The seeded release confirms it up to the pooling line's false
+	// positives: in the few-rows regime a 1-way marginal of pure noise
+	// keeps a cell that clears the rest by 3σ with probability about
+	// 0.13% a cell (pmw's poolCells), so some marginal of the eight kept
+	// noise in 5 and 3 of 30 seeded releases (seeds 1–30, before and after
+	// issue 40's fourth session) and two in one of those 60 runs. Three or
+	// more (at most 2% a marginal, independent: below 10⁻³) fail.
 	_, params = releaseParams(t, small)
+	var kept []any
 	for _, s := range params["marginals_signal"].([]any) {
 		if k := s.(map[string]any)["kept"].(float64); k != 0 {
-			t.Errorf("ε = 0.05: %v kept %v of its spread, forecast none", s, k)
+			kept = append(kept, s)
 		}
+	}
+	if len(kept) > 2 {
+		t.Errorf("ε = 0.05: %d marginals kept some of their spread, forecast none (at most 2 by chance): %v", len(kept), kept)
 	}
 }
 

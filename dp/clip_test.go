@@ -1,0 +1,55 @@
+package dp
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestChooseClipMonotone: the clip's scores are monotone under the unit
+// neighbour relation, as ChooseClipMonotone needs (brute force: random
+// units' row counts, each unit deleted in turn; every computed score rises
+// by 0 or 1, within the float rounding of the penalty's subtraction, and
+// none falls, exactly), and ChooseClipMonotone at ε draws from
+// ChooseClip's distribution at 2ε (chi-square at level falseFailure,
+// 200,000 draws on one instance).
+func TestChooseClipMonotone(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	ladder := ClipLadder(1 << 10)
+	aboveOf := func(rows []int64) func(c int64) float64 {
+		return func(c int64) float64 {
+			var n float64
+			for _, x := range rows {
+				if x > c {
+					n++
+				}
+			}
+			return n
+		}
+	}
+	for trial := 0; trial < 200; trial++ {
+		rows := make([]int64, 1+r.IntN(30))
+		for i := range rows {
+			rows[i] = 1 + r.Int64N(1<<r.IntN(11))
+		}
+		lambda := 1 / (0.01 + r.Float64())
+		s := ClipScores(ladder, aboveOf(rows), lambda)
+		for u := range rows {
+			rest := append(append([]int64{}, rows[:u]...), rows[u+1:]...)
+			s2 := ClipScores(ladder, aboveOf(rest), lambda)
+			for j := range s {
+				if d := s2[j] - s[j]; d < 0 || d > 1+1e-9 {
+					t.Fatalf("rows %v without unit %d: score %d moves by %v, want 0 to 1", rows, u, j, d)
+				}
+			}
+		}
+	}
+	rows := []int64{1, 2, 3, 5, 8, 8, 13, 40, 90, 200}
+	const eps = 0.3
+	scores := ClipScores(ladder, aboveOf(rows), 1/(2*eps))
+	src := NewSource()
+	obs := make([]int64, len(ladder))
+	for range 200_000 {
+		obs[ChooseClipMonotone(src, ladder, aboveOf(rows), eps, false)]++
+	}
+	chiSquareTest(t, "ChooseClipMonotone", obs, expGridPMF(scores, 2*eps, 1, 0), falseFailure)
+}
