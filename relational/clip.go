@@ -176,7 +176,7 @@ func answerClipped(ctx context.Context, db DB, src dp.Source, s *spec.Spec, quer
 	}
 	shape := len(jobs) >= 2
 	if shape {
-		if err := chargeShape(root, len(ladder), top, eps); err != nil {
+		if err := chargeShape(root, len(ladder), len(jobs), top, eps); err != nil {
 			return nil, err
 		}
 	} else {

@@ -9,23 +9,49 @@ import (
 )
 
 // Shares of ε of the clipped mechanism on two answers or more (the total
-// and the shape, [runShape]); the shape's noise gets the rest, 60%.
-// Measured by simulating the mechanism on the units' contributions of the
-// workload marginals of TPC-H SF 0.01 and Online Retail at ε 1 and 4, 400
-// draws each (docs/answers.md): against (0.1, 0.15, 0.1) with κ = 1 the
-// medians were within ±5% and the 99th percentile of the total's error
-// fell from 0.30–0.52 to 0.08–0.09 on TPC-H's 2-way marginals at ε = 1
-// (from 1.06 to 0.30 on Retail's months).
+// and the shape, [runShape]) spent on its two clips; the total's and the
+// shape's noise share the rest, 80%, by [shapeSplit]. Measured by
+// simulating the mechanism on the units' contributions of the workload
+// marginals of TPC-H SF 0.01 and Online Retail at ε 1 and 4, 400 draws
+// each (docs/answers.md): against (0.1, 0.15, 0.1) with κ = 1 the medians
+// were within ±5% and the 99th percentile of the total's error fell from
+// 0.30–0.52 to 0.08–0.09 on TPC-H's 2-way marginals at ε = 1 (from 1.06 to
+// 0.30 on Retail's months).
 var (
 	// ShapeTotalClipShare chooses the total's clip C (high: the largest
 	// units' contributions).
 	ShapeTotalClipShare = 0.15
-	// ShapeTotalShare measures the total Σ_u min(‖v_u‖₁, C).
-	ShapeTotalShare = 0.2
 	// ShapeClipShare chooses the shape's clip r (a low quantile of the
 	// units' contributions).
 	ShapeClipShare = 0.05
 )
+
+// ShapeMeanToClip is ρ of [shapeSplit]: the mean unit's contribution over
+// the total's clip C that the split between the total's and the shape's
+// noise assumes. The true ratio is private (TPC-H SF 0.01's customers: 60
+// rows against C = 128–182, 0.33–0.47; Online Retail's: 90 against 363–
+// 1,449, 0.06–0.25); 1/3 is a public constant between them. Measured on
+// the 34 workload marginals of both (docs/answers.md, 40 seeds): ρ = 0.05,
+// 0.1, 0.2, 1/3 and 0.5 against the fixed split of 20% and 60% before.
+const ShapeMeanToClip = 1.0 / 3
+
+// shapeSplit returns ε_T and ε_S, the ε of the total's and of the shape's
+// noise for d answers: the 80% of ε the clips leave, split so as to
+// minimize the relative variance of an answer of average share 1/d. The
+// total's noise adds 2(C/(ε_T·T))² to it (T the answers' total, C its
+// clip); the shape's adds about 2(d/(ε_S·N))² (N units, each weighing
+// about r in the shape, an answer holding 1/d of them). Over ε_T + ε_S
+// fixed, a/ε_T² + b/ε_S² is least at ε_S/ε_T = (b/a)^{1/3} = (ρ·d)^{2/3},
+// ρ = T/(N·C) the mean unit's contribution over C — private, so fixed at
+// [ShapeMeanToClip]. A function of ε and d only: public. Many answers
+// need the shape (d = 90: 72% of ε against 7.5% for the total); few the
+// total (d = 2: 35% against 45%).
+func shapeSplit(eps float64, d int) (epsT, epsS float64) {
+	rest := (1 - ShapeTotalClipShare - ShapeClipShare) * eps
+	k := math.Pow(ShapeMeanToClip*float64(d), 2.0/3)
+	epsS = rest * k / (1 + k)
+	return rest - epsS, epsS
+}
 
 // ShapeTotalClipPenalty is κ of the total's clip step penalty λ = κ/ε_C
 // (dp.ClipScores): above the largest unit every rung's weight falls by
@@ -43,6 +69,7 @@ const ShapeTotalClipPenalty = 2.0
 // the weight of the many units under it; at large ε the bias of
 // down-weighting heavy units dominates and r near the median pays).
 // Public: a function of ε only.
+
 func shapeQuantile(eps float64) int64 {
 	return int64(min(10, max(1, math.Round(2*eps))))
 }
@@ -63,9 +90,9 @@ type shapeOut struct {
 }
 
 // chargeShape records the four parts of [runShape] under root.
-func chargeShape(root *dp.Ledger, rungs int, top, eps float64) error {
-	epsC, epsT, epsR := ShapeTotalClipShare*eps, ShapeTotalShare*eps, ShapeClipShare*eps
-	epsS := eps - epsC - epsT - epsR
+func chargeShape(root *dp.Ledger, rungs, d int, top, eps float64) error {
+	epsC, epsR := ShapeTotalClipShare*eps, ShapeClipShare*eps
+	epsT, epsS := shapeSplit(eps, d)
 	a := shapeQuantile(eps)
 	parts := []struct {
 		name, proof string
@@ -76,12 +103,12 @@ func chargeShape(root *dp.Ledger, rungs int, top, eps float64) error {
 			"deleting a unit changes the count by at most 1 and the penalty not at all: sensitivity 1 (dp.ExponentialGrid, exact)", ShapeTotalClipPenalty, top), epsC,
 			map[string]any{"candidates": rungs, "share": ShapeTotalClipShare}},
 		{"total Σ_u min(‖v_u‖₁, C) + discrete Laplace", "deleting a unit removes its clipped norm ≤ C and changes no other unit's: sensitivity C, discrete Laplace of scale C/ε_T", epsT,
-			map[string]any{"share": ShapeTotalShare}},
+			map[string]any{"share": epsT / eps, "answers": d}},
 		{"shape's clip r (exponential mechanism, quantile of the units' contributions)", fmt.Sprintf("score −|(20 − a)·#{units with contributions ≤ r_j} − a·#{units above r_j}| with a = %d (the quantile a/20) over the same ladder; "+
 			"deleting a unit lowers one count by 1: sensitivity max(a, 20 − a) (dp.ExponentialGrid, exact)", a), epsR,
 			map[string]any{"share": ShapeClipShare, "quantile": float64(a) / 20}},
 		{"shape: each unit's vector clipped to L1 norm r + discrete Laplace", "deleting a unit removes its clipped vector (L1 norm ≤ r) and changes no other: L1 sensitivity r, discrete Laplace of scale r/ε_S per answer", epsS,
-			nil},
+			map[string]any{"share": epsS / eps}},
 	}
 	for _, p := range parts {
 		if err := root.Charge(p.name, dp.Budget{Epsilon: p.eps}, p.proof, p.params); err != nil {
@@ -99,14 +126,15 @@ func chargeShape(root *dp.Ledger, rungs int, top, eps float64) error {
 //     [ShapeTotalClipShare]·ε on the scores of [dp.ClipScores] with the
 //     penalty κ/ε_C (κ = [ShapeTotalClipPenalty]): near the largest
 //     units' ‖v_u‖₁, as for one answer; sensitivity 1.
-//  2. T̂ = Σ_u min(‖v_u‖₁, C) + discrete Laplace of scale C/ε_T, ε_T =
-//     [ShapeTotalShare]·ε.
+//  2. T̂ = Σ_u min(‖v_u‖₁, C) + discrete Laplace of scale C/ε_T, ε_T from
+//     [shapeSplit] (public: ε and d).
 //  3. r from the same ladder by the exponential mechanism at ε_R =
 //     [ShapeClipShare]·ε with score −|(20 − a)·#{u: ‖v_u‖₁ ≤ r_j} −
 //     a·#{u: ‖v_u‖₁ > r_j}| (a = [shapeQuantile]: a private quantile a/20
 //     of the units' contributions; sensitivity max(a, 20 − a)).
 //  4. Ŝ_k = Σ_u x_{u,k} + discrete Laplace of scale r/ε_S, x_u the unit's
-//     vector clipped to L1 norm r exactly as in [runClip], ε_S the rest.
+//     vector clipped to L1 norm r exactly as in [runClip], ε_S the rest
+//     ([shapeSplit]).
 //
 // # Privacy
 //
@@ -125,8 +153,8 @@ func chargeShape(root *dp.Ledger, rungs int, top, eps float64) error {
 // C·d/(rows·ε) (docs/answers.md measures it). The price is a bias when the
 // heavy units spread differently over the answers from the light ones.
 func runShape(src dp.Source, vecs [][]clipEntry, d int, ladder []int64, eps float64, mut clipMutation) (shapeOut, error) {
-	epsC, epsT, epsR := ShapeTotalClipShare*eps, ShapeTotalShare*eps, ShapeClipShare*eps
-	epsS := eps - epsC - epsT - epsR
+	epsC, epsR := ShapeTotalClipShare*eps, ShapeClipShare*eps
+	epsT, epsS := shapeSplit(eps, d)
 	norms := make([]uint64, len(vecs))
 	for u, v := range vecs {
 		for _, e := range v {

@@ -33,10 +33,10 @@ func TestRunShapeOracle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := float64(o.clip) / ClipStep / (ShapeTotalShare * eps); math.Abs(o.totalScale-want) > 1e-9*want {
+		epsT, epsS := shapeSplit(eps, d)
+		if want := float64(o.clip) / ClipStep / epsT; math.Abs(o.totalScale-want) > 1e-9*want {
 			t.Fatalf("case %d: total's scale %v, want C/ε_T = %v", c, o.totalScale, want)
 		}
-		epsS := eps * (1 - ShapeTotalClipShare - ShapeTotalShare - ShapeClipShare)
 		if want := float64(o.shapeClip) / ClipStep / epsS; math.Abs(o.shapeScale-want) > 1e-9*want {
 			t.Fatalf("case %d: shape's scale %v, want r/ε_S = %v", c, o.shapeScale, want)
 		}
@@ -111,11 +111,20 @@ func TestShapeValuesInterval(t *testing.T) {
 	}
 }
 
-// shapeAuditMech runs runShape at ε = 1 on vecs (one answer) and returns
-// out's pick of its outputs.
+// shapeAuditAnswers is d of the audits' runs: the units' rows are all in
+// answer 0 of 8 (the mechanism runs on two answers or more; d sets the
+// split of ε between the total and the shape, [shapeSplit]).
+const shapeAuditAnswers = 8
+
+// shapeAuditTotal and shapeAuditShape are the shares of ε of the total's
+// and the shape's noise in the audits' runs at ε = 1.
+var shapeAuditTotal, shapeAuditShape = shapeSplit(1, shapeAuditAnswers)
+
+// shapeAuditMech runs runShape at ε = 1 on vecs (shapeAuditAnswers
+// answers) and returns out's pick of its outputs.
 func shapeAuditMech(vecs [][]clipEntry, ladder []int64, mut clipMutation, out func(shapeOut) float64) audit.Mechanism[float64] {
 	return func(src dp.Source) float64 {
-		o, err := runShape(src, vecs, 1, ladder, 1, mut)
+		o, err := runShape(src, vecs, shapeAuditAnswers, ladder, 1, mut)
 		if err != nil {
 			panic(err)
 		}
@@ -130,9 +139,9 @@ func shapeAuditMech(vecs [][]clipEntry, ladder []int64, mut clipMutation, out fu
 //
 //   - "heavy total": delete one of 200 units of 64 rows, the ladder's top
 //     (the clip lands there: a rung lower scores 200 less, against a
-//     penalty of κ/ε_C ≈ 13); the total moves by C = 64 rows. Claimed ε_C
-//   - ε_T. Noise scaled to one row, and noise at the whole ε instead of
-//     ε_T, both show it.
+//     penalty of κ/ε_C ≈ 13); the total moves by C = 64 rows. Claimed
+//     ε_C + ε_T. Noise scaled to one row, and noise at the whole ε instead
+//     of ε_T, both show it.
 //   - "quantile": one unit of 2 rows and nine of 8 against the nine alone:
 //     the shape clip's best score (a = 2: −|18·below − 2·above|) is at r =
 //     2 on the first and r = 1 on the second; a clip taken at the true
@@ -149,11 +158,11 @@ var shapeAuditPairs = []struct {
 	claim    float64
 	mutation clipMutation
 }{
-	{"heavy total, row noise", clipUnits(200, 64), clipUnits(199, 64), dp.ClipLadder(64), func(o shapeOut) float64 { return float64(o.total) }, ShapeTotalClipShare + ShapeTotalShare, clipMutRowNoise},
-	{"heavy total, whole ε", clipUnits(200, 64), clipUnits(199, 64), dp.ClipLadder(64), func(o shapeOut) float64 { return float64(o.total) }, ShapeTotalClipShare + ShapeTotalShare, clipMutTotalEps},
+	{"heavy total, row noise", clipUnits(200, 64), clipUnits(199, 64), dp.ClipLadder(64), func(o shapeOut) float64 { return float64(o.total) }, ShapeTotalClipShare + shapeAuditTotal, clipMutRowNoise},
+	{"heavy total, whole ε", clipUnits(200, 64), clipUnits(199, 64), dp.ClipLadder(64), func(o shapeOut) float64 { return float64(o.total) }, ShapeTotalClipShare + shapeAuditTotal, clipMutTotalEps},
 	{"quantile", append(clipUnits(1, 2), clipUnits(9, 8)...), clipUnits(9, 8), dp.ClipLadder(128), func(o shapeOut) float64 { return float64(o.shapeClip) }, ShapeClipShare, clipMutTrueShape},
 	{"tipping total clip", clipUnits(14, 2), clipUnits(13, 2), dp.ClipLadder(128), func(o shapeOut) float64 { return float64(o.clip) }, ShapeTotalClipShare, clipMutTrueClip},
-	{"heavy shape", clipUnits(21, 64), clipUnits(20, 64), dp.ClipLadder(128), func(o shapeOut) float64 { return float64(o.shape[0]) }, 1 - ShapeTotalClipShare - ShapeTotalShare, clipMutNone},
+	{"heavy shape", clipUnits(21, 64), clipUnits(20, 64), dp.ClipLadder(128), func(o shapeOut) float64 { return float64(o.shape[0]) }, ShapeClipShare + shapeAuditShape, clipMutNone},
 }
 
 // TestAuditShape audits the total-and-shape mechanism as shipped: each
