@@ -126,7 +126,9 @@ func (q adultBox) has(c int, edu []string) bool {
 // below 0.1; with 10 runs or more (SYNTH_MEASURE_ADULT_RUNS=10, the table of
 // docs/measures.md), below 0.05, and the whole-file SUM (the directly
 // measured total) within 2% of the truth in 9 runs of 10. It logs the table
-// of docs/measures.md. Skipped under -short (a release takes seconds).
+// of docs/measures.md and the mean TVD of the release's count marginals
+// (the price of the measures' share). Skipped under -short (a release
+// takes seconds).
 func TestReleaseMeasureAdult(t *testing.T) {
 	if testing.Short() {
 		t.Skip("Adult releases take seconds")
@@ -224,7 +226,7 @@ func TestReleaseMeasureAdult(t *testing.T) {
 		truth[i] = boxSum(q, cellTruth)
 	}
 	var fileErr, comp1, compM, zero []float64
-	var covered, wlRel, wlAbs, wlComp, totalRel []float64
+	var covered, wlRel, wlAbs, wlComp, totalRel, tvd []float64
 	var wlBoxes []numerical.Query
 	wlTruth := make([]float64, len(adultMeasureQueries))
 	for i, q := range adultMeasureQueries {
@@ -238,6 +240,8 @@ func TestReleaseMeasureAdult(t *testing.T) {
 	for run := 1; run <= runs; run++ {
 		dir := t.TempDir()
 		sum := release(t, s, dir, uint64(run))
+		// The count marginals' price: the rows get (1 − share)·ε.
+		tvd = append(tvd, scoreFile(t, s, sum.Parquet, layout.ColumnNames(s)).MeanTVD)
 		m := sum.Measures[0]
 		file := make([]float64, len(m.CellSums))
 		for c, v := range m.CellSums {
@@ -332,6 +336,8 @@ func TestReleaseMeasureAdult(t *testing.T) {
 		}
 	}
 	t.Logf("whole-file SUM: relative errors %.4f; within 2%% in %d of %d runs", totalRel, within, len(totalRel))
+	t.Logf("measures share %g: the workload's count marginals' mean TVD %.5f over %d runs (%.5f … %.5f)",
+		s.Release.MeasuresShare, mean(tvd), len(tvd), quantile(tvd, 0), quantile(tvd, 1))
 	if !(quantile(fileErr, 0.5) < quantile(comp1, 0.5)) {
 		t.Errorf("median |error| of the file %.0f, composition at ε = 1 %.0f: the file must be below", quantile(fileErr, 0.5), quantile(comp1, 0.5))
 	}

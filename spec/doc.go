@@ -39,7 +39,7 @@
 //	  beta: 0.1                             # optional, public; β of residual sensitivity (3+ tables), default ε/ln(1/δ)
 //	  rows: 100000                          # optional: write exactly this many rows, sampled from the synthetic distribution
 //	  measures: [o_totalprice]              # optional: integer/numeric columns (released or not) carried as sums, one float64 column each
-//	  measures_share: 0.2                   # optional, only with measures: share of ε for the measures; default 0.2
+//	  measures_share: 0.6                   # optional, only with measures: share of ε for the measures; default 0.6
 //	  contribution_bound: 1                 # optional, only with privacy.unit: r rows per unit (1 … 2^20), or auto; default 1
 //	  contribution_norm: l1                 # optional, only with privacy.unit: l1 or l2 (default on the factored model)
 //	workload:                               # optional

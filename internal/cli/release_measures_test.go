@@ -52,9 +52,10 @@ workload:
 	if !strings.Contains(r.stdout, "measure t.spend: column spend, 2 cell(s)") {
 		t.Errorf("no measure line in:\n%s", r.stdout)
 	}
-	// The error scale: spend ∈ [0, 60], ε_m = 0.2·2, one table (Δ̃ = 1):
-	// noise scale 60/0.4 = 150, 95% half-width ln(20)·150 ≈ 449.
-	if !strings.Contains(r.stdout, "measure t.spend error scale: a sum of t.spend at ε = 0.4 carries noise of scale 150 (95%: ±449;") {
+	// The error scale: spend ∈ [0, 60], ε_m = 0.6·2 (the default share),
+	// one table (Δ̃ = 1): noise scale 60/1.2 = 50, 95% half-width
+	// ln(20)·50 ≈ 150.
+	if !strings.Contains(r.stdout, "measure t.spend error scale: a sum of t.spend at ε = 1.2 carries noise of scale 50 (95%: ±150;") {
 		t.Errorf("no error-scale line in:\n%s", r.stdout)
 	}
 	pq := filepath.Join(out, "synthetic.parquet")
