@@ -135,12 +135,16 @@ func TestPoolPureNoise(t *testing.T) {
 
 // TestPoolWhenFewRows: the factored run pools its 1-way estimates, and
 // measures them again at fewRowsRemeasure of the rounds' budget, exactly
-// when their first DP total n̂ is positive and below poolRatio·σ₀. Two columns,
-// 150 rows in one cell of each (a sparse table); at ε = 0.05 (σ₀ ≈ 50
-// rows) n̂ ≈ 150 ± 110 lies between 0 and 8σ₀ = 400 for most seeds, at
-// ε = 5·10⁴ (σ₀ ≈ 10⁻³) far above. Seeds 0–9, fixed: the test checks that
-// the flag follows n̂ and σ₀ as the run saw them, and that the small ε
-// pooled in most seeds and the large one in none.
+// when their first DP total n̂ is positive and below poolRatio·σ₀; and it
+// measures them again without pooling, at min(againCost·ρ₀, half the
+// rounds' measurement share), exactly when n̂ is at least that but below
+// againRatio·σ₀. Two columns, 150 rows in one cell of each (a sparse
+// table); at ε = 0.05 (σ₀ ≈ 130 rows) n̂ ≈ 150 ± 300 lies between 0 and
+// 8σ₀ for most seeds, at ε = 0.6 (σ₀ ≈ 13) n̂ ≈ 150 ± 29 between 8σ₀ and
+// 20σ₀ for most, at ε = 5·10⁴ (σ₀ ≈ 10⁻³) far above. Seeds 0–9, fixed: the
+// test checks that the flags follow n̂ and σ₀ as the run saw them, and
+// that the small ε pooled in most seeds, the middle one measured again in
+// most, and the large one did neither.
 func TestPoolWhenFewRows(t *testing.T) {
 	sizes := []int{10, 10}
 	truth := func(_ context.Context, set []int) ([]int64, error) {
@@ -150,10 +154,11 @@ func TestPoolWhenFewRows(t *testing.T) {
 	}
 	fams := []Family{Marginal([]int{0, 1})}
 	for _, tc := range []struct {
-		eps      float64
-		min, max int // seeds that pool, of 10
-	}{{0.05, 6, 10}, {5e4, 0, 0}} {
-		pooled := 0
+		eps                float64
+		min, max           int // seeds that pool, of 10
+		minAgain, maxAgain int // seeds that measure again without pooling
+	}{{0.05, 6, 10, 0, 4}, {0.6, 0, 4, 6, 10}, {5e4, 0, 0, 0, 0}} {
+		pooled, again := 0, 0
 		for seed := range uint64(10) {
 			cfg := Config{Epsilon: tc.eps, Delta: 1e-6, Sensitivity: 1, NoNHat: true, Rounds: 1}
 			f, err := startFactored(context.Background(), dp.NewSeededSource(seed), []string{"a", "b"}, sizes, fams, truth, cfg)
@@ -161,6 +166,7 @@ func TestPoolWhenFewRows(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := f.nInit > 0 && f.nInit < poolRatio*f.initScale()
+			wantAgain := !want && f.nInit > 0 && f.nInit < againRatio*f.initScale()
 			// When pooled, every 1-way is measured again at
 			// fewRowsRemeasure of the rounds' measurement share, taken
 			// from the rounds' budget; otherwise once, at σ₀.
@@ -172,8 +178,14 @@ func TestPoolWhenFewRows(t *testing.T) {
 				prec += 1 / (s1 * s1)
 				used = x
 			}
-			if f.fewRows != want || math.Abs(f.used-used) > 1e-12*f.total {
-				t.Fatalf("ε = %g seed %d: fewRows %v used ρ %g, want %v and %g", tc.eps, seed, f.fewRows, f.used, want, used)
+			if wantAgain {
+				m := math.Min(againCost*f.initCost, (1-mwemSelFracGauss)*f.roundsBudget/2)
+				s1 := math.Sqrt(2) / math.Sqrt(2*m)
+				prec += 1 / (s1 * s1)
+				used = m / (1 - mwemSelFracGauss)
+			}
+			if f.fewRows != want || f.again != wantAgain || math.Abs(f.used-used) > 1e-12*f.total {
+				t.Fatalf("ε = %g seed %d: fewRows %v again %v used ρ %g, want %v, %v and %g", tc.eps, seed, f.fewRows, f.again, f.used, want, wantAgain, used)
 			}
 			for _, c := range []int{0, 1} {
 				me := f.meas[setKey([]int{c})]
@@ -194,9 +206,15 @@ func TestPoolWhenFewRows(t *testing.T) {
 			if want {
 				pooled++
 			}
+			if wantAgain {
+				again++
+			}
 		}
 		if pooled < tc.min || pooled > tc.max {
 			t.Errorf("ε = %g: %d of 10 seeds pooled, want %d to %d", tc.eps, pooled, tc.min, tc.max)
+		}
+		if again < tc.minAgain || again > tc.maxAgain {
+			t.Errorf("ε = %g: %d of 10 seeds measured the 1-ways again without pooling, want %d to %d", tc.eps, again, tc.minAgain, tc.maxAgain)
 		}
 	}
 }
