@@ -61,8 +61,8 @@ type UnitDegree struct {
 // degrees are a GROUP BY of that table and the cells one more pass over the
 // join, each join row weighted through that table (see unitHistogramSQL).
 func (e *Engine) UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]Cell, []UnitDegree, error) {
-	if grid < 1 || bound < grid || bound > 1<<40 {
-		return nil, nil, fmt.Errorf("%w: unit histogram: grid %d and bound %d (want 1 ≤ grid ≤ bound ≤ 2⁴⁰)", ErrInvalid, grid, bound)
+	if err := unitHistogramArgs(grid, bound); err != nil {
+		return nil, nil, err
 	}
 	mixed, err := e.mixedAttrs(ctx, h)
 	if err != nil {
@@ -72,6 +72,22 @@ func (e *Engine) UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, ke
 	if err != nil {
 		return nil, nil, err
 	}
+	return e.unitHistogram(ctx, q, sizes)
+}
+
+// unitHistogramArgs checks [Engine.UnitHistogram]'s grid and bound.
+func unitHistogramArgs(grid, bound int64) error {
+	if grid < 1 || bound < grid || bound > 1<<40 {
+		return fmt.Errorf("%w: unit histogram: grid %d and bound %d (want 1 ≤ grid ≤ bound ≤ 2⁴⁰)", ErrInvalid, grid, bound)
+	}
+	return nil
+}
+
+// unitHistogram runs the statements q of a unit histogram (sizes are the
+// cells' for errors): the degrees alone when q has no cells, otherwise
+// the units' row counts stored in a short-lived table, then the cells
+// and the degrees from it.
+func (e *Engine) unitHistogram(ctx context.Context, q *unitSQL, sizes []int) ([]Cell, []UnitDegree, error) {
 	var degs []UnitDegree
 	scanDegrees := func(src string) error {
 		return e.scanPairs(ctx, q.degrees(src), "unit degrees", func(a, b int64) error {
@@ -189,10 +205,8 @@ func unitHistogramSQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []s
 	// any statistic runs, and compared by IS NOT DISTINCT FROM below.
 	q := &unitSQL{
 		// The plan yields one row per value of the key.
-		n: "SELECT " + nj.p.alias(nj.kept[0]) + " AS u, c AS nu FROM (" + nj.p.statement(nj.kept) + ") AS j",
-		degrees: func(src string) string {
-			return "SELECT CAST(nu AS BIGINT) AS nu, CAST(COUNT(*) AS BIGINT) AS units FROM " + src + " AS n GROUP BY nu ORDER BY nu"
-		},
+		n:       "SELECT " + nj.p.alias(nj.kept[0]) + " AS u, c AS nu FROM (" + nj.p.statement(nj.kept) + ") AS j",
+		degrees: unitDegreesSQL,
 	}
 	if len(cols) == 0 {
 		return q, nil
@@ -201,22 +215,31 @@ func unitHistogramSQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []s
 	if err != nil {
 		return nil, err
 	}
-	u := j.p.alias(j.kept[0])
-	rows := j.p.statement(j.kept)
-	if j.p.order != nil {
-		rows = j.p.plainRows(j.kept)
-	}
+	q.cells = unitCellsSQL(j.p.alias(j.kept[0]), j.cell(), "("+j.rows()+")", grid, bound)
+	return q, nil
+}
+
+// unitDegreesSQL is the histogram of the units' row counts nu over src, a
+// table or parenthesised query with the columns u and nu.
+func unitDegreesSQL(src string) string {
+	return "SELECT CAST(nu AS BIGINT) AS nu, CAST(COUNT(*) AS BIGINT) AS units FROM " + src + " AS n GROUP BY nu ORDER BY nu"
+}
+
+// unitCellsSQL is unitSQL.cells over the join rows rows (a table or a
+// parenthesised query with the unit's key value in the column u, a count
+// c and the bins cell reads): each row's count weighted by its unit's
+// w(u) and summed per cell.
+func unitCellsSQL(u, cell, rows string, grid, bound int64) func(src string) string {
 	// w(u) = min(grid, ⌊bound/n_u⌋): the quotient of two integers below
 	// 2⁵³ is correctly rounded in DOUBLE PRECISION and differs from an
 	// integer k by at least 1/n_u unless it is k, a relative gap of at
 	// least 1/bound ≥ 2⁻⁴⁰, far above the 2⁻⁵³ of rounding: the floor is
 	// exact.
 	w := fmt.Sprintf("LEAST(%d, CAST(FLOOR(CAST(%d AS DOUBLE PRECISION) / CAST(n.nu AS DOUBLE PRECISION)) AS BIGINT))", grid, bound)
-	q.cells = func(src string) string {
-		return "SELECT i, CAST(SUM(wc) AS BIGINT) FROM (SELECT " + j.cell() + " AS i, CAST(j.c AS BIGINT) * " + w + " AS wc FROM (" +
-			rows + ") AS j JOIN " + src + " AS n ON j." + u + " IS NOT DISTINCT FROM n.u) AS x GROUP BY i ORDER BY i"
+	return func(src string) string {
+		return "SELECT i, CAST(SUM(wc) AS BIGINT) FROM (SELECT " + cell + " AS i, CAST(j.c AS BIGINT) * " + w + " AS wc FROM " +
+			rows + " AS j JOIN " + src + " AS n ON j." + u + " IS NOT DISTINCT FROM n.u) AS x GROUP BY i ORDER BY i"
 	}
-	return q, nil
 }
 
 // unitJoinPlan is the join of a unit statistic: the count plan of every
@@ -260,16 +283,36 @@ func unitJoinOf(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []spec.Co
 	return &unitJoinPlan{p: p, kept: kept, sizes: sizes}, nil
 }
 
+// rows is the statement of the join's rows with the kept variables and a
+// count c: with a plain join (a key-join order) the rows themselves (c
+// = 1), so that an aggregate coarser than the kept variables saves the
+// GROUP BY; otherwise the variable-elimination plan grouped by them.
+func (j *unitJoinPlan) rows() string {
+	if j.p.order != nil {
+		return j.p.plainRows(j.kept)
+	}
+	return j.p.statement(j.kept)
+}
+
 // cell is the expression of a join row's cell (mixed radix over the binned
 // columns, the first most significant), −1 for a bin outside its size.
 func (j *unitJoinPlan) cell() string {
-	bins := j.kept[1:]
-	idx := "CAST(" + j.p.alias(bins[0]) + " AS BIGINT)"
+	bins := make([]string, len(j.kept)-1)
+	for i, v := range j.kept[1:] {
+		bins[i] = j.p.alias(v)
+	}
+	return cellOf(bins, j.sizes)
+}
+
+// cellOf is the mixed-radix cell of the bin columns bins (sizes[i] values
+// each, the first most significant), −1 for a bin outside its size.
+func cellOf(bins []string, sizes []int) string {
+	idx := "CAST(" + bins[0] + " AS BIGINT)"
 	var check []string
 	for i, v := range bins {
-		check = append(check, fmt.Sprintf("%s < 0 OR %s >= %d", j.p.alias(v), j.p.alias(v), j.sizes[i]))
+		check = append(check, fmt.Sprintf("%s < 0 OR %s >= %d", v, v, sizes[i]))
 		if i > 0 {
-			idx = fmt.Sprintf("(%s * %d + %s)", idx, j.sizes[i], j.p.alias(v))
+			idx = fmt.Sprintf("(%s * %d + %s)", idx, sizes[i], v)
 		}
 	}
 	return "CASE WHEN " + strings.Join(check, " OR ") + " THEN -1 ELSE " + idx + " END"

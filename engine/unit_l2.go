@@ -35,8 +35,8 @@ import (
 // grid ≤ bound ≤ 2⁴⁰, and a unit's squared norm below 2⁸⁶ (n_u < 2⁴³
 // join rows) so that w²·‖v‖² fits the wide integer type.
 func (e *Engine) UnitMarginalL2(ctx context.Context, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]Cell, error) {
-	if grid < 1 || grid > 1<<20 || bound < grid || bound > 1<<40 {
-		return nil, fmt.Errorf("%w: L2 unit marginal: grid %d and bound %d (want 1 ≤ grid ≤ 2²⁰, grid ≤ bound ≤ 2⁴⁰)", ErrInvalid, grid, bound)
+	if err := unitL2Args(grid, bound); err != nil {
+		return nil, err
 	}
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("%w: L2 unit marginal over no column", ErrInvalid)
@@ -49,6 +49,20 @@ func (e *Engine) UnitMarginalL2(ctx context.Context, h *hypergraph.Hypergraph, k
 	if err != nil {
 		return nil, err
 	}
+	return e.unitL2Cells(ctx, q, sizes)
+}
+
+// unitL2Args checks [Engine.UnitMarginalL2]'s grid and bound.
+func unitL2Args(grid, bound int64) error {
+	if grid < 1 || grid > 1<<20 || bound < grid || bound > 1<<40 {
+		return fmt.Errorf("%w: L2 unit marginal: grid %d and bound %d (want 1 ≤ grid ≤ 2²⁰, grid ≤ bound ≤ 2⁴⁰)", ErrInvalid, grid, bound)
+	}
+	return nil
+}
+
+// unitL2Cells runs the statement q of an L2 unit marginal (sizes are its
+// cells' for errors).
+func (e *Engine) unitL2Cells(ctx context.Context, q string, sizes []int) ([]Cell, error) {
 	var cells []Cell
 	if err := e.scanPairs(ctx, q, "L2 unit marginal", func(a, b int64) error {
 		if a < 0 {
@@ -65,6 +79,22 @@ func (e *Engine) UnitMarginalL2(ctx context.Context, h *hypergraph.Hypergraph, k
 // unitL2SQL is the statement of [Engine.UnitMarginalL2]. The join is the
 // count plan of every relation of h grouped by the unit's key and the
 // binned columns, as in [unitHistogramSQL].
+func unitL2SQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64,
+	mixed map[string]bool, keys map[string][]string) (string, error) {
+	j, err := unitJoinOf(d, h, key, cols, sizes, mixed, keys, "L2 unit marginal")
+	if err != nil {
+		return "", err
+	}
+	// With a plain join (a key-join order) the rows themselves are grouped
+	// by unit and cell, one aggregate instead of the join grouped by unit
+	// and bins and then by unit and cell (SF 10 Parquet, the TPC-H
+	// example's (o_orderpriority, o_orderdate): 18.3 s → 13.1 s).
+	return unitL2From(d, j.rows(), j.p.alias(j.kept[0]), j.cell(), grid, bound), nil
+}
+
+// unitL2From is the L2 unit marginal over the join rows of the statement
+// rows (the unit's key value in the column u, a count c, the bins that
+// cell reads).
 //
 // The weight: w₀ = min(grid, ⌊bound/√n2⌋) in DOUBLE PRECISION is within
 // one of the exact w (√ and the quotient are correctly rounded, so the
@@ -72,34 +102,18 @@ func (e *Engine) UnitMarginalL2(ctx context.Context, h *hypergraph.Hypergraph, k
 // wide integer type moves it down when w₀²·n2 > bound² and up when
 // (w₀+1)²·n2 ≤ bound² and w₀ < grid. Both comparisons are exact, so the
 // result is the largest admissible w.
-func unitL2SQL(d dialect, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64,
-	mixed map[string]bool, keys map[string][]string) (string, error) {
-	j, err := unitJoinOf(d, h, key, cols, sizes, mixed, keys, "L2 unit marginal")
-	if err != nil {
-		return "", err
-	}
-	p, kept := j.p, j.kept
-	u := p.alias(kept[0])
+func unitL2From(d dialect, rows, u, cell string, grid, bound int64) string {
 	wide := d.wide()
 	b2 := fmt.Sprintf("CAST(%d AS %s) * CAST(%d AS %s)", bound, wide, bound, wide)
 	w0 := fmt.Sprintf("LEAST(%d, CAST(FLOOR(CAST(%d AS DOUBLE PRECISION) / SQRT(CAST(n2 AS DOUBLE PRECISION))) AS BIGINT))", grid, bound)
 	sq := func(w string) string { return "CAST(" + w + " AS " + wide + ") * CAST(" + w + " AS " + wide + ") * n2" }
 	w := "CASE WHEN " + sq("w0") + " > " + b2 + " THEN w0 - 1 WHEN w0 < " + fmt.Sprint(grid) + " AND " + sq("(w0 + 1)") + " <= " + b2 +
 		" THEN w0 + 1 ELSE w0 END"
-	// With a plain join (a key-join order) the rows themselves are grouped
-	// by unit and cell, one aggregate instead of the join grouped by unit
-	// and bins and then by unit and cell (SF 10 Parquet, the TPC-H
-	// example's (o_orderpriority, o_orderdate): 18.3 s → 13.1 s).
-	rows := p.statement(kept)
-	if p.order != nil {
-		rows = p.plainRows(kept)
-	}
-	q := "WITH j AS (" + rows + "), " +
-		"uc AS (SELECT " + u + " AS u, " + j.cell() + " AS i, " +
+	return "WITH j AS (" + rows + "), " +
+		"uc AS (SELECT " + u + " AS u, " + cell + " AS i, " +
 		"CAST(SUM(c) AS " + wide + ") AS n FROM j GROUP BY 1, 2), " +
 		"un AS (SELECT u, SUM(n * n) AS n2 FROM uc GROUP BY u), " +
 		"u0 AS (SELECT u, n2, " + w0 + " AS w0 FROM un), " +
 		"uw AS (SELECT u, " + w + " AS w FROM u0) " +
 		"SELECT i, CAST(SUM(uc.n * uw.w) AS BIGINT) FROM uc JOIN uw ON uc.u IS NOT DISTINCT FROM uw.u GROUP BY i ORDER BY i"
-	return q, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/internal/stattest"
 	"github.com/synth-dp/synth/spec"
 )
@@ -180,6 +181,13 @@ func unitOracle(sh unitShape, rows map[string][]map[string]string, grid, bound i
 	return cells, degs
 }
 
+// unitStats are the unit statistics that an Engine reads from its
+// tables and a UnitRows from the join's rows it stored.
+type unitStats interface {
+	UnitHistogram(ctx context.Context, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]Cell, []UnitDegree, error)
+	UnitMarginalL2(ctx context.Context, h *hypergraph.Hypergraph, key UnitKey, cols []spec.ColumnRef, sizes []int, grid, bound int64) ([]Cell, error)
+}
+
 // TestUnitHistogramOracle compares the engine's bounded histogram and
 // degree histogram with a Go enumeration of the join on random instances
 // (several shapes, NULL and dangling references, text ids, units without
@@ -216,34 +224,43 @@ func TestUnitHistogramOracle(t *testing.T) {
 		bound := grid * (1 + r.Int64N(3))
 		rel, col, _ := f.Locate("u", "u_id")
 		cols := spec.FoldColumns(f, s.Release.Columns)
-		cells, degs, err := e.UnitHistogram(ctx, f.Folded(), UnitKey{Relation: rel, Column: col}, cols, s.ReleaseSizes(), grid, bound)
-		if err != nil {
-			t.Fatalf("instance %d (%s): %v", i, sh.name, err)
-		}
+		key := UnitKey{Relation: rel, Column: col}
 		wantCells, wantDegs := unitOracle(sh, rows, grid, bound)
-		got := map[int64]int64{}
-		for _, c := range cells {
-			got[c.Index] = c.Count
-		}
 		for k, v := range wantCells {
 			if v == 0 {
 				delete(wantCells, k) // a cell of weight-0 rows may or may not appear
 			}
 		}
-		for k, v := range got {
-			if v == 0 {
-				delete(got, k)
+		// The engine's statements, then the same from the join's rows
+		// stored once (Engine.StoreUnitRows).
+		stored, err := e.StoreUnitRows(ctx, f.Folded(), key, cols, s.ReleaseSizes())
+		if err != nil {
+			t.Fatalf("instance %d (%s): %v", i, sh.name, err)
+		}
+		for _, st := range []unitStats{e, stored} {
+			cells, degs, err := st.UnitHistogram(ctx, f.Folded(), key, cols, s.ReleaseSizes(), grid, bound)
+			if err != nil {
+				t.Fatalf("instance %d (%s, %T): %v", i, sh.name, st, err)
+			}
+			got := map[int64]int64{}
+			for _, c := range cells {
+				if c.Count != 0 {
+					got[c.Index] = c.Count
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(wantCells) {
+				t.Fatalf("instance %d (%s, %T, grid %d, bound %d): cells %v, want %v; rows %v", i, sh.name, st, grid, bound, got, wantCells, rows)
+			}
+			gotDegs := map[int64]int64{}
+			for _, d := range degs {
+				gotDegs[d.Rows] = d.Units
+			}
+			if fmt.Sprint(gotDegs) != fmt.Sprint(wantDegs) {
+				t.Fatalf("instance %d (%s, %T): degrees %v, want %v; rows %v", i, sh.name, st, gotDegs, wantDegs, rows)
 			}
 		}
-		if fmt.Sprint(got) != fmt.Sprint(wantCells) {
-			t.Fatalf("instance %d (%s, grid %d, bound %d): cells %v, want %v; rows %v", i, sh.name, grid, bound, got, wantCells, rows)
-		}
-		gotDegs := map[int64]int64{}
-		for _, d := range degs {
-			gotDegs[d.Rows] = d.Units
-		}
-		if fmt.Sprint(gotDegs) != fmt.Sprint(wantDegs) {
-			t.Fatalf("instance %d (%s): degrees %v, want %v; rows %v", i, sh.name, gotDegs, wantDegs, rows)
+		if err := stored.Close(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

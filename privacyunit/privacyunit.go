@@ -248,6 +248,20 @@ type Stats interface {
 
 var _ Stats = (*engine.Engine)(nil)
 
+// unitRowStore is a Stats that can store the join's rows once
+// (engine.Engine.StoreUnitRows): a run that clips its measured marginals
+// in L2 then reads the histogram and every L2 marginal from them, the
+// same statistics to the last digit, with one join instead of one per
+// statistic. A nil *engine.UnitRows means the engine does not store them.
+type unitRowStore interface {
+	StoreUnitRows(ctx context.Context, h *hypergraph.Hypergraph, key engine.UnitKey, cols []spec.ColumnRef, sizes []int) (*engine.UnitRows, error)
+}
+
+var (
+	_ unitRowStore = (*engine.Engine)(nil)
+	_ Stats        = (*engine.UnitRows)(nil)
+)
+
 // Plan is a privacy-unit release prepared from public information: the
 // unit's ownership structure, the bound, the budget split (charged), and
 // the tables whose keys must be checked.
@@ -696,6 +710,18 @@ func (p *Plan) Run(ctx context.Context, src dp.Source, stats Stats) (*Result, er
 	sizes := p.cfg.Sizes
 	if !p.cfg.Factored {
 		sizes = p.cfg.Universe.Sizes()
+	}
+	if rs, ok := stats.(unitRowStore); ok && p.cfg.L2 && p.cfg.Factored {
+		// The histogram and the L2 marginals of the rounds from the join's
+		// rows stored once: the same values, one join.
+		stored, err := rs.StoreUnitRows(ctx, h, p.key, p.cfg.Columns, sizes)
+		if err != nil {
+			return nil, err
+		}
+		if stored != nil {
+			defer stored.Close(ctx)
+			stats = stored
+		}
 	}
 	cells, degs, err := stats.UnitHistogram(ctx, h, p.key, p.cfg.Columns, sizes, grid, bound)
 	if err != nil {

@@ -46,6 +46,7 @@ type floorTimes struct {
 	Load, Histogram, Degrees, L2, Write, Total time.Duration
 	Rows                                       int64
 	MaxRSS                                     int64
+	CPU                                        time.Duration // user and system (the parent's measure)
 }
 
 // floorViews are the release's views of examples/tpch/synth.yaml (the
@@ -248,9 +249,10 @@ func scanPairs(ctx context.Context, db *sql.DB, q, what string, f func(a, b int6
 func runFloorChild(t *testing.T, r floorRun) *floorTimes {
 	t.Helper()
 	var st floorTimes
-	peak := runTestChild(t, "TestReleaseFloor", floorChildEnv, r, "FLOOR ", &st)
+	peak, cpu := runTestChild(t, "TestReleaseFloor", floorChildEnv, r, "FLOOR ", &st)
 	if st.MaxRSS == 0 {
 		st.MaxRSS = peak
 	}
+	st.CPU = cpu
 	return &st
 }

@@ -52,9 +52,12 @@ type stageTimes struct {
 	Load, Stats, Mechanism, Write, Total time.Duration
 	Rows                                 int64
 	MaxRSS                               int64 // bytes, the child process's peak
-	// L2 are the statements of the L2-clipped marginals the release ran
-	// (engine.UnitMarginalL2, from the engine's debug log), which the fair
-	// floor runs too.
+	// CPU is the child process's user and system time (the parent's
+	// measure): on a loaded machine the wall times mean little.
+	CPU time.Duration
+	// L2 are the statements of the L2-clipped marginals the release
+	// measured (from the engine's debug log), each over its own join as
+	// engine.Engine.UnitMarginalL2 runs it: the fair floor runs them too.
 	L2 []string
 }
 
@@ -125,8 +128,8 @@ func TestReleaseScale(t *testing.T) {
 		formats = strings.Split(v, ",")
 	}
 	var b strings.Builder
-	b.WriteString("| SF | input | engine | method | rows written | load + checks | statistics | mechanism | write | total | peak RSS of synth | fair floor (files + unit counts and histogram + degrees + L2 marginals + COPY) | total / floor |\n")
-	b.WriteString("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| SF | input | engine | method | rows written | load + checks | statistics | mechanism | write | total | peak RSS of synth | fair floor (files + unit counts and histogram + degrees + L2 marginals + COPY) | total / floor | CPU (synth / floor) |\n")
+	b.WriteString("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, sf := range sfs {
 		for _, format := range formats {
 			data, generated := t.TempDir(), true
@@ -180,13 +183,14 @@ func TestReleaseScale(t *testing.T) {
 					if tuple {
 						method = "join-as-one (tuple-level)"
 					}
-					fl, ratio := "—", "—"
+					fl, ratio, cpu := "—", "—", sec(b1.CPU)
 					if floor != nil {
 						fl = fmt.Sprintf("%s + %s + %s + %s + %s = %s (%.2f GiB)", sec(floor.Load), sec(floor.Histogram), sec(floor.Degrees), sec(floor.L2), sec(floor.Write), sec(floor.Total), float64(floor.MaxRSS)/(1<<30))
 						ratio = fmt.Sprintf("%.2f", b1.Total.Seconds()/floor.Total.Seconds())
+						cpu += " / " + sec(floor.CPU)
 					}
-					fmt.Fprintf(&b, "| %g | %s | %s | %s | %d | %s | %s | %s | %s | %s | %.2f GiB | %s | %s |\n", sf, format, eng.name, method, b1.Rows,
-						sec(b1.Load), sec(b1.Stats), sec(b1.Mechanism), sec(b1.Write), sec(b1.Total), float64(b1.MaxRSS)/(1<<30), fl, ratio)
+					fmt.Fprintf(&b, "| %g | %s | %s | %s | %d | %s | %s | %s | %s | %s | %.2f GiB | %s | %s | %s |\n", sf, format, eng.name, method, b1.Rows,
+						sec(b1.Load), sec(b1.Stats), sec(b1.Mechanism), sec(b1.Write), sec(b1.Total), float64(b1.MaxRSS)/(1<<30), fl, ratio, cpu)
 					t.Logf("SF %g %s %s %s: %+v", sf, format, eng.name, method, *b1)
 				}
 				t.Logf("SF %g %s %s: privacy-unit / join-as-one total = %.2f", sf, format, eng.name, best[false].Total.Seconds()/best[true].Total.Seconds())
@@ -211,21 +215,23 @@ func TestReleaseScale(t *testing.T) {
 func runParent(t *testing.T, r childRun) *stageTimes {
 	t.Helper()
 	var st stageTimes
-	peak := runTestChild(t, "TestReleaseScale", benchChildEnv, r, "STAGES ", &st)
+	peak, cpu := runTestChild(t, "TestReleaseScale", benchChildEnv, r, "STAGES ", &st)
 	if st.MaxRSS == 0 {
 		st.MaxRSS = peak
 	}
+	st.CPU = cpu
 	return &st
 }
 
 // runTestChild re-executes the test binary running test with env set to
 // the JSON of arg, decodes the payload of the last output line that starts
-// with prefix into out, and returns the child's rusage peak RSS. A child
+// with prefix into out, and returns the child's rusage peak RSS and its
+// user and system CPU time. A child
 // reports its own high-water mark (VmHWM, reset by exec) when it can read
 // it; the rusage peak is the fallback, as Linux carries it across exec
 // from the forked parent — and the parent is large once it has converted
 // Parquet files with DuckDB.
-func runTestChild(t *testing.T, test, env string, arg any, prefix string, out any) int64 {
+func runTestChild(t *testing.T, test, env string, arg any, prefix string, out any) (int64, time.Duration) {
 	t.Helper()
 	js, _ := json.Marshal(arg)
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
@@ -244,10 +250,11 @@ func runTestChild(t *testing.T, test, env string, arg any, prefix string, out an
 	if err := json.Unmarshal([]byte(line), out); err != nil {
 		t.Fatalf("%s child output %q: %v", test, stdout, err)
 	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss * 1024 // kilobytes on Linux
+		return ru.Maxrss * 1024, cpu // kilobytes on Linux
 	}
-	return 0
+	return 0, cpu
 }
 
 // runChild runs the release the parent asked for and prints its stage
@@ -269,7 +276,7 @@ func runChild(t *testing.T, arg string) {
 		s.Tables[i].Format = spec.FormatOf(s.Tables[i].Source)
 	}
 	var st stageTimes
-	l2 := &statLog{next: slog.Default().Handler(), stat: "L2 unit marginal"}
+	l2 := &statLog{next: slog.Default().Handler(), stats: []string{statStored, statL2}}
 	slog.SetDefault(slog.New(l2))
 	start := time.Now()
 	var loadStart, loadEnd, pmw, write time.Time
@@ -307,24 +314,65 @@ func runChild(t *testing.T, arg string) {
 	st.Load, st.Stats, st.Mechanism, st.Write = loadEnd.Sub(loadStart), pmw.Sub(loadEnd), write.Sub(pmw), end.Sub(write)
 	st.Total, st.Rows = end.Sub(start), sum.Rows
 	st.MaxRSS = highWaterRSS()
-	st.L2 = l2.statements()
+	if st.L2, err = perMarginalL2(l2.statements()); err != nil {
+		t.Fatal(err)
+	}
 	out, _ := json.Marshal(st)
 	fmt.Printf("\nSTAGES %s\n", out)
 }
 
+// The statistics of the engine's debug log that TestReleaseScale keeps.
+const (
+	statL2     = "L2 unit marginal"
+	statStored = "stored unit rows" // engine.Engine.StoreUnitRows
+)
+
+// perMarginalL2 returns the statements of the L2 marginals of recs, each
+// over its own join: the release reads them from the join's rows stored
+// once (statStored, whose SELECT replaces the stored table in each), a
+// plain program runs the join for each, as engine.Engine.UnitMarginalL2
+// does.
+func perMarginalL2(recs []statRec) ([]string, error) {
+	var table, rows string
+	var out []string
+	for _, r := range recs {
+		switch r.Stat {
+		case statStored: // CREATE OR REPLACE TABLE "name" AS SELECT …
+			head, body, ok := strings.Cut(r.SQL, " AS ")
+			if !ok {
+				return nil, fmt.Errorf("stored unit rows: no AS in %q", r.SQL)
+			}
+			table, rows = strings.TrimPrefix(head, "CREATE OR REPLACE TABLE "), body
+		case statL2:
+			q := r.SQL
+			if table != "" {
+				q = strings.Replace(q, "SELECT * FROM "+table, rows, 1)
+				if strings.Contains(q, table) {
+					return nil, fmt.Errorf("L2 marginal %q reads the stored rows %s otherwise than by SELECT *", r.SQL, table)
+				}
+			}
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+// statRec is one kept statistic: its name and SQL.
+type statRec struct{ Stat, SQL string }
+
 // statLog is a slog handler that keeps the SQL of the engine's debug
-// records of one statistic ("engine: statistic" with stat = stat) and
+// records of some statistics ("engine: statistic" with stat in stats) and
 // passes every other record at Info and above to next.
 type statLog struct {
-	next slog.Handler
-	stat string
-	mu   *sync.Mutex
-	sqls *[]string
+	next  slog.Handler
+	stats []string
+	mu    *sync.Mutex
+	sqls  *[]statRec
 }
 
 func (h *statLog) init() {
 	if h.mu == nil {
-		h.mu, h.sqls = new(sync.Mutex), new([]string)
+		h.mu, h.sqls = new(sync.Mutex), new([]statRec)
 	}
 }
 
@@ -349,10 +397,10 @@ func (h *statLog) Handle(ctx context.Context, r slog.Record) error {
 		}
 		return true
 	})
-	if stat == h.stat {
+	if slices.Contains(h.stats, stat) {
 		h.init()
 		h.mu.Lock()
-		*h.sqls = append(*h.sqls, q)
+		*h.sqls = append(*h.sqls, statRec{Stat: stat, SQL: q})
 		h.mu.Unlock()
 	}
 	return nil
@@ -360,16 +408,16 @@ func (h *statLog) Handle(ctx context.Context, r slog.Record) error {
 
 func (h *statLog) WithAttrs(as []slog.Attr) slog.Handler {
 	h.init()
-	return &statLog{next: h.next.WithAttrs(as), stat: h.stat, mu: h.mu, sqls: h.sqls}
+	return &statLog{next: h.next.WithAttrs(as), stats: h.stats, mu: h.mu, sqls: h.sqls}
 }
 
 func (h *statLog) WithGroup(name string) slog.Handler {
 	h.init()
-	return &statLog{next: h.next.WithGroup(name), stat: h.stat, mu: h.mu, sqls: h.sqls}
+	return &statLog{next: h.next.WithGroup(name), stats: h.stats, mu: h.mu, sqls: h.sqls}
 }
 
-// statements returns the SQL kept so far.
-func (h *statLog) statements() []string {
+// statements returns the statistics kept so far.
+func (h *statLog) statements() []statRec {
 	h.init()
 	h.mu.Lock()
 	defer h.mu.Unlock()
