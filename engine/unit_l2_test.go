@@ -112,12 +112,7 @@ func TestUnitMarginalL2Oracle(t *testing.T) {
 			if err != nil {
 				t.Fatalf("instance %d (%s, %T): %v", i, sh.name, st, err)
 			}
-			got := map[int64]int64{}
-			for _, c := range cells {
-				if c.Count != 0 {
-					got[c.Index] = c.Count
-				}
-			}
+			got := nonZeroCells(cells)
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("instance %d (%s, %T, set %v, grid %d, bound %d): cells %v, want %v; rows %v", i, sh.name, st, set, grid, bound, got, want, rows)
 			}

@@ -242,27 +242,47 @@ func TestUnitHistogramOracle(t *testing.T) {
 			if err != nil {
 				t.Fatalf("instance %d (%s, %T): %v", i, sh.name, st, err)
 			}
-			got := map[int64]int64{}
-			for _, c := range cells {
-				if c.Count != 0 {
-					got[c.Index] = c.Count
-				}
-			}
+			got := nonZeroCells(cells)
 			if fmt.Sprint(got) != fmt.Sprint(wantCells) {
 				t.Fatalf("instance %d (%s, %T, grid %d, bound %d): cells %v, want %v; rows %v", i, sh.name, st, grid, bound, got, wantCells, rows)
 			}
-			gotDegs := map[int64]int64{}
-			for _, d := range degs {
-				gotDegs[d.Rows] = d.Units
-			}
-			if fmt.Sprint(gotDegs) != fmt.Sprint(wantDegs) {
+			if gotDegs := degreeMap(degs); fmt.Sprint(gotDegs) != fmt.Sprint(wantDegs) {
 				t.Fatalf("instance %d (%s, %T): degrees %v, want %v; rows %v", i, sh.name, st, gotDegs, wantDegs, rows)
 			}
+		}
+		// A statistic the stored rows do not hold (the degrees alone) is
+		// the engine's.
+		_, degs, err := stored.UnitHistogram(ctx, f.Folded(), key, nil, nil, grid, bound)
+		if err != nil {
+			t.Fatalf("instance %d (%s, degrees only): %v", i, sh.name, err)
+		}
+		if gotDegs := degreeMap(degs); fmt.Sprint(gotDegs) != fmt.Sprint(wantDegs) {
+			t.Fatalf("instance %d (%s, degrees only): degrees %v, want %v; rows %v", i, sh.name, gotDegs, wantDegs, rows)
 		}
 		if err := stored.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// nonZeroCells maps each cell of cells with a non-zero count to it.
+func nonZeroCells(cells []Cell) map[int64]int64 {
+	m := map[int64]int64{}
+	for _, c := range cells {
+		if c.Count != 0 {
+			m[c.Index] = c.Count
+		}
+	}
+	return m
+}
+
+// degreeMap maps each row count of degs to its units.
+func degreeMap(degs []UnitDegree) map[int64]int64 {
+	m := map[int64]int64{}
+	for _, d := range degs {
+		m[d.Rows] = d.Units
+	}
+	return m
 }
 
 // TestCheckPrimaryKey: unique keys pass; a duplicated or NULL key is a
