@@ -240,6 +240,15 @@ type Config struct {
 	// testL2TrueTotal ([RunFactored], MeasureTruth) rescales a round's
 	// measured table by its true total instead of its noisy one.
 	testL2TrueTotal bool
+	// testAgainTrueN ([RunFactored]) decides the init's small-data
+	// regimes (poolRatio, againRatio) on the true total of the first
+	// init column instead of the DP n̂: a data-dependent branch without
+	// noise, which the regime's flag then publishes.
+	testAgainTrueN bool
+	// testAgainSens1 ([RunFactored]) calibrates the second measurement
+	// of the 1-ways between poolRatio·σ₀ and againRatio·σ₀ to one row
+	// instead of Δ̃ (its ρ Δ̃² times what the ledger charges).
+	testAgainSens1 bool
 	// testAverage ([VariantMWEM]) outputs the average of the iterates
 	// A_1..A_T instead of the final one (for the comparison in
 	// TestMWEMFinalVersusAverage; not a privacy knob).

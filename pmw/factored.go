@@ -274,6 +274,10 @@ type FactoredResult struct {
 	// FewRowsRemeasure of the rounds' budget. RowsSD is then the combined
 	// measurements'.
 	FewRows bool
+	// OneWaysAgain reports that n̂ was at least PoolRatio·σ₀ but below
+	// againRatio·σ₀ (a DP decision): every 1-way was measured again
+	// right after the init (published as pmw_one_ways_again).
+	OneWaysAgain bool
 	// Rounds is the number of rounds run.
 	Rounds int
 	// Selections and Signals are as in [Result].
@@ -335,7 +339,7 @@ func RunFactored(ctx context.Context, src dp.Source, names []string, sizes []int
 		}
 		l.Publish("pmw_few_rows", few)
 		again := 0.0
-		if f.again {
+		if res.OneWaysAgain {
 			again = 1
 		}
 		l.Publish("pmw_one_ways_again", again)
@@ -760,7 +764,16 @@ func (f *factored) init() error {
 	}
 	f.estimateTotal(func(c int) float64 { s := f.initScaleOf(c); return s * s })
 	f.nInit = f.nEst
-	if f.nEst > 0 && f.nEst < poolRatio*f.initScale() {
+	nDecide := f.nEst
+	if f.cfg.testAgainTrueN {
+		// Mutation knob: the regime read from the true total.
+		var tot int64
+		for _, v := range f.truth[slices.IndexFunc(f.sets, func(s []int) bool { return len(s) == 1 && s[0] == cols[0] })] {
+			tot += v
+		}
+		nDecide = float64(tot)
+	}
+	if nDecide > 0 && nDecide < poolRatio*f.initScale() {
 		// Few rows against the 1-ways' noise: pool their noise-dominated
 		// cells (see poolRatio), now and whenever a round measures one of
 		// them again; and measure them again.
@@ -781,11 +794,15 @@ func (f *factored) init() error {
 			f.cost *= 1 - fewRowsRemeasure
 		}
 		f.estimateTotal(func(c int) float64 { return 1 / f.meas[setKey([]int{c})].prec })
-	} else if f.nEst > 0 && f.nEst < againRatio*f.initScale() {
+	} else if nDecide > 0 && nDecide < againRatio*f.initScale() {
 		// Moderately few rows (see againRatio): every 1-way again.
 		f.again = true
 		m := math.Min(againCost*f.initCost, (1-mwemSelFracGauss)*f.roundsBudget/2)
-		if err := f.measureOneWays(cols, f.cfg.Sensitivity*math.Sqrt(f.initWeight())/math.Sqrt(2*m), m); err != nil {
+		sens := f.cfg.Sensitivity
+		if f.cfg.testAgainSens1 {
+			sens = 1 // mutation knob: noise calibrated to one row
+		}
+		if err := f.measureOneWays(cols, sens*math.Sqrt(f.initWeight())/math.Sqrt(2*m), m); err != nil {
 			return err
 		}
 		x := m / (1 - mwemSelFracGauss)
@@ -1054,7 +1071,7 @@ func (f *factored) result() *FactoredResult {
 	if dp.Uniform(f.src) < x-rows {
 		rows++
 	}
-	r := &FactoredResult{Rows: int64(rows), RowsFloored: f.floored, RowsSD: f.nSD, FewRows: f.fewRows, Rounds: f.t, Selections: f.sels, Seeded: f.src.Seeded(), model: f.model}
+	r := &FactoredResult{Rows: int64(rows), RowsFloored: f.floored, RowsSD: f.nSD, FewRows: f.fewRows, OneWaysAgain: f.again, Rounds: f.t, Selections: f.sels, Seeded: f.src.Seeded(), model: f.model}
 	for _, k := range f.order {
 		me := f.meas[k]
 		r.Signals = append(r.Signals, Signal{Marginal: setName(f.names, f.measSet[k]), Cells: len(me.ybar), Sigma: me.kappa, Kept: me.lambda})

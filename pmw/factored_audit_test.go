@@ -314,3 +314,104 @@ func TestAuditFactoredMeasureTruth(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditFactoredOneWaysAgain audits the regime between poolRatio·σ₀
+// and againRatio·σ₀, where every 1-way is measured again right after the
+// init (the decision reads the DP n̂ and the public σ₀ only). One column
+// of two cells, T = 1 fixed round, Δ̃ = 20, at ε = 1.5, δ = 10⁻⁶; σ₀ =
+// Δ̃/√(2ρ₀) with ρ₀ = 0.9·ρ/(T + 0.9) (the documented split, d = 1),
+// about 97 rows. Claim: the run's ρ at δ′ = 10⁻² (ε′ = 0.64). Two pairs, each
+// with its planted bug:
+//
+//   - The regime's flag (OneWaysAgain, published as pmw_one_ways_again)
+//     on a pair whose true totals straddle 20σ₀ (D′ 10 rows below, D 10
+//     above): read from n̂ (noise of sd √2·σ₀ on the total) the flag's
+//     probability moves by about 6% between them; the planted bug decides
+//     the regime on the true total, so the flag is 1 on D′ and 0 on D in
+//     every run. At 500 runs a side the knob gave the bound 3.42 (counts
+//     0 / 500), as did the bug planted in the code; the honest run: 0.00.
+//   - The model's share of cell 0 (the lens testFixedN keeps the model's
+//     total the same on both inputs) on a pair inside the regime (14σ₀
+//     rows, 4σ from either line: the second measurement is taken in all
+//     but about 10⁻⁵ of the runs): the planted bug calibrates the second
+//     measurement to one row instead of Δ̃ (its ρ 400 times what is
+//     charged); it dominates the fit's estimate, a shift of about 2.8 of
+//     its sd against 0.29 honest. At 1,000 runs a side the knob gave the
+//     bounds 2.17, 2.45 and 2.38 in three runs, the bug planted in the code
+//     2.25 (counts 376 / 4); the honest run: 0.00. (A milder wrong ρ, the
+//     second measurement's noise for 2ρ₀ uncapped while half the rounds'
+//     measurement share is charged, raises the run's ρ by about 20%: below
+//     what 1,000 runs can see; TestPoolWhenFewRows checks that budget.)
+//
+// Confidence 1 − 10⁻⁶ per audit. About 2 s in all on a loaded machine.
+func TestAuditFactoredOneWaysAgain(t *testing.T) {
+	t.Parallel()
+	const eps, delta = 1.5, 1e-6
+	sizes := []int{2}
+	fams := []Family{Marginal([]int{0})}
+	rho := documentedRho(t, eps, delta)
+	rho0 := 0.9 * rho / (1 + 0.9)
+	sigma0 := auditSens / math.Sqrt(2*rho0)
+	claim := zcdpClaim(t, rho)
+	// The pairs as documented: their placement against the lines rests on
+	// σ₀, so the run's own σ₀ must be the documented one.
+	f, err := startFactored(context.Background(), dp.NewSeededSource(1), []string{"a"}, sizes, fams,
+		tableTruth(sizes, []int64{1, 1}), Config{Epsilon: eps, Delta: delta, Sensitivity: auditSens, NoNHat: true, Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(f.initScale()-sigma0) > 1e-9*sigma0 {
+		t.Fatalf("the run's σ₀ %g, documented %g", f.initScale(), sigma0)
+	}
+	line := int64(math.Ceil(againRatio * sigma0)) // the first total at or above 20σ₀
+	straddle := []int64{line - 10 - 600, 600}     // totals line − 10 (D′) and line + 10 (D)
+	inside := []int64{int64(14*sigma0) / 4, 3 * int64(14*sigma0) / 4}
+	flag := func(r *FactoredResult) float64 {
+		if r.OneWaysAgain {
+			return 1
+		}
+		return 0
+	}
+	for _, tc := range []struct {
+		name   string
+		pair   []int64 // D′; D adds Δ̃ rows to cell 0
+		scalar bool    // the statistic: the model's share of cell 0 (else the flag)
+		knob   func(*Config)
+		catch  bool
+		runs   int
+	}{
+		{"flag/honest", straddle, false, nil, false, 500},
+		{"flag/regime read from the true total", straddle, false, func(c *Config) { c.testAgainTrueN = true }, true, 500},
+		{"share/honest", inside, true, nil, false, 1_000},
+		{"share/second measurement calibrated to one row", inside, true, func(c *Config) { c.testAgainSens1 = true }, true, 1_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := Config{Epsilon: eps, Delta: delta, Sensitivity: auditSens, NoNHat: true, Rounds: 1}
+			stat := flag
+			if tc.scalar {
+				cfg.testFixedN = float64(tc.pair[0] + tc.pair[1])
+				stat = cell0Share
+			}
+			if tc.knob != nil {
+				tc.knob(&cfg)
+			}
+			dPrime := tableTruth(sizes, tc.pair)
+			d := tableTruth(sizes, []int64{tc.pair[0] + auditSens, tc.pair[1]})
+			m, mp := factMech(sizes, fams, d, cfg, stat), factMech(sizes, fams, dPrime, cfg, stat)
+			var res audit.Result
+			if tc.scalar {
+				requireVarying(t, m, mp)
+				res = runScalarAudit(t, m, mp, factAuditRuns(tc.runs), zcdpAuditDelta)
+			} else {
+				if res, err = audit.Run(context.Background(), m, mp, []audit.Event[float64]{
+					{Name: "1-ways measured again", In: func(x float64) bool { return x == 1 }},
+					{Name: "measured once", In: func(x float64) bool { return x == 0 }},
+				}, audit.Options{N: factAuditRuns(tc.runs), Delta: zcdpAuditDelta, Confidence: 1 - 1e-6}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkAudit(t, tc.name, res, claim, tc.catch)
+		})
+	}
+}
