@@ -185,11 +185,14 @@ const (
 	againCost  = 2
 )
 
-// PoolRatio and FewRowsRemeasure are poolRatio and fewRowsRemeasure, for
-// forecasts made from a spec (public).
+// PoolRatio, FewRowsRemeasure, AgainRatio and AgainCost are poolRatio,
+// fewRowsRemeasure, againRatio and againCost, for forecasts made from a
+// spec (public).
 const (
 	PoolRatio        = poolRatio
 	FewRowsRemeasure = fewRowsRemeasure
+	AgainRatio       = againRatio
+	AgainCost        = againCost
 )
 
 // factoredRoundIters and factoredFinalIters cap the mirror-descent steps

@@ -49,6 +49,12 @@ type SignalForecast struct {
 	// pmw.FewRowsRemeasure of the rounds' budget, and the two combine.
 	// 0 on the dense model.
 	SigmaFewRows float64
+	// SigmaAgain, on the factored model, is a 1-way marginal's noise when
+	// the run's n̂ is at least pmw.PoolRatio·Sigma but below
+	// pmw.AgainRatio·Sigma (a DP decision): every 1-way is measured again
+	// at min(pmw.AgainCost times the init's ρ, half the rounds'
+	// measurement share), and the two combine. 0 on the dense model.
+	SigmaAgain float64
 	// Basis says in words what the forecast is computed from.
 	Basis string
 	// Marginals are the marginals the release may measure: every 1-way
@@ -268,6 +274,13 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 		// d 1-ways measured together at φ·R: σ₁ = scale(φR)·√d each.
 		s1 := n.scale(pmw.FewRowsRemeasure*(n.total-n.init)) * math.Sqrt(float64(n.d))
 		f.SigmaFewRows = 1 / math.Sqrt(1/(f.Sigma*f.Sigma)+1/(s1*s1))
+		// pmw's init: ρ_m = min(AgainCost·ρ₀, 0.9·R/2) on the d 1-ways,
+		// ρ₀ = n.init (a measurement share already), R = the rounds'
+		// budget; scale takes a cost before its 0.9.
+		meas := 1 - pmw.SelectionShare(pmw.NoiseGaussian)
+		m := math.Min(pmw.AgainCost*n.init, meas*(n.total-n.init)/2)
+		s2 := n.scale(m/meas) * math.Sqrt(float64(n.d))
+		f.SigmaAgain = 1 / math.Sqrt(1/(f.Sigma*f.Sigma)+1/(s2*s2))
 	}
 	if known && p.Method.Name() == spec.PrivacyUnit {
 		f.Sensitivity = p.Spec.Release.Bound()
@@ -315,6 +328,39 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 		addM(c)
 	}
 	return f, nil
+}
+
+// OneWayRegime says how often the factored model measures the 1-way
+// marginals before its rounds: the choice it makes from its DP n̂ against
+// the init's noise σ₀ (pmw.PoolRatio, pmw.AgainRatio).
+type OneWayRegime int
+
+const (
+	// OneWayOnce: n̂ ≥ AgainRatio·σ₀ (or the dense model): measured once.
+	OneWayOnce OneWayRegime = iota
+	// OneWayAgain: PoolRatio·σ₀ ≤ n̂ < AgainRatio·σ₀: measured again.
+	OneWayAgain
+	// OneWayFewRows: 0 < n̂ < PoolRatio·σ₀: measured again, noise-dominated
+	// cells pooled.
+	OneWayFewRows
+)
+
+// OneWayNoise is the per-cell noise, in Sigma's units, of an own column's
+// 1-way marginal (before any round measures it again) when the run's DP
+// n̂ comes out at n (same units as Sigma: rows, or rows per unit of Δ̃
+// when the noise is not public), by the release's rule, and the regime.
+// n is the caller's forecast of n̂ (n̂ is unbiased); the run decides on
+// its n̂, so near a line either regime happens.
+func (f *SignalForecast) OneWayNoise(n float64) (float64, OneWayRegime) {
+	switch {
+	case f.SigmaFewRows == 0 || !(n > 0):
+		return f.Sigma, OneWayOnce
+	case n < pmw.PoolRatio*f.Sigma:
+		return f.SigmaFewRows, OneWayFewRows
+	case n < pmw.AgainRatio*f.Sigma:
+		return f.SigmaAgain, OneWayAgain
+	}
+	return f.Sigma, OneWayOnce
 }
 
 // SpreadFactor is √(q_k − (k − 1)) for a table of k cells: the true

@@ -53,6 +53,11 @@ type custodianCount struct {
 	SigmaRows  float64 `json:"one_way_noise_per_cell_rows"`
 	WeightRows float64 `json:"one_way_weight_rows,omitempty"`
 	FewRows    bool    `json:"few_rows"`
+	// Again reports WeightRows at least 8 σ but below 20 σ (pmw's rule
+	// for measuring every 1-way marginal again right after the init);
+	// AgainSigmaRows is then a 1-way marginal's combined noise per cell.
+	Again          bool    `json:"one_ways_again"`
+	AgainSigmaRows float64 `json:"one_way_noise_per_cell_rows_again,omitempty"`
 	// KeepRows, in the few-rows regime, is how many rows more than the
 	// cells below it a 1-way cell needs to be kept: 3σ of the two 1-way
 	// measurements combined.
@@ -114,6 +119,10 @@ func buildCustodianCount(ctx context.Context, s *spec.Spec, fold *hypergraph.Fol
 			c.WeightRows += math.Min(float64(d.Rows), r) * float64(d.Units)
 		}
 		c.FewRows = c.WeightRows < pmw.PoolRatio*c.SigmaRows
+		c.Again = !c.FewRows && c.WeightRows < pmw.AgainRatio*c.SigmaRows
+	}
+	if c.Again {
+		c.AgainSigmaRows = f.SigmaAgainRows * ratio
 	}
 	if c.FewRows {
 		c.KeepRows = 3 * f.SigmaFewRowsRows * ratio
@@ -152,10 +161,14 @@ func writeCustodianCount(tw io.Writer, c *custodianCount) {
 	if c.WeightRows > 0 {
 		weight = fmt.Sprintf(" against the %s rows of bounded weight the 1-way marginals hold", fmtRows(c.WeightRows))
 	}
-	verdict := "above the few-rows line (8 σ)"
+	verdict := "above 20 σ: the 1-way marginals are measured once before the rounds"
 	if c.FewRows {
 		verdict = fmt.Sprintf("below 8 σ, the few-rows regime: the release measures the 1-way marginals again and keeps a cell only when it holds "+
 			"about %s rows more than the cells below it (the rest pooled into their mean); no 2-way marginal is expected to carry signal", fmtRows(c.KeepRows))
+	}
+	if c.Again {
+		verdict = fmt.Sprintf("between 8 σ and 20 σ: the release measures the 1-way marginals again right after its first measurement "+
+			"(combined noise about %s rows per cell)", fmtRows(c.AgainSigmaRows))
 	}
 	if c.WeightRows == 0 {
 		verdict = "the bounded weight depends on the r the run chooses"

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/synth-dp/synth/engine"
+	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/privacyunit"
 )
 
@@ -107,7 +109,34 @@ func TestInspectCountForecast(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if c := rep.NonPrivate.Count; c == nil || c.Units != 1000 || c.Share != privacyunit.DefaultCountShare || c.FewRows || c.KeepRows != 0 {
-		t.Errorf("TPC-H: row count forecast %+v, want 1,000 units at the default share, above the few-rows line", c)
+	if c := rep.NonPrivate.Count; c == nil || c.Units != 1000 || c.Share != privacyunit.DefaultCountShare || c.FewRows || c.KeepRows != 0 || c.Again {
+		t.Errorf("TPC-H: row count forecast %+v, want 1,000 units at the default share, above 20σ", c)
+	}
+	// At ε = 0.3 its 1,000 rows of bounded weight fall between 8σ and 20σ
+	// (the release's n̂/σ₀ is 16–18 there, docs/small-data.md): the 1-ways
+	// are measured again, at the public forecast's combined noise scaled
+	// to the count's share.
+	rep.NonPrivate.Count = nil
+	low := tpchVariant(t, tpchSpec, func(s string) string { return strings.Replace(s, "epsilon: 1.0", "epsilon: 0.3", 1) }, nil)
+	r = mustRun(t, "-q", "inspect", "--config", low, "--format", "json")
+	var pub struct {
+		Forecast struct {
+			Sigma      float64 `json:"noise_per_cell_rows"`
+			SigmaAgain float64 `json:"one_way_noise_per_cell_rows_again"`
+		} `json:"signal_forecast"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &pub); err != nil {
+		t.Fatal(err)
+	}
+	c = rep.NonPrivate.Count
+	if c == nil || c.FewRows || !c.Again || c.WeightRows < pmw.PoolRatio*c.SigmaRows || c.WeightRows >= pmw.AgainRatio*c.SigmaRows ||
+		math.Abs(c.AgainSigmaRows-pub.Forecast.SigmaAgain*c.SigmaRows/pub.Forecast.Sigma) > 1e-9*c.SigmaRows {
+		t.Errorf("TPC-H at ε = 0.3: row count forecast %+v (public σ %v, again %v), want the 1-ways measured again", c, pub.Forecast.Sigma, pub.Forecast.SigmaAgain)
+	}
+	if text := mustRun(t, "-q", "inspect", "--config", low).stdout; !strings.Contains(text, "measures the 1-way marginals again right after") {
+		t.Errorf("TPC-H at ε = 0.3: inspect's text lacks the regime:\n%s", text)
 	}
 }

@@ -43,11 +43,17 @@ type signalForecast struct {
 	SigmaMinRows float64 `json:"noise_per_cell_rows_best"`
 	// SigmaFewRowsRows is a 1-way marginal's noise when the run finds few
 	// rows (its 1-ways measured twice; 0 on the dense model).
-	SigmaFewRowsRows float64            `json:"one_way_noise_per_cell_rows_few_rows,omitempty"`
-	Marginals        []marginalForecast `json:"marginals"`
-	Suggestions      []string           `json:"suggestions"`
+	SigmaFewRowsRows float64 `json:"one_way_noise_per_cell_rows_few_rows,omitempty"`
+	// SigmaAgainRows is a 1-way marginal's noise when the run's n̂ is
+	// between 8 and 20 times SigmaRows (its 1-ways measured twice; 0 on
+	// the dense model).
+	SigmaAgainRows float64            `json:"one_way_noise_per_cell_rows_again,omitempty"`
+	Marginals      []marginalForecast `json:"marginals"`
+	Suggestions    []string           `json:"suggestions"`
 	// Reason says why nothing is forecast.
 	Reason string `json:"reason,omitempty"`
+
+	f *release.SignalForecast
 }
 
 // marginalForecast is one marginal's public forecast.
@@ -78,7 +84,7 @@ func buildForecast(p *release.Plan) (*signalForecast, error) {
 		return nil, err
 	}
 	out := &signalForecast{Basis: f.Basis, Known: f.Known, SigmaRows: f.Sigma, SigmaMinRows: f.SigmaMin, SigmaFewRowsRows: f.SigmaFewRows,
-		Marginals: []marginalForecast{}, Suggestions: []string{}, Reason: f.Reason}
+		SigmaAgainRows: f.SigmaAgain, Marginals: []marginalForecast{}, Suggestions: []string{}, Reason: f.Reason, f: f}
 	if len(f.Marginals) == 0 {
 		return out, nil
 	}
@@ -161,22 +167,41 @@ func buildCustodianSignal(s *spec.Spec, f *signalForecast, c *custodianReport) *
 			}
 		}
 	}
+	// The 1-ways' regime follows the release's rule (pmw.PoolRatio,
+	// pmw.AgainRatio against σ₀) with the true size as the forecast of
+	// the run's DP n̂: below 20σ₀ they are measured twice, and their
+	// spread needed shrinks with the combined noise.
+	sigma1, regime := f.f.OneWayNoise(cs.Rows)
 	for _, m := range f.Marginals {
-		v := custodianVerdict{Marginal: m.Marginal, Deviation: m.f.Deviation(cs.Rows)}
+		mf, twice := m.f, ""
+		if mf.OneWay && regime != release.OneWayOnce {
+			mf.Spread = sigma1 * release.SpreadFactor(mf.Cells)
+			line := "20"
+			if regime == release.OneWayFewRows {
+				line = "8"
+			}
+			twice = fmt.Sprintf("measured twice (these rows are below %s times one measurement's noise: the release measures every 1-way marginal again), "+
+				"noise about %s rows per cell: ", line, fmtRows(sigma1))
+		}
+		v := custodianVerdict{Marginal: m.Marginal, Deviation: mf.Deviation(cs.Rows)}
 		switch {
-		case m.f.Hopeless(cs.Rows) || math.IsInf(v.Deviation, 0):
+		case mf.Hopeless(cs.Rows) || math.IsInf(v.Deviation, 0):
 			v.Deviation = 0
-			v.Verdict = fmt.Sprintf("no signal expected whatever the data: at one measurement's noise it would need at least %s rows", fmtRows(m.MinRows))
+			v.Verdict = fmt.Sprintf("no signal expected whatever the data: at one measurement's noise it would need at least %s rows", fmtRows(mf.MinRows()))
+			if twice != "" {
+				v.Verdict = fmt.Sprintf("no signal expected whatever the data: at that noise it would need at least %s rows", fmtRows(mf.MinRows()))
+			}
 		case v.Deviation > 1:
 			v.Verdict = fmt.Sprintf("signal only if very skewed: its cells must be off their mean by %.0f%% (RMS) or more", 100*v.Deviation)
 		default:
 			v.Verdict = fmt.Sprintf("signal if its cells are off their mean by %.0f%% (RMS) or more; nearer uniform, it falls back to uniform", 100*v.Deviation)
 		}
+		v.Verdict = twice + v.Verdict
 		if !f.Known {
 			v.Verdict = "at Δ̃ = 1 (the best case; the run's Δ̃ multiplies the deviation needed): " + v.Verdict
-			if m.MinRows > 0 && cs.Rows >= m.MinRows {
+			if mr := mf.MinRows(); mr > 0 && cs.Rows >= mr {
 				v.Verdict += fmt.Sprintf("; above Δ̃ = %.0f no distribution of these rows carries signal here "+
-					"(`synth sensitivity`, NON-PRIVATE, prints the data's residual sensitivity)", math.Floor(cs.Rows/m.MinRows))
+					"(`synth sensitivity`, NON-PRIVATE, prints the data's residual sensitivity)", math.Floor(cs.Rows/mr))
 			}
 		}
 		cs.Marginals = append(cs.Marginals, v)
@@ -199,6 +224,10 @@ func writeForecastText(tw io.Writer, f *signalForecast) {
 	}
 	fmt.Fprintf(tw, "signal forecast:\t%s (%s): noise %s for one measurement; a marginal measured again or with more of the budget gets less, at best %s rows per cell\n",
 		forecastBasis, f.Basis, noise, fmtRows(f.SigmaMinRows))
+	if f.SigmaAgainRows > 0 {
+		fmt.Fprintf(tw, "signal forecast:\twhen the run's DP row estimate is below 20 times one measurement's noise, every 1-way marginal is measured twice: "+
+			"%s rows per cell (below 8 times, %s, its noise-dominated cells pooled)\n", fmtRows(f.SigmaAgainRows), fmtRows(f.SigmaFewRowsRows))
+	}
 	for _, m := range f.Marginals {
 		fmt.Fprintf(tw, "signal forecast:\t%s (%d cells, measured %s): carries signal only if its cells are ≥ %s rows (L2) from uniform: "+
 			"about %s rows in all with cells 50%% off their mean, at least %s rows even with every row in one cell\n",

@@ -4,12 +4,16 @@ import (
 	"database/sql"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/synth-dp/synth/pmw"
+	"github.com/synth-dp/synth/release"
 )
 
 // tpchVariant copies the example spec specPath into a temporary folder,
@@ -358,6 +362,87 @@ release:
 		}
 		if strings.Contains(out, tc.not) {
 			t.Errorf("%s: warns %q:\n%s", tc.config, tc.not, out)
+		}
+	}
+}
+
+// TestInspectOneWaysAgain (issue 40): between 8 and 20 times one
+// measurement's noise σ₀ the factored release measures every 1-way
+// marginal again (pmw.AgainRatio), and inspect's NON-PRIVATE forecast
+// follows that rule with the true size as its forecast of the run's n̂.
+// Adult's 500-row subsample at ε = 0.5 (n/σ₀ ≈ 11): every 1-way verdict
+// says it is measured twice and asks for the deviation its combined noise
+// needs, √k·σ·SpreadFactor(k)/n with σ the public
+// one_way_noise_per_cell_rows_again (itself held against the release by
+// TestForecastMatchesRelease); the 2-way marginals keep one measurement's
+// σ₀. The 2,000-row subsample (n/σ₀ ≈ 45) measures its 1-ways once.
+// Before, every verdict used σ₀ (pessimistic below 20σ₀).
+func TestInspectOneWaysAgain(t *testing.T) {
+	b, err := os.ReadFile(adultSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		rows  int
+		again bool
+	}{{500, true}, {2000, false}} {
+		data, err := filepath.Abs(fmt.Sprintf("../../testdata/adult/small/adult_%d.csv", tc.rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(string(b), "../../testdata/adult/adult_train.csv", data)
+		text = strings.Replace(text, "epsilon: 1.0", "epsilon: 0.5", 1)
+		config := filepath.Join(t.TempDir(), "synth.yaml")
+		if err := os.WriteFile(config, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Forecast struct {
+				Sigma      float64 `json:"noise_per_cell_rows"`
+				SigmaAgain float64 `json:"one_way_noise_per_cell_rows_again"`
+				Marginals  []struct {
+					Marginal string `json:"marginal"`
+					Cells    int    `json:"cells"`
+					Measured string `json:"measured"`
+				} `json:"marginals"`
+			} `json:"signal_forecast"`
+			NonPrivate struct {
+				Signal struct {
+					Rows      float64            `json:"rows_bound"`
+					Marginals []custodianVerdict `json:"marginals"`
+				} `json:"signal_forecast"`
+			} `json:"non_private"`
+		}
+		r := mustRun(t, "-q", "inspect", "--config", config, "--format", "json")
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("inspect's JSON: %v\n%s", err, r.stdout)
+		}
+		f, cs := rep.Forecast, rep.NonPrivate.Signal
+		if cs.Rows != float64(tc.rows) || !(f.SigmaAgain > 0 && f.SigmaAgain < f.Sigma) || len(cs.Marginals) != len(f.Marginals) {
+			t.Fatalf("%d rows: rows bound %v, σ₀ %v, σ again %v, %d verdicts for %d marginals", tc.rows, cs.Rows, f.Sigma, f.SigmaAgain,
+				len(cs.Marginals), len(f.Marginals))
+		}
+		if ratio := cs.Rows / f.Sigma; (ratio >= pmw.PoolRatio && ratio < pmw.AgainRatio) != tc.again {
+			t.Fatalf("%d rows: n/σ₀ = %.1f, want the regime between 8 and 20: %v", tc.rows, ratio, tc.again)
+		}
+		ones := 0
+		for i, m := range f.Marginals {
+			v := cs.Marginals[i]
+			one := m.Measured == "always (1-way)"
+			sigma := f.Sigma
+			if one && tc.again {
+				sigma, ones = f.SigmaAgain, ones+1
+			}
+			want := math.Sqrt(float64(m.Cells)) * sigma * release.SpreadFactor(m.Cells) / cs.Rows
+			if v.Marginal != m.Marginal || math.Abs(v.Deviation-want) > 1e-9*want {
+				t.Errorf("%d rows, %s: needed deviation %v, want %v (σ %v)", tc.rows, v.Marginal, v.Deviation, want, sigma)
+			}
+			if twice := strings.Contains(v.Verdict, "measured twice"); twice != (one && tc.again) {
+				t.Errorf("%d rows, %s: verdict %q, want \"measured twice\" %v", tc.rows, v.Marginal, v.Verdict, one && tc.again)
+			}
+		}
+		if tc.again && ones != 8 {
+			t.Errorf("%d 1-way marginals measured twice, want 8", ones)
 		}
 	}
 }
