@@ -95,8 +95,9 @@ type signalJSON struct {
 		Signal   *struct {
 			Rows      float64 `json:"rows_bound"`
 			Marginals []struct {
-				Marginal string `json:"marginal"`
-				Verdict  string `json:"verdict"`
+				Marginal  string  `json:"marginal"`
+				Verdict   string  `json:"verdict"`
+				Deviation float64 `json:"needed_deviation"`
 			} `json:"marginals"`
 		} `json:"signal_forecast"`
 	} `json:"non_private"`
@@ -152,8 +153,10 @@ func releaseParams(t *testing.T, config string) (released, map[string]any) {
 // privacy-unit release, inspect forecasts from public parameters the noise
 // per cell a release's marginals get — the noise the release then
 // publishes for a marginal measured once, and an upper bound for every
-// other — and, at ε = 0.05, that no marginal can carry signal at the
-// unit table's size, which the release (seeded) then confirms.
+// other — and, at ε = 0.05, that no 2-way marginal can carry signal at
+// the unit table's size and the 1-ways (measured twice in the few-rows
+// regime) only if their cells are off their mean by about 100% or more,
+// which the release (seeded) then confirms.
 func TestInspectSignalForecastTPCH(t *testing.T) {
 	var rep signalJSON
 	r := mustRunShared(t, "-q", "inspect", "--config", tpchSpec, "--format", "json")
@@ -200,7 +203,12 @@ func TestInspectSignalForecastTPCH(t *testing.T) {
 		t.Fatalf("NON-PRIVATE forecast %+v", cs)
 	}
 	for _, m := range cs.Marginals {
-		if !strings.HasPrefix(m.Verdict, "no signal expected whatever the data") {
+		// The 1-ways of the few-rows regime are measured twice (1,500
+		// rows of weight below 8σ₀): at their combined noise a very
+		// skewed 1-way could carry signal, TPC-H's near-uniform ones not.
+		twice := strings.HasPrefix(m.Verdict, "measured twice") && strings.Contains(m.Verdict, "below 8 times") &&
+			(m.Deviation == 0 || m.Deviation >= 0.9)
+		if !strings.HasPrefix(m.Verdict, "no signal expected whatever the data") && !twice {
 			t.Errorf("ε = 0.05: %s: %s", m.Marginal, m.Verdict)
 		}
 	}
