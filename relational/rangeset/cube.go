@@ -206,15 +206,29 @@ func (a *axis) thresholds() (w []float64, integral bool) {
 // flt is f as a DOUBLE PRECISION literal: the shortest decimal that reads
 // back as f, parsed from a string (a numeric literal of 16 or more digits
 // is a DECIMAL whose cast to DOUBLE PRECISION can miss f by an ulp).
-func flt(f float64) string {
-	t := strconv.FormatFloat(f, 'g', -1, 64)
+func flt(f float64) string { return "CAST('" + fltText(f) + "' AS DOUBLE PRECISION)" }
+
+// fltArray is fs as an array of DOUBLE PRECISION, each element parsed
+// from its text as in [flt]: one constant to bind, where a VALUES list of
+// thousands of rows of casts cost the engine about a second to plan.
+func fltArray(fs []float64) string {
+	t := make([]string, len(fs))
+	for i, f := range fs {
+		t[i] = "'" + fltText(f) + "'"
+	}
+	return "CAST(ARRAY[" + strings.Join(t, ", ") + "] AS DOUBLE PRECISION[])"
+}
+
+// fltText is the shortest decimal that reads back as f (Infinity,
+// -Infinity, NaN spelled as the engines read them).
+func fltText(f float64) string {
 	switch {
 	case math.IsInf(f, 1):
-		t = "Infinity"
+		return "Infinity"
 	case math.IsInf(f, -1):
-		t = "-Infinity"
+		return "-Infinity"
 	}
-	return "CAST('" + t + "' AS DOUBLE PRECISION)"
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 // rank is the number of cuts the axis coordinate v passes.
@@ -596,12 +610,12 @@ func (a *axis) lookupSQL(ctx context.Context, db relational.DB, x, px, alias str
 			v, flt(lo), flt(hi), flt(lo), flt(scale), buckets-1)
 	}
 	// The thresholds' buckets, by the same expression.
-	vals := make([]string, k)
-	for i, c := range w {
-		vals[i] = "(" + strconv.Itoa(i) + ", " + flt(c) + ")"
+	idx := make([]string, k)
+	for i := range idx {
+		idx[i] = strconv.Itoa(i)
 	}
 	cb := make([]int64, k)
-	err = db.Aggregate(ctx, "SELECT i, "+bucket("v")+" FROM (VALUES "+strings.Join(vals, ", ")+") AS c(i, v)", nil,
+	err = db.Aggregate(ctx, "SELECT i, "+bucket("v")+" FROM (SELECT UNNEST(ARRAY["+strings.Join(idx, ", ")+"]) AS i, UNNEST("+fltArray(w)+") AS v) AS c", nil,
 		func(r *sql.Rows) error {
 			var i, b int64
 			if err := r.Scan(&i, &b); err != nil {
@@ -630,23 +644,23 @@ func (a *axis) lookupSQL(ctx context.Context, db relational.DB, x, px, alias str
 		m = max(m, i-first[b])
 	}
 	first[buckets] = k
-	rows := make([]string, buckets)
-	names := []string{"b", "base"}
-	for j := 1; j <= m; j++ {
-		names = append(names, "w"+strconv.Itoa(j))
+	bs, bases := make([]string, buckets), make([]string, buckets)
+	for b := range bs {
+		bs[b], bases[b] = strconv.Itoa(b), strconv.Itoa(first[b])
 	}
-	for b := range rows {
-		r := []string{strconv.Itoa(b), strconv.Itoa(first[b])}
-		for j := 0; j < m; j++ {
+	cols := []string{"UNNEST(ARRAY[" + strings.Join(bs, ", ") + "]) AS b", "UNNEST(ARRAY[" + strings.Join(bases, ", ") + "]) AS base"}
+	for j := 0; j < m; j++ {
+		wj := make([]float64, buckets)
+		for b := range wj {
 			if i := first[b] + j; i < first[b+1] {
-				r = append(r, flt(w[i]))
+				wj[b] = w[i]
 			} else {
-				r = append(r, flt(math.NaN()))
+				wj[b] = math.NaN()
 			}
 		}
-		rows[b] = "(" + strings.Join(r, ", ") + ")"
+		cols = append(cols, "UNNEST("+fltArray(wj)+") AS w"+strconv.Itoa(j+1))
 	}
-	view = "SELECT * FROM (VALUES " + strings.Join(rows, ", ") + ") AS c(" + strings.Join(names, ", ") + ")"
+	view = "SELECT " + strings.Join(cols, ", ")
 	v := value(px)
 	terms := []string{alias + ".base"}
 	for j := 1; j <= m; j++ {
