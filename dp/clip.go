@@ -64,12 +64,27 @@ func ChooseClipMonotone(src Source, ladder []int64, above func(c int64) float64,
 	return chooseClip(src, ladder, above, eps, true, trueArgmax)
 }
 
+// ChooseClipPenalty is [ChooseClipMonotone] with a step penalty λ of the
+// caller's choosing instead of 1/(2·eps): eps-DP under the unit neighbour
+// relation for every λ that depends only on public values and on DP
+// outputs released before the draw (the scores −above(C_j) − λ·j stay
+// monotone with sensitivity 1, as in [ChooseClipMonotone]).
+func ChooseClipPenalty(src Source, ladder []int64, above func(c int64) float64, eps, lambda float64, trueArgmax bool) int {
+	return pickClip(src, ClipScores(ladder, above, lambda), eps, true, trueArgmax)
+}
+
 func chooseClip(src Source, ladder []int64, above func(c int64) float64, eps float64, monotone, trueArgmax bool) int {
 	lambda := 1 / eps
 	if monotone {
 		lambda /= 2
 	}
-	scores := ClipScores(ladder, above, lambda)
+	return pickClip(src, ClipScores(ladder, above, lambda), eps, monotone, trueArgmax)
+}
+
+// pickClip draws an index by the exponential mechanism on scores of
+// sensitivity 1 (monotone or not), or with trueArgmax (a planted bug)
+// returns the best score's.
+func pickClip(src Source, scores []float64, eps float64, monotone, trueArgmax bool) int {
 	if trueArgmax {
 		best := 0
 		for j, s := range scores {

@@ -9,9 +9,10 @@ import (
 // neighbour relation, as ChooseClipMonotone needs (brute force: random
 // units' row counts, each unit deleted in turn; every computed score rises
 // by 0 or 1, within the float rounding of the penalty's subtraction, and
-// none falls, exactly), and ChooseClipMonotone at ε draws from
-// ChooseClip's distribution at 2ε (chi-square at level falseFailure,
-// 200,000 draws on one instance).
+// none falls, exactly), ChooseClipMonotone at ε draws from ChooseClip's
+// distribution at 2ε, and ChooseClipPenalty from the same with the
+// caller's penalty (chi-square at level falseFailure, 200,000 draws each
+// on one instance).
 func TestChooseClipMonotone(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	ladder := ClipLadder(1 << 10)
@@ -52,4 +53,14 @@ func TestChooseClipMonotone(t *testing.T) {
 		obs[ChooseClipMonotone(src, ladder, aboveOf(rows), eps, false)]++
 	}
 	chiSquareTest(t, "ChooseClipMonotone", obs, expGridPMF(scores, 2*eps, 1, 0), falseFailure)
+
+	// A penalty four times 1/(2ε): the draw must follow its scores, whose
+	// plateau above the largest unit falls by e^{−2} a step, not e^{−1/2}.
+	const lambda = 2 / eps
+	steep := ClipScores(ladder, aboveOf(rows), lambda)
+	clear(obs)
+	for range 200_000 {
+		obs[ChooseClipPenalty(src, ladder, aboveOf(rows), eps, lambda, false)]++
+	}
+	chiSquareTest(t, "ChooseClipPenalty", obs, expGridPMF(steep, 2*eps, 1, 0), falseFailure)
 }

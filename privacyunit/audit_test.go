@@ -32,14 +32,15 @@ import (
 //     rows in c1, and X with two rows in c0: the clip's score of C = 1 is
 //     −(auditTip+1) with X and −auditTip without, that of C = 2 is −λ
 //     both times, and auditTip < λ < auditTip + 1, so the clip chosen
-//     from the true scores is 2 with X and 1 without.
+//     from the true scores is 2 with X and 1 without
+//     (TestAuditTippingPair checks it).
 const (
 	auditEps   = 2.0
 	auditDelta = 1e-4
 	auditLight = 1000 // units of one row in c1
 	auditHeavy = 1000 // rows of unit X in the heavy pair, all in c0
 	auditBound = 16   // r: X weighs 16 rows in all
-	auditTip   = 6    // units of two rows in the tipping pair: λ = 1/(2ε_Q) = 1/(2·0.45·(0.1 − 0.02)·2) = 6.94 (the unit count takes 0.02 of the count's 0.1)
+	auditTip   = 13   // units of two rows in the tipping pair: ε_C = (0.1 − 0.02)·2 = 0.16 (the unit count takes 0.02 of the count's 0.1), λ = 1/ε_Q = 1/(0.45·0.16) = 13.89 (ClipPenalty: (units − 2/ε_U)/40 ≈ (1,014 − 50)/40 = 24 is above it)
 )
 
 // memStats serves the statistics of a two-cell instance: per unit, its
@@ -399,6 +400,22 @@ func TestAuditPrivacyUnit(t *testing.T) {
 
 // TestAuditPrivacyUnitMutantCaught plants each bug of the mutation table
 // and requires the audit to prove the claim false.
+// TestAuditTippingPair: the tipping pair tips — the clip drawn from the
+// true scores (the planted bug mutTrueClip) is 2 with X and 1 without in
+// every run (the unit count's noise moves the units, not the penalty,
+// which sits at 1/ε_Q while ClipPenalty's bound from the units is above
+// it). If a change to the clip's penalty moves λ off (auditTip,
+// auditTip + 1), this fails and auditTip must follow.
+func TestAuditTippingPair(t *testing.T) {
+	src := dp.NewSeededSource(1)
+	for range 20 {
+		with, without := auditMech(t, mutTrueClip, true, true, false)(src), auditMech(t, mutTrueClip, true, false, false)(src)
+		if with.clip != 2 || without.clip != 1 {
+			t.Fatalf("true-score clip: %d with X and %d without, want 2 and 1", with.clip, without.clip)
+		}
+	}
+}
+
 func TestAuditPrivacyUnitMutantCaught(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

@@ -76,15 +76,16 @@ func ForecastCount(eps float64, degs []engine.UnitDegree) CountForecast {
 	reach := int64(math.Ceil(30 * b))
 	clipP := make([]float64, len(clipCandidates))
 	var norm float64
-	memo := map[float64][]float64{} // share → the clip's probabilities
+	memo := map[[2]float64][]float64{} // (share, penalty) → the clip's probabilities
 	for k := -reach; k <= reach; k++ {
 		pk := math.Exp(-math.Abs(float64(k)) / b)
 		norm += pk
 		share := countShareFor(eps, epsU, max(f.Units+k, 0))
-		probs, ok := memo[share]
+		key := [2]float64{share, ClipPenalty(countQuantileShare*(share*eps-epsU), epsU, max(f.Units+k, 0))}
+		probs, ok := memo[key]
 		if !ok {
-			probs = clipProbabilities(share*eps-epsU, above)
-			memo[share] = probs
+			probs = clipProbabilities(share*eps-epsU, key[1], above)
+			memo[key] = probs
 		}
 		epsN := (1 - countQuantileShare) * (share*eps - epsU)
 		for j, pj := range probs {
@@ -120,14 +121,14 @@ func ForecastCount(eps float64, degs []engine.UnitDegree) CountForecast {
 
 // clipProbabilities are the clip's exponential-mechanism probabilities
 // over the ladder when the count gets epsC (its ε_Q = countQuantileShare
-// of it): ∝ exp(ε_Q·score), score −above − j/(2ε_Q) (dp.ChooseClipMonotone).
-func clipProbabilities(epsC float64, above []float64) []float64 {
+// of it) and the step penalty is lambda (ClipPenalty): ∝ exp(ε_Q·score),
+// score −above − λ·j (dp.ChooseClipPenalty).
+func clipProbabilities(epsC, lambda float64, above []float64) []float64 {
 	epsQ := countQuantileShare * epsC
 	out := make([]float64, len(above))
 	if !(epsQ > 0) {
 		return out
 	}
-	lambda := 1 / (2 * epsQ)
 	top := math.Inf(-1)
 	for j, a := range above {
 		out[j] = epsQ * (-a - lambda*float64(j))

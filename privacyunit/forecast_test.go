@@ -47,6 +47,7 @@ func TestForecastCount(t *testing.T) {
 				t.Fatal(err)
 			}
 			units := max(f.Units+smp.Sample(src), 0)
+			p.units = units
 			p.setCountShare(countShareFor(tc.eps, p.epsU, units))
 			rows, _, _, err := p.count(src, degs)
 			if err != nil {
