@@ -446,6 +446,21 @@ type batch struct {
 
 const batchRows = 4096
 
+// bigint scans a BIGINT as a [sql.Scanner]: database/sql assigns to an
+// *int64 through reflection, value by value (about 0.1 s of a fine set's
+// 6 M cells at SF 1).
+type bigint int64
+
+// Scan implements [sql.Scanner].
+func (x *bigint) Scan(src any) error {
+	v, ok := src.(int64)
+	if !ok {
+		return fmt.Errorf("rangeset: a cell code or count of type %T, want a BIGINT", src)
+	}
+	*x = bigint(v)
+	return nil
+}
+
 // countBlock counts the rows in each of boxes (at most maxBlock): one
 // scan of the table, the rows' cells matched against the boxes in Go.
 func countBlock(ctx context.Context, db relational.DB, set *Set, boxes []Box) ([]int64, error) {
@@ -487,7 +502,7 @@ func countBlock(ctx context.Context, db relational.DB, set *Set, boxes []Box) ([
 			return nil
 		})
 	}
-	row := make([]int64, nc+1)
+	row := make([]bigint, nc+1)
 	dest := make([]any, nc+1)
 	for c := range dest {
 		dest[c] = &row[c]
@@ -505,8 +520,10 @@ func countBlock(ctx context.Context, db relational.DB, set *Set, boxes []Box) ([
 			}
 			cur.n = 0
 		}
-		copy(cur.codes[cur.n*nc:], row[:nc])
-		cur.cnt[cur.n] = row[nc]
+		for c, v := range row[:nc] {
+			cur.codes[cur.n*nc+c] = int64(v)
+		}
+		cur.cnt[cur.n] = int64(row[nc])
 		cur.n++
 		if cur.n == batchRows {
 			full <- cur
