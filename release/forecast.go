@@ -35,8 +35,10 @@ type SignalForecast struct {
 	// Sensitivity is Δ̃ in rows when Known (else 1: Sigma is per unit of Δ̃).
 	Sensitivity float64
 	// Sigma is the per-cell standard deviation, in rows, of one
-	// measurement at the planned per-round budget: the noise of the
-	// initial 1-way marginals, and of any marginal measured once. Rounds
+	// measurement at the planned per-round budget: the noise of a round's
+	// measurement and, on the dense model, of the initial 1-way marginals
+	// (on the factored model, a 1-way's is Sigma/√Share: see
+	// MarginalForecast). Rounds
 	// that measure a marginal again, or spend more on it (annealing), only
 	// lower its noise.
 	Sigma float64
@@ -74,9 +76,15 @@ type MarginalForecast struct {
 	// OneWay marks a 1-way marginal: measured by every release. The
 	// others are measured only if a round selects them.
 	OneWay bool
+	// Share is, for a 1-way marginal on the factored model, its column's
+	// share of the init's budget (pmw.InitShares: more for more cells),
+	// else 1; Sigma is its noise per cell for one measurement,
+	// SignalForecast.Sigma/√Share (a 1-way's SigmaFewRows and SigmaAgain
+	// scale the same way).
+	Share, Sigma float64
 	// Spread is the L2 distance from the uniform table of the same total,
 	// in rows (‖t − t̄‖₂ over its cells), that its true table must exceed
-	// for a measurement at Sigma to keep signal on average:
+	// for a measurement at its Sigma to keep signal on average:
 	// Sigma·√(q_k − (k − 1)), q_k the χ²_{k−1} quantile pmw's shrinkage
 	// compares the measured spread with (a measured spread is the true one
 	// plus (k − 1)·σ² on average).
@@ -307,6 +315,14 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 	basis = append(basis, fmt.Sprintf("%d released columns, %d candidate marginals, the declared domain sizes", len(p.Sizes), len(sets)))
 	f.Basis = strings.Join(basis, "; ")
 	seen := map[string]bool{}
+	shares := make([]float64, len(p.Sizes))
+	for i := range shares {
+		shares[i] = 1
+	}
+	if p.Factored && n.gauss {
+		// The factored model's init (no Config.Own on these releases).
+		shares = pmw.InitShares(p.Sizes)
+	}
 	addM := func(cols []int) {
 		k := 1
 		names := make([]string, len(cols))
@@ -319,7 +335,13 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 			return
 		}
 		seen[name] = true
-		f.Marginals = append(f.Marginals, MarginalForecast{Marginal: name, Cells: k, OneWay: len(cols) == 1, Spread: f.Sigma * SpreadFactor(k)})
+		share := 1.0
+		if len(cols) == 1 {
+			share = shares[cols[0]]
+		}
+		sigma := f.Sigma / math.Sqrt(share)
+		f.Marginals = append(f.Marginals, MarginalForecast{Marginal: name, Cells: k, OneWay: len(cols) == 1, Share: share, Sigma: sigma,
+			Spread: sigma * SpreadFactor(k)})
 	}
 	for i := range p.Sizes {
 		addM([]int{i})
@@ -345,8 +367,9 @@ const (
 	OneWayFewRows
 )
 
-// OneWayNoise is the per-cell noise, in Sigma's units, of an own column's
-// 1-way marginal (before any round measures it again) when the run's DP
+// OneWayNoise is the per-cell noise, in Sigma's units, of a 1-way
+// marginal of share 1 (a column's is this over √MarginalForecast.Share),
+// before any round measures it again, when the run's DP
 // n̂ comes out at n (same units as Sigma: rows, or rows per unit of Δ̃
 // when the noise is not public), by the release's rule, and the regime.
 // n is the caller's forecast of n̂ (n̂ is unbiased); the run decides on

@@ -88,36 +88,60 @@ func TestForecastMatchesRelease(t *testing.T) {
 			if tc.name == "adult@500" && !again {
 				t.Fatalf("the 500-row release did not measure its 1-ways again (n̂ = %v, forecast σ %v)", sum.NHat, f.Sigma)
 			}
-			var most float64
+			// Each marginal's forecast noise (a 1-way's on the factored
+			// model by its column's share), times the regime's factor for
+			// the 1-ways: the release's noise is at most that, and equal
+			// for some marginal measured once (the 1-ways: every one, in
+			// the few-rows and again regimes, unless a round measured it
+			// again).
+			byName := map[string]MarginalForecast{}
+			for _, m := range f.Marginals {
+				byName[m.Marginal] = m
+			}
+			one := 1.0
+			switch {
+			case few:
+				one = f.SigmaFewRows / f.Sigma
+			case again:
+				one = f.SigmaAgain / f.Sigma
+			}
+			var most, mostOne float64
+			ones := 0
 			for _, sg := range sum.Signals {
-				if sg.NoisePerCell > sigma*(1+1e-6) {
-					t.Errorf("%s: noise %v above the forecast %v", sg.Marginal, sg.NoisePerCell, sigma)
+				m, ok := byName[sg.Marginal]
+				if !ok {
+					t.Fatalf("%s: not in the forecast", sg.Marginal)
 				}
-				most = math.Max(most, sg.NoisePerCell)
+				want := m.Sigma * sigma / f.Sigma
+				if m.OneWay {
+					want *= one
+				}
+				r := sg.NoisePerCell / want
+				if r > 1+1e-6 {
+					t.Errorf("%s: noise %v above the forecast %v", sg.Marginal, sg.NoisePerCell, want)
+				}
+				most = math.Max(most, r)
+				if m.OneWay {
+					ones++
+					mostOne = math.Max(mostOne, r)
+				}
 			}
-			if !few && !again && math.Abs(most-sigma) > 1e-6*sigma {
-				t.Errorf("forecast σ %v (Δ̃ = %v), the release's largest noise per cell %v", sigma, sum.DeltaTilde, most)
+			if math.Abs(most-1) > 1e-6 {
+				t.Errorf("forecast σ %v (Δ̃ = %v): no marginal has its forecast noise (largest ratio %v)", sigma, sum.DeltaTilde, most)
 			}
-			if few || again {
+			if (few || again) && (ones != len(s.Release.Columns) || math.Abs(mostOne-1) > 1e-6) {
 				// Few rows (the tuple-level TPC-H release: Δ̃ ≈ 10³), or
 				// moderately few (500 rows): every 1-way was measured
 				// twice, at the forecast's combined noise for the regime
 				// the run's n̂ chose, and those a round measured again
 				// lower still.
-				want := f.SigmaAgain * sigma / f.Sigma
-				if few {
-					want = f.SigmaFewRows * sigma / f.Sigma
-				}
-				ones, mostOne := 0, 0.0
-				for _, sg := range sum.Signals {
-					if strings.Contains(sg.Marginal, ",") {
-						continue
-					}
-					ones++
-					mostOne = math.Max(mostOne, sg.NoisePerCell)
-				}
-				if ones != len(s.Release.Columns) || math.Abs(mostOne-want) > 1e-6*want {
-					t.Errorf("few rows %v, again %v: %d 1-way signals, the largest noise %v; want %d and the forecast's %v", few, again, ones, mostOne, len(s.Release.Columns), want)
+				t.Errorf("few rows %v, again %v: %d 1-way signals, the largest noise ratio to the forecast %v; want %d and 1", few, again, ones, mostOne, len(s.Release.Columns))
+			}
+			if p.Factored && len(s.Release.Columns) > 1 && tc.name == "adult" {
+				// Shares by cells (pmw.InitShares): a 2-cell column's
+				// noise above a 16-cell one's.
+				if a, b := byName["marginal(sex)"], byName["marginal(education)"]; !(a.Sigma > b.Sigma && a.Share < 1 && b.Share > 1) {
+					t.Errorf("1-way forecasts: sex %+v, education %+v", a, b)
 				}
 			}
 		})

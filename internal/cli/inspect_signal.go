@@ -63,6 +63,9 @@ type marginalForecast struct {
 	// Measured says when the release measures it: always (a 1-way
 	// marginal) or if a round selects it.
 	Measured string `json:"measured"`
+	// NoiseRows is its noise per cell for one measurement (a 1-way's on
+	// the factored model depends on its cells: pmw.InitShares).
+	NoiseRows float64 `json:"noise_per_cell_rows"`
 	// SpreadRows is the L2 distance from uniform its true table must
 	// exceed to carry signal; MinRows the fewest rows that can (all in
 	// one cell); Rows50 the rows it needs when its cells are 50% off
@@ -89,7 +92,7 @@ func buildForecast(p *release.Plan) (*signalForecast, error) {
 		return out, nil
 	}
 	for _, m := range f.Marginals {
-		mf := marginalForecast{Marginal: m.Marginal, Cells: m.Cells, Measured: "if a round selects it", SpreadRows: m.Spread,
+		mf := marginalForecast{Marginal: m.Marginal, Cells: m.Cells, Measured: "if a round selects it", NoiseRows: m.Sigma, SpreadRows: m.Spread,
 			MinRows: m.MinRows(), Rows50: math.Sqrt(float64(m.Cells)) * m.Spread / 0.5, f: m}
 		if m.OneWay {
 			mf.Measured = "always (1-way)"
@@ -175,6 +178,7 @@ func buildCustodianSignal(s *spec.Spec, f *signalForecast, c *custodianReport) *
 	for _, m := range f.Marginals {
 		mf, twice := m.f, ""
 		if mf.OneWay && regime != release.OneWayOnce {
+			sigma1 := sigma1 / math.Sqrt(mf.Share)
 			mf.Spread = sigma1 * release.SpreadFactor(mf.Cells)
 			line := "20"
 			if regime == release.OneWayFewRows {
@@ -226,12 +230,13 @@ func writeForecastText(tw io.Writer, f *signalForecast) {
 		forecastBasis, f.Basis, noise, fmtRows(f.SigmaMinRows))
 	if f.SigmaAgainRows > 0 {
 		fmt.Fprintf(tw, "signal forecast:\twhen the run's DP row estimate is below 20 times one measurement's noise, every 1-way marginal is measured twice: "+
-			"%s rows per cell (below 8 times, %s, its noise-dominated cells pooled)\n", fmtRows(f.SigmaAgainRows), fmtRows(f.SigmaFewRowsRows))
+			"%s rows per cell (below 8 times, %s, its noise-dominated cells pooled) for a 1-way of noise %s, in proportion for the others\n",
+			fmtRows(f.SigmaAgainRows), fmtRows(f.SigmaFewRowsRows), fmtRows(f.SigmaRows))
 	}
 	for _, m := range f.Marginals {
-		fmt.Fprintf(tw, "signal forecast:\t%s (%d cells, measured %s): carries signal only if its cells are ≥ %s rows (L2) from uniform: "+
+		fmt.Fprintf(tw, "signal forecast:\t%s (%d cells, measured %s, noise %s rows per cell): carries signal only if its cells are ≥ %s rows (L2) from uniform: "+
 			"about %s rows in all with cells 50%% off their mean, at least %s rows even with every row in one cell\n",
-			m.Marginal, m.Cells, m.Measured, fmtRows(m.SpreadRows), fmtRows(m.Rows50), fmtRows(m.MinRows))
+			m.Marginal, m.Cells, m.Measured, fmtRows(m.NoiseRows), fmtRows(m.SpreadRows), fmtRows(m.Rows50), fmtRows(m.MinRows))
 	}
 	for _, sg := range f.Suggestions {
 		fmt.Fprintf(tw, "would help:\t%s\n", sg)
