@@ -45,6 +45,9 @@ type Engine struct {
 	loads int64
 	// temps numbers the short-lived tables of statistics ([Engine.tempName]).
 	temps atomic.Int64
+	// passed holds the key checks that passed since the last load (their
+	// statements; see [Engine.checkPassed]).
+	passed map[string]bool
 	// counts are the stored child counts of fan-out edges
 	// ([Engine.childCountTable]).
 	counts map[Hop]string

@@ -99,6 +99,9 @@ func (e *Engine) Fold(ctx context.Context, f *hypergraph.Folding) error {
 	if err != nil {
 		return err
 	}
+	e.mu.Lock()
+	e.passed = nil // a folded relation may be redefined
+	e.mu.Unlock()
 	fh := f.Folded()
 	for gi, g := range f.Groups() {
 		if !g.Folded() {

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/synth-dp/synth/hypergraph"
 	"github.com/synth-dp/synth/spec"
@@ -144,7 +146,10 @@ func (e *Engine) CountOrphans(ctx context.Context, s *spec.Spec, h *hypergraph.H
 			"CAST(COALESCE(sum(CASE WHEN NOT (" + isNull + ") AND NOT EXISTS (SELECT 1 FROM " + e.d.ident(fk.Parent) + " AS p WHERE " +
 			strings.Join(eqs, " AND ") + ") THEN 1 ELSE 0 END), 0) AS BIGINT) FROM " + e.d.ident(fk.Child) + " AS c"
 		o := Orphans{Key: fk}
-		if err := e.db.QueryRowContext(ctx, q).Scan(&o.Rows, &o.Null, &o.Unmatched); err != nil {
+		start := time.Now()
+		err := e.db.QueryRowContext(ctx, q).Scan(&o.Rows, &o.Null, &o.Unmatched)
+		slog.Debug("engine: check", "check", "orphans of "+keyRef(fk.Child, fk.Columns), "sql", q, "seconds", time.Since(start).Seconds())
+		if err != nil {
 			return nil, statError(ctx, "orphan count of "+keyRef(fk.Child, fk.Columns), err)
 		}
 		out = append(out, o)

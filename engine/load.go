@@ -170,6 +170,7 @@ func (e *Engine) Load(ctx context.Context, s *spec.Spec) error {
 		return err
 	}
 	e.mu.Lock()
+	e.passed = nil // the tables changed
 	for _, t := range s.Tables {
 		sz := map[string]int{}
 		for i := range t.Columns {

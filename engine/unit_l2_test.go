@@ -107,6 +107,9 @@ func TestUnitMarginalL2Oracle(t *testing.T) {
 		if err != nil {
 			t.Fatalf("instance %d (%s): %v", i, sh.name, err)
 		}
+		if stored.own {
+			t.Fatalf("instance %d (%s): the stored rows hold a cell outside the sizes: their statistics would be the engine's", i, sh.name)
+		}
 		for _, st := range []unitStats{e, stored} {
 			cells, err := st.UnitMarginalL2(ctx, f.Folded(), key, cols, sz, grid, bound)
 			if err != nil {

@@ -246,7 +246,7 @@ func scanPairs(ctx context.Context, db *sql.DB, q, what string, f func(a, b int6
 
 // runFloorChild runs the floor in a fresh process (the test binary
 // re-executed), so that its peak RSS is its own.
-func runFloorChild(t *testing.T, r floorRun) *floorTimes {
+func runFloorChild(t testing.TB, r floorRun) *floorTimes {
 	t.Helper()
 	var st floorTimes
 	peak, cpu := runTestChild(t, "TestReleaseFloor", floorChildEnv, r, "FLOOR ", &st)
@@ -255,4 +255,57 @@ func runFloorChild(t *testing.T, r floorRun) *floorTimes {
 	}
 	st.CPU = cpu
 	return &st
+}
+
+// BenchmarkReleaseVsFloor is the release against its fair floor (issue
+// 41) on the same files: each iteration runs a seeded privacy-unit
+// release of examples/tpch/synth.yaml on the files of SYNTH_BENCH_FLOOR
+// (format SYNTH_BENCH_FORMAT, csv by default) and then the floor with the
+// release's row count and L2 marginals, each in a fresh process
+// (TestReleaseScale's child and TestReleaseFloor's), the floor both
+// reading the files at each statistic and copying them first unless
+// SYNTH_BENCH_FLOOR_COPY chooses one (the one of less CPU kept). It
+// reports the CPU seconds (user and system) of each, their ratio, and
+// each one's peak RSS, means over the iterations: on a loaded machine
+// the CPU is what compares. Skipped without SYNTH_BENCH_FLOOR; minutes
+// per iteration at SF 1, a quarter of an hour at SF 10 (-benchtime 1x).
+func BenchmarkReleaseVsFloor(b *testing.B) {
+	dir := os.Getenv(floorEnv)
+	if dir == "" {
+		b.Skipf("%s is not set: the release-versus-floor benchmark is skipped", floorEnv)
+	}
+	format := cmp.Or(os.Getenv(benchFmtEnv), FormatCSV)
+	specPath, err := filepath.Abs("../../examples/tpch/synth.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	copies := []bool{false, true}
+	switch os.Getenv(floorCopyEnv) {
+	case "1":
+		copies = []bool{true}
+	case "0":
+		copies = []bool{false}
+	}
+	var rel, floor time.Duration
+	var relRSS, floorRSS int64
+	for i := 0; i < b.N; i++ {
+		st := runParent(b, childRun{Spec: specPath, Data: dir, Engine: "duckdb", Out: filepath.Join(b.TempDir(), "out"), Format: format})
+		var best *floorTimes
+		for _, cp := range copies {
+			ft := runFloorChild(b, floorRun{Data: dir, Format: format, Out: filepath.Join(b.TempDir(), "floor.parquet"), Copy: cp, Rows: st.Rows, L2: st.L2})
+			b.Logf("iteration %d: release CPU %.1f s (peak RSS %.2f GiB), floor (copy %v) CPU %.1f s (peak RSS %.2f GiB)",
+				i, st.CPU.Seconds(), float64(st.MaxRSS)/(1<<30), cp, ft.CPU.Seconds(), float64(ft.MaxRSS)/(1<<30))
+			if best == nil || ft.CPU < best.CPU {
+				best = ft
+			}
+		}
+		rel, floor = rel+st.CPU, floor+best.CPU
+		relRSS, floorRSS = relRSS+st.MaxRSS, floorRSS+best.MaxRSS
+	}
+	n := float64(b.N)
+	b.ReportMetric(rel.Seconds()/n, "release-cpu-s")
+	b.ReportMetric(floor.Seconds()/n, "floor-cpu-s")
+	b.ReportMetric(rel.Seconds()/floor.Seconds(), "release/floor")
+	b.ReportMetric(float64(relRSS)/n/(1<<30), "release-rss-GiB")
+	b.ReportMetric(float64(floorRSS)/n/(1<<30), "floor-rss-GiB")
 }
