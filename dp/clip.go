@@ -48,37 +48,23 @@ func ClipScores(ladder []int64, above func(c int64) float64, lambda float64) []f
 // 1). trueArgmax (a planted bug for the audits, never set in production)
 // returns the best score's index instead, with no noise.
 func ChooseClip(src Source, ladder []int64, above func(c int64) float64, eps float64, trueArgmax bool) int {
-	return chooseClip(src, ladder, above, eps, false, trueArgmax)
+	return pickClip(src, ClipScores(ladder, above, 1/eps), eps, false, trueArgmax)
 }
 
-// ChooseClipMonotone is [ChooseClip] by the monotone exponential mechanism
-// ([ExponentialGridMonotone]) with penalty λ = 1/(2·eps): eps-DP under the
-// unit neighbour relation, and distributed as ChooseClip at 2·eps (the
-// same weights, e^{−1/2} a step on the plateau above every unit). The
-// scores qualify: deleting a unit lowers above(C_j) by one or leaves it
-// for every j at once (above counts units, and no other unit's rows
-// change), so every score rises by 0 or 1 and none falls; each is an
-// integer count less a public penalty, computed by monotone float
-// operations.
-func ChooseClipMonotone(src Source, ladder []int64, above func(c int64) float64, eps float64, trueArgmax bool) int {
-	return chooseClip(src, ladder, above, eps, true, trueArgmax)
-}
-
-// ChooseClipPenalty is [ChooseClipMonotone] with a step penalty λ of the
-// caller's choosing instead of 1/(2·eps): eps-DP under the unit neighbour
-// relation for every λ that depends only on public values and on DP
-// outputs released before the draw (the scores −above(C_j) − λ·j stay
-// monotone with sensitivity 1, as in [ChooseClipMonotone]).
+// ChooseClipPenalty draws the index of a clip from ladder by the monotone
+// exponential mechanism ([ExponentialGridMonotone], exact) on
+// [ClipScores] with a step penalty λ of the caller's choosing: eps-DP
+// under the unit neighbour relation for every λ that depends only on
+// public values and on DP outputs released before the draw. The scores
+// qualify: deleting a unit lowers above(C_j) by one or leaves it for
+// every j at once (above counts units, and no other unit's rows change),
+// so every score rises by 0 or 1 and none falls; each is an integer count
+// less a public penalty, computed by monotone float operations. At λ =
+// 1/(2·eps) it is distributed as ChooseClip at 2·eps (the same weights,
+// e^{−1/2} a step on the plateau above every unit). trueArgmax as in
+// ChooseClip.
 func ChooseClipPenalty(src Source, ladder []int64, above func(c int64) float64, eps, lambda float64, trueArgmax bool) int {
 	return pickClip(src, ClipScores(ladder, above, lambda), eps, true, trueArgmax)
-}
-
-func chooseClip(src Source, ladder []int64, above func(c int64) float64, eps float64, monotone, trueArgmax bool) int {
-	lambda := 1 / eps
-	if monotone {
-		lambda /= 2
-	}
-	return pickClip(src, ClipScores(ladder, above, lambda), eps, monotone, trueArgmax)
 }
 
 // pickClip draws an index by the exponential mechanism on scores of

@@ -5,15 +5,15 @@ import (
 	"testing"
 )
 
-// TestChooseClipMonotone: the clip's scores are monotone under the unit
-// neighbour relation, as ChooseClipMonotone needs (brute force: random
+// TestChooseClipPenalty: the clip's scores are monotone under the unit
+// neighbour relation, as ChooseClipPenalty needs (brute force: random
 // units' row counts, each unit deleted in turn; every computed score rises
 // by 0 or 1, within the float rounding of the penalty's subtraction, and
-// none falls, exactly), ChooseClipMonotone at ε draws from ChooseClip's
-// distribution at 2ε, and ChooseClipPenalty from the same with the
-// caller's penalty (chi-square at level falseFailure, 200,000 draws each
+// none falls, exactly), ChooseClipPenalty at ε and λ = 1/(2ε) draws from
+// ChooseClip's distribution at 2ε, and with another penalty from that
+// penalty's scores (chi-square at level falseFailure, 200,000 draws each
 // on one instance).
-func TestChooseClipMonotone(t *testing.T) {
+func TestChooseClipPenalty(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	ladder := ClipLadder(1 << 10)
 	aboveOf := func(rows []int64) func(c int64) float64 {
@@ -50,9 +50,9 @@ func TestChooseClipMonotone(t *testing.T) {
 	src := NewSource()
 	obs := make([]int64, len(ladder))
 	for range 200_000 {
-		obs[ChooseClipMonotone(src, ladder, aboveOf(rows), eps, false)]++
+		obs[ChooseClipPenalty(src, ladder, aboveOf(rows), eps, 1/(2*eps), false)]++
 	}
-	chiSquareTest(t, "ChooseClipMonotone", obs, expGridPMF(scores, 2*eps, 1, 0), falseFailure)
+	chiSquareTest(t, "ChooseClipPenalty at 1/(2ε)", obs, expGridPMF(scores, 2*eps, 1, 0), falseFailure)
 
 	// A penalty four times 1/(2ε): the draw must follow its scores, whose
 	// plateau above the largest unit falls by e^{−2} a step, not e^{−1/2}.

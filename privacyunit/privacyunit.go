@@ -87,7 +87,7 @@ const UnitCountShare = 0.02
 // units (see countShareFor).
 //
 // 0.3 since issue 40's fourth session (0.5 before): the clip is now drawn
-// by the monotone exponential mechanism (dp.ChooseClipMonotone), which at
+// by the monotone exponential mechanism (dp.ChooseClipPenalty), which at
 // ε_Q resolves the ladder as the ordinary one did at 2ε_Q, so the count
 // needs less of ε for the same file size and the marginals get the rest.
 // Forecast on Retail with 100 customers at ε = 1 (ForecastCount, the
