@@ -43,6 +43,9 @@ type Engine struct {
 	// [Engine.loadScanned]); loads numbers the loads, naming their tables.
 	data  map[string]string
 	loads int64
+	// threadsMu serialises [Engine.onOneThread]'s changes of DuckDB's
+	// threads.
+	threadsMu sync.Mutex
 	// temps numbers the short-lived tables of statistics ([Engine.tempName]).
 	temps atomic.Int64
 	// passed holds the key checks that passed since the last load (their

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
+
+	duckdb "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/synth-dp/synth/spec"
 )
@@ -109,13 +112,44 @@ type StatError struct {
 	errs []error
 }
 
-// Error returns "engine: <Stat>: the statistics query failed".
+// Error returns "engine: <Stat>: the statistics query failed", and says
+// so when the engine ran out of memory (a fixed sentence: DuckDB's own
+// message is withheld too, its sizes depend on the data).
 func (e *StatError) Error() string {
+	if e.outOfMemory() {
+		return "engine: " + e.Stat + ": the engine ran out of memory (the engine's message is withheld: it may quote private data): raise " +
+			MemoryLimitEnv + " (e.g. 1GB) or free memory"
+	}
 	return "engine: " + e.Stat + ": the statistics query failed (the engine's message is withheld: it may quote private data)"
 }
 
-// Unwrap returns the context's error, when it was done, and the engine's.
-func (e *StatError) Unwrap() []error { return e.errs }
+// Unwrap returns the context's error, when it was done, and the engine's,
+// and [ErrResource] when the engine ran out of memory.
+func (e *StatError) Unwrap() []error {
+	if e.outOfMemory() {
+		return append(slices.Clone(e.errs), ErrResource)
+	}
+	return e.errs
+}
+
+// outOfMemory reports whether the engine's error is DuckDB's out of
+// memory.
+func (e *StatError) outOfMemory() bool {
+	for _, err := range e.errs {
+		if isOutOfMemory(err) {
+			return true
+		}
+	}
+	return false
+}
+
+// isOutOfMemory reports whether err is DuckDB's out-of-memory error
+// ("Out of Memory Error: could not allocate block …"): a query that needed
+// more of memory_limit than DuckDB could free by evicting and spilling.
+func isOutOfMemory(err error) bool {
+	var de *duckdb.Error
+	return errors.As(err, &de) && de.Type == duckdb.ErrorTypeOutOfMemory
+}
 
 // statError wraps err, the failure of the statistics query stat, into a
 // [*StatError]; nil stays nil, and an error that already is one is

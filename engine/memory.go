@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -204,3 +206,44 @@ func duckDBConfig(spill, limit string) string {
 // own default), or an error naming the variable. synth query gives its
 // sandbox the same limit.
 func DuckDBMemoryLimit() (string, error) { return memoryLimit() }
+
+// onOneThread runs a statistic's statement again, by run, with DuckDB's
+// threads set to one, after its first run (whose error is first) ran out
+// of memory; it returns first when DuckDB already runs on one thread or
+// the engine is not DuckDB.
+//
+// Why: every thread of a query holds its own pinned blocks beside the
+// operators' shared state (each hash aggregate and hash join partitions
+// its rows per thread), so the memory a query cannot spill grows with the
+// threads, and DuckDB's reservations for its spilling operators are
+// estimates; its out-of-memory message suggests fewer threads first. An
+// L2 marginal of a privacy-unit release (engine.UnitRows) failed once in
+// five SF 10 runs under the 256MB default and passed when run again:
+// rather than end a release whose budget is already charged, its
+// statement runs once more on one thread (TestStatisticOutOfMemory:
+// stored rows that one thread's statement fits in and two threads' does
+// not). The statistics are exact integer aggregates, the same on any
+// number of threads, so the run's outputs do not change; only its time
+// does. Whether the second run happens depends on the data's size, like
+// the run's time, and on nothing the release publishes.
+//
+// DuckDB's threads are a setting of the whole database: a statement that
+// runs meanwhile on another connection of the engine runs on one thread
+// too (slower, the same result). The previous number is set back after.
+func (e *Engine) onOneThread(ctx context.Context, what string, first error, run func() error) error {
+	if _, ok := e.d.(duckDB); !ok {
+		return first
+	}
+	e.threadsMu.Lock()
+	defer e.threadsMu.Unlock()
+	var n int64
+	if err := e.db.QueryRowContext(ctx, "SELECT current_setting('threads')").Scan(&n); err != nil || n <= 1 {
+		return first
+	}
+	if _, err := e.db.ExecContext(ctx, "SET threads = 1"); err != nil {
+		return first
+	}
+	defer e.db.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("SET threads = %d", n))
+	slog.Warn("engine: a statistic ran out of memory; running it again on one thread", "stat", what, "threads", n)
+	return run()
+}

@@ -137,7 +137,24 @@ func (e *Engine) tempName(what string) string {
 //
 // Each statement is logged at debug level ("engine: statistic", with its
 // SQL, which holds names and public parameters only, and its wall time).
+//
+// A statement DuckDB could not run within its memory limit, before it
+// returned a row, runs again on one thread ([Engine.onOneThread]).
 func (e *Engine) scanPairs(ctx context.Context, q, what string, f func(a, b int64) error) error {
+	delivered := false
+	g := func(a, b int64) error {
+		delivered = true
+		return f(a, b)
+	}
+	err := e.scanPairsOnce(ctx, q, what, g)
+	if err == nil || delivered || !isOutOfMemory(err) || ctx.Err() != nil {
+		return err
+	}
+	return e.onOneThread(ctx, what, err, func() error { return e.scanPairsOnce(ctx, q, what, g) })
+}
+
+// scanPairsOnce runs q once for [Engine.scanPairs].
+func (e *Engine) scanPairsOnce(ctx context.Context, q, what string, f func(a, b int64) error) error {
 	defer func(start time.Time) {
 		slog.Debug("engine: statistic", "stat", what, "sql", q, "seconds", time.Since(start).Seconds())
 	}(time.Now())

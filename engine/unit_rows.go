@@ -103,8 +103,18 @@ func (e *Engine) StoreUnitRows(ctx context.Context, h *hypergraph.Hypergraph, ke
 	}
 	q := "CREATE OR REPLACE TABLE " + table + " AS " + sel + " FROM (" + j.rows() + ") AS j"
 	start := time.Now()
-	if _, err := e.db.ExecContext(ctx, q); err != nil {
-		return nil, statError(ctx, "stored unit rows", err)
+	store := func() error {
+		_, err := e.db.ExecContext(ctx, q)
+		return statError(ctx, "stored unit rows", err)
+	}
+	if err := store(); err != nil {
+		if !isOutOfMemory(err) || ctx.Err() != nil {
+			return nil, err
+		}
+		// CREATE OR REPLACE: the run again replaces whatever the first left.
+		if err := e.onOneThread(ctx, "stored unit rows", err, store); err != nil {
+			return nil, err
+		}
 	}
 	// Logged as the statistics are (Engine.scanPairs).
 	slog.Debug("engine: statistic", "stat", "stored unit rows", "sql", q, "seconds", time.Since(start).Seconds())
