@@ -106,7 +106,11 @@
 // threshold), else memory queries freed stayed in its arenas on top of the
 // buffers; DUCKDB_JE_MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0 in the
 // environment returns it at once. A process killed before Close leaves the
-// folder (synth-duckdb-*) and the private rows in it behind.
+// folder (synth-duckdb-*) and the private rows in it behind. Spilling does
+// not make every query fit: a statistic DuckDB cannot run within the limit
+// runs once more on one thread (the same result), and when that fails too
+// the error says the engine ran out of memory and names
+// SYNTH_DUCKDB_MEMORY_LIMIT.
 //
 // # Statistics
 //
