@@ -451,6 +451,8 @@ func (p *Plan) runFactored(ctx context.Context, src dp.Source, stats Stats, delt
 		Progress:    cfg.Progress,
 		NoRowsFloor: cfg.NoRowsFloor,
 		NoNHat:      true,
+		// Row counts: the workload may be measured once (pmw.Config.MeasureWorkload).
+		MeasureWorkload: true,
 	})
 	if err != nil {
 		return nil, err

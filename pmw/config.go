@@ -143,6 +143,13 @@ type Config struct {
 	// (post-processing), since a measured table's total may exceed the
 	// truth's (see factored.measure).
 	MeasureTruth Truth
+	// MeasureWorkload ([RunFactored] only) lets the run measure the
+	// workload once instead of running adaptive rounds when the init's
+	// DP total is large against its noise (see [FactoredResult.WorkloadOnce]).
+	// For callers whose tables count rows (the join-as-one release: a flat
+	// table or a join at tuple level); the privacy-unit releases leave it
+	// unset (their unit examples lost with it, docs/small-data.md).
+	MeasureWorkload bool
 	// Own, when set ([RunFactored] only), lists the columns the run is
 	// for: the initial 1-way marginals are those of Own alone (their
 	// noise scales with √|Own|, not √d), and a round selects only
