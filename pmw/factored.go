@@ -202,7 +202,7 @@ const (
 // tree: the adaptive rounds spent a tenth of their budget on selections
 // whose noise, at a few thousand rows, picked 1-ways already measured,
 // measured some workload marginals twice and left others unmeasured, and
-// their annealing put a third of ρ on one marginal. Measured
+// their annealing put up to a third of ρ on one marginal. Measured
 // (docs/small-data.md, seeds 1–20, ε = 1): Adult at 5,000 rows 0.0100 →
 // 0.0091, Bank at 5,000 rows 0.0103 → 0.0082, Adult with 8 columns
 // (45,222 rows, seeds 1–10) 0.00160 → 0.00146. Not under a privacy
