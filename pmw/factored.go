@@ -945,22 +945,63 @@ func (f *factored) workloadSets() []int {
 	if !f.cfg.MeasureWorkload || f.cfg.MeasureTruth != nil || len(f.cfg.Own) > 0 || f.fixed {
 		return nil
 	}
+	return maximalSets(f.sizes, f.sets, f.maxCell)
+}
+
+// maximalSets returns the indices of the sets of two or more columns that
+// no other set contains, in order, or nil when there is none or they do
+// not fit a junction tree of maxCell cells with every 1-way.
+func maximalSets(sizes []int, sets [][]int, maxCell int64) []int {
 	var idx []int
-	sets := make([][]int, 0, len(f.sizes))
-	for c := range f.sizes {
-		sets = append(sets, []int{c})
+	tree := make([][]int, 0, len(sizes))
+	for c := range sizes {
+		tree = append(tree, []int{c})
 	}
-	for i, s := range f.sets {
-		if len(s) < 2 || slices.ContainsFunc(f.sets, func(t []int) bool { return len(t) > len(s) && subset(s, t) }) {
+	for i, s := range sets {
+		if len(s) < 2 || slices.ContainsFunc(sets, func(t []int) bool { return len(t) > len(s) && subset(s, t) }) {
 			continue
 		}
 		idx = append(idx, i)
-		sets = append(sets, s)
+		tree = append(tree, s)
 	}
-	if len(idx) == 0 || JunctionTreeSize(f.sizes, sets) > f.maxCell {
+	if len(idx) == 0 || JunctionTreeSize(sizes, tree) > maxCell {
 		return nil
 	}
 	return idx
+}
+
+// WorkloadOnceSets returns the column sets a factored run over sizes and
+// fams measures once each when it measures the workload once (see
+// [FactoredResult.WorkloadOnce]), and each one's share of the rounds'
+// budget (cells^(2/3), adding up to 1); nil when it cannot. Public: for
+// forecasts made from a spec (the run decides on its DP n̂ as well).
+func WorkloadOnceSets(sizes []int, fams []Family) ([][]int, []float64, error) {
+	sets, _, err := FactoredCandidates(len(sizes), fams)
+	if err != nil {
+		return nil, nil, err
+	}
+	var keep [][]int
+	for _, s := range sets {
+		if int64(cellsOf(sizes, s)) <= DefaultFactoredCells {
+			keep = append(keep, s)
+		}
+	}
+	idx := maximalSets(sizes, keep, DefaultFactoredCells)
+	out := make([][]int, len(idx))
+	shares := make([]float64, len(idx))
+	var sum float64
+	for j, i := range idx {
+		out[j] = keep[i]
+		shares[j] = math.Pow(float64(cellsOf(sizes, keep[i])), initSizePower)
+		sum += shares[j]
+	}
+	for j := range shares {
+		shares[j] /= sum
+	}
+	if len(idx) == 0 {
+		return nil, nil, nil
+	}
+	return out, shares, nil
 }
 
 // measureWorkload measures the candidates idx ([factored.workloadSets])

@@ -129,6 +129,16 @@ func TestWorkloadOnce(t *testing.T) {
 			}
 		}
 	}
+	// The public forecast's sets and shares (WorkloadOnceSets) are the run's.
+	ws, shares, err := WorkloadOnceSets(sizes, fams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w12, w6 := math.Pow(12, 2.0/3), math.Pow(6, 2.0/3)
+	if !slices.EqualFunc(ws, [][]int{{0, 1}, {1, 2}}, slices.Equal) || len(shares) != 2 ||
+		math.Abs(shares[0]-w12/(w12+w6)) > 1e-12 || math.Abs(shares[1]-w6/(w12+w6)) > 1e-12 {
+		t.Fatalf("WorkloadOnceSets: %v %v", ws, shares)
+	}
 	// The published flag, through RunFactored.
 	l, err := dp.NewLedger(dp.Budget{Epsilon: 1, Delta: 1e-6})
 	if err != nil {

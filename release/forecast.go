@@ -82,6 +82,12 @@ type MarginalForecast struct {
 	// SignalForecast.Sigma/√Share (a 1-way's SigmaFewRows and SigmaAgain
 	// scale the same way).
 	Share, Sigma float64
+	// SigmaOnce is, for a multi-column marginal that a join-as-one
+	// release on the factored model measures once when it measures its
+	// workload once (pmw.WorkloadOnceSets; the run does when its DP n̂ is
+	// at least pmw.AgainRatio·SignalForecast.Sigma), its noise per cell
+	// then: its share of the rounds' whole budget; 0 otherwise.
+	SigmaOnce float64
 	// Spread is the L2 distance from the uniform table of the same total,
 	// in rows (‖t − t̄‖₂ over its cells), that its true table must exceed
 	// for a measurement at its Sigma to keep signal on average:
@@ -314,6 +320,22 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 	sets := candidateSets(p)
 	basis = append(basis, fmt.Sprintf("%d released columns, %d candidate marginals, the declared domain sizes", len(p.Sizes), len(sets)))
 	f.Basis = strings.Join(basis, "; ")
+	// The workload measured once (pmw's rule): on the factored model of
+	// a join-as-one release with its rounds chosen by the run, each of
+	// the workload's multi-column marginals at its share of the rounds'
+	// whole budget R = total − init, selections' part included (scale
+	// takes a cost before its measurement share).
+	once := map[string]float64{}
+	if p.Factored && n.gauss && p.Method.Name() == spec.JoinAsOne && p.Rounds == 0 {
+		ws, wshares, err := pmw.WorkloadOnceSets(p.Sizes, p.Families)
+		if err != nil {
+			return nil, fmt.Errorf("release: signal forecast: %w", err)
+		}
+		meas := 1 - pmw.SelectionShare(pmw.NoiseGaussian)
+		for j, cols := range ws {
+			once[marginalName(p.Names, cols)] = n.scale(wshares[j] * (n.total - n.init) / meas)
+		}
+	}
 	seen := map[string]bool{}
 	shares := make([]float64, len(p.Sizes))
 	for i := range shares {
@@ -325,12 +347,10 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 	}
 	addM := func(cols []int) {
 		k := 1
-		names := make([]string, len(cols))
-		for i, c := range cols {
+		for _, c := range cols {
 			k *= p.Sizes[c]
-			names[i] = p.Names[c]
 		}
-		name := "marginal(" + strings.Join(names, ",") + ")"
+		name := marginalName(p.Names, cols)
 		if seen[name] {
 			return
 		}
@@ -341,7 +361,7 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 		}
 		sigma := f.Sigma / math.Sqrt(share)
 		f.Marginals = append(f.Marginals, MarginalForecast{Marginal: name, Cells: k, OneWay: len(cols) == 1, Share: share, Sigma: sigma,
-			Spread: sigma * SpreadFactor(k)})
+			SigmaOnce: once[name], Spread: sigma * SpreadFactor(k)})
 	}
 	for i := range p.Sizes {
 		addM([]int{i})
@@ -350,6 +370,16 @@ func ForecastSignal(p *Plan) (*SignalForecast, error) {
 		addM(c)
 	}
 	return f, nil
+}
+
+// marginalName names the marginal over cols as a release's [Signal]
+// does: "marginal(a,b)".
+func marginalName(names []string, cols []int) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = names[c]
+	}
+	return "marginal(" + strings.Join(parts, ",") + ")"
 }
 
 // OneWayRegime says how often the factored model measures the 1-way

@@ -137,6 +137,33 @@ func TestForecastMatchesRelease(t *testing.T) {
 				// lower still.
 				t.Errorf("few rows %v, again %v: %d 1-way signals, the largest noise ratio to the forecast %v; want %d and 1", few, again, ones, mostOne, len(s.Release.Columns))
 			}
+			// The workload measured once (the release published it on
+			// the full Adult): each workload 2-way was measured at its
+			// SigmaOnce, and nothing else after the init.
+			whole := false
+			for _, o := range sum.Privacy.Outputs {
+				if o.Name == "pmw_workload_once" && o.Value == 1 {
+					whole = true
+				}
+			}
+			if want := tc.name == "adult" && s.PMW.Noise == "" && p.Factored; whole != want {
+				t.Errorf("workload measured once %v, want %v", whole, want)
+			}
+			if whole {
+				once := 0
+				for _, sg := range sum.Signals {
+					m := byName[sg.Marginal]
+					if m.OneWay {
+						continue
+					}
+					if once++; !(m.SigmaOnce > 0) || math.Abs(sg.NoisePerCell/m.SigmaOnce-1) > 1e-6 {
+						t.Errorf("%s: noise %v, forecast once %v", sg.Marginal, sg.NoisePerCell, m.SigmaOnce)
+					}
+				}
+				if once != 4 {
+					t.Errorf("%d workload marginals measured, want 4", once)
+				}
+			}
 			if p.Factored && len(s.Release.Columns) > 1 && tc.name == "adult" {
 				// Shares by cells (pmw.InitShares): a 2-cell column's
 				// noise above a 16-cell one's.

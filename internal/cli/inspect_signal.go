@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/synth-dp/synth/pmw"
 	"github.com/synth-dp/synth/release"
 	"github.com/synth-dp/synth/spec"
 )
@@ -66,6 +67,10 @@ type marginalForecast struct {
 	// NoiseRows is its noise per cell for one measurement (a 1-way's on
 	// the factored model depends on its cells: pmw.InitShares).
 	NoiseRows float64 `json:"noise_per_cell_rows"`
+	// NoiseOnceRows is, for a workload marginal the release measures once
+	// when its DP row estimate is at least 20 times one measurement's
+	// noise (release.MarginalForecast.SigmaOnce), its noise per cell then.
+	NoiseOnceRows float64 `json:"noise_per_cell_rows_once,omitempty"`
 	// SpreadRows is the L2 distance from uniform its true table must
 	// exceed to carry signal; MinRows the fewest rows that can (all in
 	// one cell); Rows50 the rows it needs when its cells are 50% off
@@ -96,6 +101,11 @@ func buildForecast(p *release.Plan) (*signalForecast, error) {
 			MinRows: m.MinRows(), Rows50: math.Sqrt(float64(m.Cells)) * m.Spread / 0.5, f: m}
 		if m.OneWay {
 			mf.Measured = "always (1-way)"
+		}
+		if m.SigmaOnce > 0 {
+			mf.NoiseOnceRows = m.SigmaOnce
+			mf.Measured = fmt.Sprintf("once at noise %s rows per cell when the run's DP row estimate is at least %d times one measurement's noise, "+
+				"else if a round selects it", fmtRows(m.SigmaOnce), pmw.AgainRatio)
 		}
 		out.Marginals = append(out.Marginals, mf)
 	}
@@ -186,6 +196,13 @@ func buildCustodianSignal(s *spec.Spec, f *signalForecast, c *custodianReport) *
 			}
 			twice = fmt.Sprintf("measured twice (these rows are below %s times one measurement's noise: the release measures every 1-way marginal again), "+
 				"noise about %s rows per cell: ", line, fmtRows(sigma1))
+		}
+		if mf.SigmaOnce > 0 && cs.Rows >= pmw.AgainRatio*f.f.Sigma {
+			// The release measures its workload once (pmw's rule on n̂).
+			mf.Sigma = mf.SigmaOnce
+			mf.Spread = mf.Sigma * release.SpreadFactor(mf.Cells)
+			twice = fmt.Sprintf("measured once (these rows are at least %d times one measurement's noise: the release measures every workload marginal once "+
+				"instead of selecting), noise about %s rows per cell: ", pmw.AgainRatio, fmtRows(mf.Sigma))
 		}
 		v := custodianVerdict{Marginal: m.Marginal, Deviation: mf.Deviation(cs.Rows)}
 		switch {

@@ -422,6 +422,7 @@ func TestInspectOneWaysAgain(t *testing.T) {
 					Cells    int     `json:"cells"`
 					Measured string  `json:"measured"`
 					Noise    float64 `json:"noise_per_cell_rows"`
+					Once     float64 `json:"noise_per_cell_rows_once"`
 				} `json:"marginals"`
 			} `json:"signal_forecast"`
 			NonPrivate struct {
@@ -443,13 +444,30 @@ func TestInspectOneWaysAgain(t *testing.T) {
 		if ratio := cs.Rows / f.Sigma; (ratio >= pmw.PoolRatio && ratio < pmw.AgainRatio) != tc.again {
 			t.Fatalf("%d rows: n/σ₀ = %.1f, want the regime between 8 and 20: %v", tc.rows, ratio, tc.again)
 		}
-		ones := 0
+		ones, once := 0, 0
 		for i, m := range f.Marginals {
 			v := cs.Marginals[i]
 			one := m.Measured == "always (1-way)"
 			sigma := m.Noise
 			if one && tc.again {
 				sigma, ones = m.Noise*f.SigmaAgain/f.Sigma, ones+1
+			}
+			// The 4 workload 2-ways (pmw.WorkloadOnceSets; the numeric
+			// sums' sets are not the factored run's) have a noise for the
+			// workload measured once, each at its share of the rounds'
+			// budget: less than one round's; at or above 20σ₀ the release
+			// measures them so, and the verdict says it.
+			if !one && m.Once > 0 {
+				once++
+				if !(m.Once < m.Noise) {
+					t.Errorf("%d rows, %s: noise once %v, one round's %v", tc.rows, v.Marginal, m.Once, m.Noise)
+				}
+				if !tc.again {
+					sigma = m.Once
+				}
+			}
+			if want := !one && m.Once > 0 && !tc.again; strings.Contains(v.Verdict, "measured once") != want {
+				t.Errorf("%d rows, %s: verdict %q, want \"measured once\" %v", tc.rows, v.Marginal, v.Verdict, want)
 			}
 			want := math.Sqrt(float64(m.Cells)) * sigma * release.SpreadFactor(m.Cells) / cs.Rows
 			if v.Marginal != m.Marginal || math.Abs(v.Deviation-want) > 1e-9*want {
@@ -461,6 +479,9 @@ func TestInspectOneWaysAgain(t *testing.T) {
 		}
 		if tc.again && ones != 8 {
 			t.Errorf("%d 1-way marginals measured twice, want 8", ones)
+		}
+		if once != 4 {
+			t.Errorf("%d rows: %d workload marginals with a noise for the workload measured once, want 4", tc.rows, once)
 		}
 	}
 }
